@@ -1,0 +1,3 @@
+fn main() {
+    minijinja_embed::embed_templates!("templates");
+}

@@ -1,0 +1,224 @@
+//! `agent mcp call SERVER.TOOL`: one tool call from the terminal. Starts only that server.
+
+use std::io::{IsTerminal, Read, Write};
+use std::path::PathBuf;
+
+use anyhow::Context as _;
+use clap::Args;
+use rmcp::model::{CallToolResult, ContentBlock};
+use serde_json::{Map, Value};
+
+use super::output::{human_bytes, write_atomic};
+use super::{Context, EXIT_FAILURE, EXIT_OK, usage};
+use crate::mcp::handler::ClientEvent;
+use crate::mcp::{McpError, McpManager};
+
+pub const AFTER_HELP: &str = "\
+Examples:
+  agent mcp call everything.echo --args '{\"message\": \"hi\"}'
+  agent mcp call github.get_me --json
+  agent mcp call fixture.big --output big.txt
+  echo '{\"a\": 1, \"b\": 2}' | agent mcp call fixture.add --args -
+
+Output: text content as text, structuredContent as pretty JSON, images/audio/resources summarised
+(mime type and size, or uri). --json prints the whole MCP CallToolResult instead.
+SERVER.TOOL splits at the first dot, so tool names may contain dots.
+
+Exit codes:
+  0  success
+  1  the tool reported an error (isError) or the call failed (server crashed, timed out)
+  2  usage or configuration error (bad JSON, unknown server or tool, invalid arguments)";
+
+#[derive(Debug, Args)]
+pub struct CallArgs {
+    /// The tool to call, as SERVER.TOOL.
+    #[arg(value_name = "SERVER.TOOL")]
+    pub target: String,
+    /// Arguments: inline JSON, @FILE to read a file, or - for stdin.
+    #[arg(long, short = 'a', value_name = "JSON", default_value = "{}")]
+    pub args: String,
+    /// Print the full CallToolResult as JSON.
+    #[arg(long)]
+    pub json: bool,
+    /// Write the output to FILE (atomically) instead of stdout.
+    #[arg(long, short = 'o', value_name = "FILE")]
+    pub output: Option<PathBuf>,
+}
+
+pub async fn run(ctx: Context, args: &CallArgs) -> anyhow::Result<u8> {
+    let (server, tool) = split_target(&args.target)?;
+    let arguments = parse_args(&args.args)?;
+    let manager = McpManager::new(&ctx.config);
+    manager.check_server(server).map_err(|e| usage(e.to_string()))?;
+
+    let progress = spawn_progress_printer(&manager);
+    let outcome = tokio::select! {
+        r = manager.call_tool(server, tool, arguments) => Some(r),
+        _ = tokio::signal::ctrl_c() => None,
+    };
+    progress.abort();
+    manager.shutdown().await;
+    let Some(result) = outcome else {
+        eprintln!("interrupted");
+        return Ok(130);
+    };
+    let result = match result {
+        Ok(r) => r,
+        Err(
+            e @ (McpError::UnknownServer { .. }
+            | McpError::UnknownTool { .. }
+            | McpError::InvalidArguments { .. }
+            | McpError::Disabled(_)),
+        ) => {
+            return Err(usage(e.to_string()));
+        }
+        Err(e) => {
+            if let McpError::Start { server, .. } | McpError::Call { server, .. } = &e {
+                tracing::info!("stderr of `{server}` is in {}", manager.log_file(server).display());
+            }
+            return Err(e.into());
+        }
+    };
+
+    let is_error = result.is_error == Some(true);
+    let rendered = if args.json {
+        let mut s = serde_json::to_string_pretty(&result).context("cannot serialise the result")?;
+        s.push('\n');
+        s
+    } else {
+        render(&result)
+    };
+    match &args.output {
+        Some(path) => {
+            write_atomic(path, rendered.as_bytes()).with_context(|| format!("cannot write {}", path.display()))?;
+            eprintln!("wrote {} to {}", human_bytes(rendered.len() as u64), path.display());
+        }
+        None if is_error && !args.json => {
+            // The tool's own words go to stderr with the error, so stdout stays a clean result.
+            eprint!("{rendered}");
+        }
+        None => {
+            let mut out = std::io::stdout().lock();
+            if let Err(e) = out.write_all(rendered.as_bytes()).and_then(|_| out.flush())
+                && e.kind() != std::io::ErrorKind::BrokenPipe
+            {
+                return Err(e).context("cannot write to stdout");
+            }
+        }
+    }
+    if is_error {
+        eprintln!("error: `{server}.{tool}` reported an error");
+        return Ok(EXIT_FAILURE);
+    }
+    Ok(EXIT_OK)
+}
+
+/// `server.tool` → (`server`, `tool`), splitting at the first dot.
+pub fn split_target(target: &str) -> anyhow::Result<(&str, &str)> {
+    match target.split_once('.') {
+        Some((s, t)) if !s.is_empty() && !t.is_empty() => Ok((s, t)),
+        _ => Err(usage(format!("expected SERVER.TOOL (e.g. `everything.echo`), got `{target}`"))),
+    }
+}
+
+/// Reads `--args`: inline JSON, `@file`, or `-` (stdin). Must be a JSON object.
+pub fn parse_args(spec: &str) -> anyhow::Result<Map<String, Value>> {
+    let (text, origin) = if spec == "-" {
+        let mut s = String::new();
+        std::io::stdin().read_to_string(&mut s).map_err(|e| usage(format!("cannot read --args from stdin: {e}")))?;
+        (s, "stdin".to_string())
+    } else if let Some(path) = spec.strip_prefix('@') {
+        let s = std::fs::read_to_string(path).map_err(|e| usage(format!("cannot read --args file {path}: {e}")))?;
+        (s, path.to_string())
+    } else {
+        (spec.to_string(), "--args".to_string())
+    };
+    let text = if text.trim().is_empty() { "{}".to_string() } else { text };
+    let value: Value = serde_json::from_str(&text).map_err(|e| usage(format!("{origin} is not valid JSON: {e}")))?;
+    match value {
+        Value::Object(map) => Ok(map),
+        other => Err(usage(format!("{origin} must be a JSON object of named arguments, got {}", json_kind(&other)))),
+    }
+}
+
+fn json_kind(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+/// Human rendering: structuredContent as pretty JSON, text as text, the rest summarised.
+pub fn render(result: &CallToolResult) -> String {
+    let mut out = String::new();
+    if let Some(structured) = &result.structured_content {
+        out.push_str(&serde_json::to_string_pretty(structured).unwrap_or_default());
+        out.push('\n');
+    }
+    for block in &result.content {
+        let line = match block {
+            ContentBlock::Text(t) => {
+                // rmcp servers mirror structuredContent into a text block; don't print it twice.
+                if let Some(structured) = &result.structured_content
+                    && serde_json::from_str::<Value>(&t.text).ok().as_ref() == Some(structured)
+                {
+                    continue;
+                }
+                t.text.clone()
+            }
+            ContentBlock::Image(i) => format!("[image: {}, {}]", i.mime_type, human_bytes(decoded_len(&i.data))),
+            ContentBlock::Audio(a) => format!("[audio: {}, {}]", a.mime_type, human_bytes(decoded_len(&a.data))),
+            ContentBlock::Resource(r) => {
+                let v = serde_json::to_value(&r.resource).unwrap_or_default();
+                let uri = v.get("uri").and_then(Value::as_str).unwrap_or("?");
+                let mime = v.get("mimeType").and_then(Value::as_str).map(|m| format!(", {m}")).unwrap_or_default();
+                format!("[resource: {uri}{mime}]")
+            }
+            ContentBlock::ResourceLink(l) => format!("[resource link: {}]", l.uri),
+            #[allow(unreachable_patterns)]
+            other => format!(
+                "[{} content]",
+                serde_json::to_value(other)
+                    .ok()
+                    .and_then(|v| v.get("type").and_then(Value::as_str).map(String::from))
+                    .unwrap_or_else(|| "unknown".into())
+            ),
+        };
+        out.push_str(&line);
+        if !line.ends_with('\n') {
+            out.push('\n');
+        }
+    }
+    out
+}
+
+fn decoded_len(b64: &str) -> u64 {
+    let n = b64.trim_end_matches('=').len() as u64;
+    n * 3 / 4
+}
+
+/// Prints server progress notifications to stderr while a call runs.
+pub fn spawn_progress_printer(manager: &McpManager) -> tokio::task::JoinHandle<()> {
+    let mut rx = manager.events().subscribe();
+    let tty = std::io::stderr().is_terminal();
+    tokio::spawn(async move {
+        while let Ok(ev) = rx.recv().await {
+            if let ClientEvent::Progress { server, progress, total, message } = ev {
+                let amount = match total {
+                    Some(t) => format!("{progress}/{t}"),
+                    None => format!("{progress}"),
+                };
+                let msg = message.map(|m| format!(" {m}")).unwrap_or_default();
+                if tty {
+                    eprint!("\r\x1b[2K{server}: progress {amount}{msg}");
+                } else {
+                    eprintln!("{server}: progress {amount}{msg}");
+                }
+            }
+        }
+    })
+}

@@ -1,0 +1,174 @@
+//! Command-line interface: argument parsing (clap), exit codes and error printing. One module per
+//! command; they parse and print, and leave the work to `mcp`, `codegen`, `runtime` and `agent`.
+//!
+//! Exit codes (documented in `--help` and README): 0 success, 1 the tool or script reported an
+//! error or the call failed, 2 usage or configuration error.
+
+pub mod call;
+pub mod exec;
+pub mod generate;
+pub mod list;
+pub mod output;
+pub mod run;
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand};
+
+use crate::config::{Config, ConfigError, LoadOptions};
+
+/// Exit code: success.
+pub const EXIT_OK: u8 = 0;
+/// Exit code: the tool or script reported an error, a limit was hit, or the call failed.
+pub const EXIT_FAILURE: u8 = 1;
+/// Exit code: usage or configuration error.
+pub const EXIT_USAGE: u8 = 2;
+
+/// An error in how `agent` was invoked or configured (exit code 2).
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct UsageError(pub String);
+
+/// Shorthand for returning a usage error.
+pub fn usage(msg: impl Into<String>) -> anyhow::Error {
+    anyhow::Error::new(UsageError(msg.into()))
+}
+
+const EXIT_CODES_HELP: &str = "\
+Exit codes:
+  0  success
+  1  the tool or script reported an error, a limit was hit, or the call failed
+  2  usage or configuration error";
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "agent",
+    version,
+    about = "An MCP agent harness: call MCP tools directly or through generated TypeScript (code mode)",
+    long_about = "An MCP agent harness. It connects to the MCP servers in your configuration and lets a \
+model use their tools either directly (one LLM tool per MCP tool) or in code mode, where the model \
+writes TypeScript against a generated API and only what the script prints reaches the model.\n\n\
+Configuration: ~/.config/agent/config.yaml, then ./agent.yaml (or --config / AGENT_CONFIG), then \
+AGENT_<SECTION>__<KEY> environment variables, then flags. `.mcp.json` (Claude/Cursor format) in the \
+current directory is imported too. See config.sample.yaml.",
+    after_help = EXIT_CODES_HELP
+)]
+pub struct Cli {
+    /// Configuration file to use instead of ./agent.yaml (also AGENT_CONFIG).
+    #[arg(long, global = true, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+
+    /// More logging on stderr (-v info, -vv debug); RUST_LOG overrides.
+    #[arg(short, long, global = true, action = clap::ArgAction::Count)]
+    pub verbose: u8,
+
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Inspect and call MCP tools, generate the TypeScript API.
+    #[command(subcommand)]
+    Mcp(McpCommand),
+    /// Run a TypeScript file in the code-mode sandbox (no LLM involved).
+    #[command(after_help = exec::AFTER_HELP)]
+    Exec(exec::ExecArgs),
+    /// Work on a task with an LLM and the configured MCP servers.
+    #[command(after_help = run::AFTER_HELP)]
+    Run(run::RunArgs),
+}
+
+#[derive(Debug, Subcommand)]
+pub enum McpCommand {
+    /// List the tools of the configured MCP servers.
+    #[command(after_help = list::AFTER_HELP)]
+    List(list::ListArgs),
+    /// Call one MCP tool and print its result.
+    #[command(after_help = call::AFTER_HELP)]
+    Call(call::CallArgs),
+    /// Write the TypeScript API tree for the configured MCP tools.
+    #[command(after_help = generate::AFTER_HELP)]
+    Generate(generate::GenerateArgs),
+}
+
+/// Options shared by commands that start servers.
+#[derive(Debug, Clone, Args, Default)]
+pub struct ServerFilter {
+    /// Only this server (repeatable).
+    #[arg(long = "server", short = 's', value_name = "SERVER")]
+    pub servers: Vec<String>,
+}
+
+/// What every command gets: the loaded configuration and global flags.
+pub struct Context {
+    pub config: Config,
+    pub verbose: u8,
+}
+
+impl Context {
+    pub fn load(cli: &Cli) -> Result<Context, ConfigError> {
+        let opts = LoadOptions { config_file: cli.config.clone(), ..Default::default() };
+        Ok(Context { config: Config::load(&opts)?, verbose: cli.verbose })
+    }
+}
+
+/// Parses arguments, runs the command, prints errors, and returns the process exit code.
+pub fn main() -> u8 {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => {
+            let code = if e.use_stderr() { EXIT_USAGE } else { EXIT_OK };
+            let _ = e.print();
+            return code;
+        }
+    };
+    init_tracing(cli.verbose);
+    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("error: cannot start the async runtime: {e}");
+            return EXIT_FAILURE;
+        }
+    };
+    let result = runtime.block_on(async {
+        let ctx = Context::load(&cli)?;
+        dispatch(&cli, ctx).await
+    });
+    // Child processes are killed by the manager's shutdown; don't wait on stray blocking tasks.
+    runtime.shutdown_timeout(std::time::Duration::from_millis(200));
+    match result {
+        Ok(code) => code,
+        Err(err) => {
+            eprintln!("error: {}", output::error_chain(&err));
+            exit_code_for(&err)
+        }
+    }
+}
+
+async fn dispatch(cli: &Cli, ctx: Context) -> anyhow::Result<u8> {
+    match &cli.command {
+        Command::Mcp(McpCommand::List(args)) => list::run(ctx, args).await,
+        Command::Mcp(McpCommand::Call(args)) => call::run(ctx, args).await,
+        Command::Mcp(McpCommand::Generate(args)) => generate::run(ctx, args).await,
+        Command::Exec(args) => exec::run(ctx, args).await,
+        Command::Run(args) => run::run(ctx, args).await,
+    }
+}
+
+/// 2 for usage and configuration errors, 1 for everything else.
+pub fn exit_code_for(err: &anyhow::Error) -> u8 {
+    if err.chain().any(|e| e.is::<UsageError>() || e.is::<ConfigError>()) { EXIT_USAGE } else { EXIT_FAILURE }
+}
+
+fn init_tracing(verbose: u8) {
+    use tracing_subscriber::EnvFilter;
+    let default = match verbose {
+        0 => "warn",
+        1 => "agent=info,warn",
+        _ => "agent=debug,info",
+    };
+    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(default));
+    let _ =
+        tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).with_target(false).try_init();
+}

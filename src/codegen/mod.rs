@@ -1,0 +1,1 @@
+//! TypeScript API generation (`agent mcp generate`).

@@ -1,0 +1,727 @@
+//! Layered configuration: built-in defaults, `~/.config/agent/config.yaml`, `./agent.yaml` (or
+//! `--config` / `AGENT_CONFIG`), `AGENT_<SECTION>__<KEY>` environment overrides, then CLI flags
+//! (applied by the caller on the returned [`Config`]). Also imports the `mcpServers` JSON format
+//! of Claude Desktop, Claude Code and Cursor (`.mcp.json` and `mcp.import`).
+//!
+//! `$VAR` / `${VAR}` / `${VAR:-default}` in string values expand from the environment (`$$` is a
+//! literal `$`). A missing variable is an error naming the variable and the key; under
+//! `mcp.servers.<name>` and `llm` the error is deferred until that server or the model is used,
+//! so one server's missing token never blocks the others. Unknown keys and wrong types are
+//! errors naming the key path. This module knows nothing of the rest of the crate.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde::{Deserialize, Deserializer, Serialize};
+use serde_json::{Map, Value};
+
+/// A configuration problem; the CLI reports it as one line and exits with code 2.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct ConfigError(pub String);
+
+impl ConfigError {
+    fn new(msg: impl Into<String>) -> Self {
+        Self(msg.into())
+    }
+}
+
+/// The whole configuration after all layers are merged.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Config {
+    pub llm: LlmConfig,
+    pub agent: AgentConfig,
+    pub mcp: McpConfig,
+    /// Files that contributed to this configuration, lowest precedence first (not a config key).
+    #[serde(skip)]
+    pub sources: Vec<PathBuf>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum Provider {
+    #[default]
+    Anthropic,
+    Openai,
+}
+
+impl fmt::Display for Provider {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Provider::Anthropic => "anthropic",
+            Provider::Openai => "openai",
+        })
+    }
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct LlmConfig {
+    pub provider: Provider,
+    pub model: String,
+    /// Defaults per provider: `https://api.anthropic.com` / `https://api.openai.com/v1`.
+    pub base_url: Option<String>,
+    /// Falls back to `ANTHROPIC_API_KEY` / `OPENAI_API_KEY` when unset.
+    pub api_key: Option<String>,
+    pub max_tokens: u32,
+    /// Retries on 429, 5xx and network errors, with exponential backoff.
+    pub max_retries: u32,
+    #[serde(with = "duration")]
+    pub request_timeout: Duration,
+    /// Errors from `$VAR` expansion under `llm`, reported when the model is used.
+    #[serde(skip)]
+    pub unresolved: Vec<String>,
+}
+
+impl Default for LlmConfig {
+    fn default() -> Self {
+        Self {
+            provider: Provider::Anthropic,
+            model: "claude-sonnet-4-5".into(),
+            base_url: None,
+            api_key: None,
+            max_tokens: 4096,
+            max_retries: 4,
+            request_timeout: Duration::from_secs(300),
+            unresolved: Vec::new(),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct AgentConfig {
+    /// Model turns before `agent run` stops.
+    pub max_turns: u32,
+    /// Direct mode: tool results longer than this are cut with an explicit marker.
+    pub max_tool_result_bytes: usize,
+    /// Extra text appended to the built-in system prompt.
+    pub system_prompt: Option<String>,
+}
+
+impl Default for AgentConfig {
+    fn default() -> Self {
+        Self { max_turns: 20, max_tool_result_bytes: 20_000, system_prompt: None }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum ExecutionMode {
+    #[default]
+    Direct,
+    Code,
+}
+
+impl fmt::Display for ExecutionMode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            ExecutionMode::Direct => "direct",
+            ExecutionMode::Code => "code",
+        })
+    }
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct McpConfig {
+    pub execution_mode: ExecutionMode,
+    /// Extra `mcpServers` JSON files to import (Claude Desktop / Claude Code / Cursor format).
+    pub import: Vec<PathBuf>,
+    pub code_execution: CodeExecutionConfig,
+    pub servers: BTreeMap<String, ServerConfig>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct CodeExecutionConfig {
+    pub workspace_dir: PathBuf,
+    pub regenerate_on_startup: bool,
+    #[serde(with = "duration")]
+    pub timeout: Duration,
+    pub memory_limit_mb: u64,
+    pub max_output_bytes: usize,
+    pub max_concurrent_calls: usize,
+}
+
+impl Default for CodeExecutionConfig {
+    fn default() -> Self {
+        Self {
+            workspace_dir: PathBuf::from(".kodelet/mcp"),
+            regenerate_on_startup: true,
+            timeout: Duration::from_secs(30),
+            memory_limit_mb: 256,
+            max_output_bytes: 100 * 1024,
+            max_concurrent_calls: 16,
+        }
+    }
+}
+
+/// One MCP server: stdio (`command`) or Streamable HTTP (`url`).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ServerConfig {
+    pub command: Option<String>,
+    pub args: Vec<String>,
+    pub envs: BTreeMap<String, String>,
+    pub cwd: Option<PathBuf>,
+    pub url: Option<String>,
+    pub headers: BTreeMap<String, String>,
+    /// `stdio`, `http` (Streamable HTTP) or `sse` (legacy, rejected with a clear message).
+    /// Inferred from `command` / `url` when absent.
+    pub transport: Option<String>,
+    /// Only these tools are exposed (exact names); all when absent.
+    pub tool_white_list: Option<Vec<String>>,
+    pub disabled: bool,
+    #[serde(with = "duration")]
+    pub connect_timeout: Duration,
+    #[serde(with = "duration")]
+    pub call_timeout: Duration,
+    /// Where this server was declared (a config file or an imported `mcpServers` file).
+    #[serde(skip)]
+    pub origin: Option<PathBuf>,
+    /// Errors from `$VAR` expansion inside this server's keys, reported when it is started.
+    #[serde(skip)]
+    pub unresolved: Vec<String>,
+}
+
+impl Default for ServerConfig {
+    fn default() -> Self {
+        Self {
+            command: None,
+            args: Vec::new(),
+            envs: BTreeMap::new(),
+            cwd: None,
+            url: None,
+            headers: BTreeMap::new(),
+            transport: None,
+            tool_white_list: None,
+            disabled: false,
+            connect_timeout: Duration::from_secs(30),
+            call_timeout: Duration::from_secs(120),
+            origin: None,
+            unresolved: Vec::new(),
+        }
+    }
+}
+
+/// How to reach a server, after validation.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Transport {
+    Stdio,
+    Http,
+    /// The legacy HTTP+SSE transport (spec 2024-11-05); not supported by rmcp any more.
+    Sse,
+}
+
+impl ServerConfig {
+    /// The transport this server uses, or why its declaration is unusable.
+    pub fn transport(&self) -> Result<Transport, String> {
+        let kind = self.transport.as_deref().map(str::to_ascii_lowercase);
+        match (kind.as_deref(), &self.command, &self.url) {
+            (Some("sse"), _, _) => Ok(Transport::Sse),
+            (_, Some(_), Some(_)) => Err("set either `command` (stdio) or `url` (HTTP), not both".into()),
+            (None | Some("stdio"), Some(_), None) => Ok(Transport::Stdio),
+            (None | Some("http" | "streamable-http" | "streamablehttp"), None, Some(_)) => Ok(Transport::Http),
+            (Some("stdio"), None, _) => Err("`transport: stdio` needs a `command`".into()),
+            (Some("http" | "streamable-http" | "streamablehttp"), _, None) => {
+                Err("`transport: http` needs a `url`".into())
+            }
+            (Some(other), _, _) => Err(format!("unknown transport `{other}` (expected stdio or http)")),
+            (None, None, None) => Err("needs `command` (stdio) or `url` (Streamable HTTP)".into()),
+        }
+    }
+}
+
+/// Where to look for configuration and how to override it.
+#[derive(Debug, Clone, Default)]
+pub struct LoadOptions {
+    /// `--config FILE` (falls back to `AGENT_CONFIG`, then `./agent.yaml`).
+    pub config_file: Option<PathBuf>,
+    /// Directory holding `agent.yaml` and `.mcp.json` (the current directory by default).
+    pub project_dir: Option<PathBuf>,
+    /// Skip `~/.config/agent/config.yaml` (tests use this to stay hermetic).
+    pub skip_user_config: bool,
+}
+
+impl Config {
+    /// Loads every layer. Environment overrides come from the process environment.
+    pub fn load(opts: &LoadOptions) -> Result<Config, ConfigError> {
+        let env: BTreeMap<String, String> = std::env::vars().collect();
+        Self::load_with_env(opts, &env)
+    }
+
+    /// Like [`Config::load`], with an explicit environment (for tests).
+    pub fn load_with_env(opts: &LoadOptions, env: &BTreeMap<String, String>) -> Result<Config, ConfigError> {
+        let project_dir = match &opts.project_dir {
+            Some(d) => d.clone(),
+            None => std::env::current_dir()
+                .map_err(|e| ConfigError::new(format!("cannot read the current directory: {e}")))?,
+        };
+        let mut sources = Vec::new();
+        let mut builder = config::Config::builder();
+
+        if !opts.skip_user_config
+            && let Some(user) = user_config_path(env)
+            && user.is_file()
+        {
+            builder = builder.add_source(yaml_file(&user)?);
+            sources.push(user);
+        }
+        let explicit =
+            opts.config_file.clone().or_else(|| env.get("AGENT_CONFIG").filter(|s| !s.is_empty()).map(PathBuf::from));
+        match explicit {
+            Some(path) => {
+                if !path.is_file() {
+                    return Err(ConfigError::new(format!("config file {} does not exist", path.display())));
+                }
+                builder = builder.add_source(yaml_file(&path)?);
+                sources.push(path);
+            }
+            None => {
+                for name in ["agent.yaml", "agent.yml"] {
+                    let path = project_dir.join(name);
+                    if path.is_file() {
+                        builder = builder.add_source(yaml_file(&path)?);
+                        sources.push(path);
+                        break;
+                    }
+                }
+            }
+        }
+        let overrides: config::Map<String, String> = env
+            .iter()
+            .filter(|(k, _)| k.starts_with("AGENT_") && k["AGENT_".len()..].contains("__"))
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
+        builder = builder.add_source(
+            config::Environment::with_prefix("AGENT")
+                .prefix_separator("_")
+                .separator("__")
+                .try_parsing(true)
+                .source(Some(overrides)),
+        );
+        let merged = builder.build().map_err(|e| ConfigError::new(format!("invalid configuration: {e}")))?;
+        let mut tree: Value =
+            merged.try_deserialize().map_err(|e| ConfigError::new(format!("invalid configuration: {e}")))?;
+        if tree.is_null() {
+            tree = Value::Object(Map::new());
+        }
+
+        // Expand $VAR. Errors under a server or `llm` are deferred to where they matter.
+        let mut deferred: BTreeMap<String, Vec<String>> = BTreeMap::new();
+        let mut errors = Vec::new();
+        expand_tree(&mut tree, &mut String::new(), env, &mut |path, msg| {
+            let line = format!("{path}: {msg}");
+            match deferral_key(path) {
+                Some(key) => deferred.entry(key).or_default().push(line),
+                None => errors.push(line),
+            }
+        });
+        if let Some(first) = errors.into_iter().next() {
+            return Err(ConfigError(first));
+        }
+
+        let mut config: Config = deserialize_at(tree, "")?;
+        config.sources = sources;
+        config.llm.unresolved = deferred.remove("llm").unwrap_or_default();
+        for (name, server) in config.mcp.servers.iter_mut() {
+            server.unresolved = deferred.remove(&format!("mcp.servers.{name}")).unwrap_or_default();
+            server.origin = config.sources.last().cloned();
+        }
+
+        // Imported `mcpServers` files: `.mcp.json` in the project directory, then `mcp.import`.
+        let mut imports: Vec<PathBuf> = Vec::new();
+        let dot_mcp = project_dir.join(".mcp.json");
+        if dot_mcp.is_file() {
+            imports.push(dot_mcp);
+        }
+        for p in &config.mcp.import {
+            let p = if p.is_absolute() { p.clone() } else { project_dir.join(p) };
+            if !p.is_file() {
+                return Err(ConfigError::new(format!("mcp.import: {} does not exist", p.display())));
+            }
+            imports.push(p);
+        }
+        for file in imports {
+            for (name, server) in import_mcp_servers(&file, env)? {
+                // Servers declared in YAML win over imported ones of the same name.
+                config.mcp.servers.entry(name).or_insert(server);
+            }
+            config.sources.push(file);
+        }
+        for (name, server) in &config.mcp.servers {
+            validate_server_name(name)?;
+            if server.tool_white_list.as_ref().is_some_and(|l| l.is_empty()) {
+                return Err(ConfigError::new(format!(
+                    "mcp.servers.{name}.tool_white_list: an empty list would hide every tool; remove the key or set `disabled: true`"
+                )));
+            }
+        }
+        if config.mcp.code_execution.max_concurrent_calls == 0 {
+            return Err(ConfigError::new("mcp.code_execution.max_concurrent_calls: must be at least 1"));
+        }
+        Ok(config)
+    }
+}
+
+fn user_config_path(env: &BTreeMap<String, String>) -> Option<PathBuf> {
+    if let Some(x) = env.get("XDG_CONFIG_HOME").filter(|s| !s.is_empty()) {
+        return Some(Path::new(x).join("agent/config.yaml"));
+    }
+    env.get("HOME").filter(|s| !s.is_empty()).map(|h| Path::new(h).join(".config/agent/config.yaml"))
+}
+
+fn yaml_file(path: &Path) -> Result<config::File<config::FileSourceString, config::FileFormat>, ConfigError> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| ConfigError::new(format!("cannot read config file {}: {e}", path.display())))?;
+    // Parse once here so a syntax error names the file (the config crate's message does not).
+    if let Err(e) =
+        config::Config::builder().add_source(config::File::from_str(&text, config::FileFormat::Yaml)).build()
+    {
+        return Err(ConfigError::new(format!("{}: {e}", path.display())));
+    }
+    Ok(config::File::from_str(&text, config::FileFormat::Yaml))
+}
+
+/// `mcp.servers.<name>.…` → `mcp.servers.<name>`; `llm.…` → `llm`; anything else → None.
+fn deferral_key(path: &str) -> Option<String> {
+    if path == "llm" || path.starts_with("llm.") {
+        return Some("llm".into());
+    }
+    let rest = path.strip_prefix("mcp.servers.")?;
+    let name = rest.split('.').next()?;
+    Some(format!("mcp.servers.{name}"))
+}
+
+fn deserialize_at<T: serde::de::DeserializeOwned>(tree: Value, prefix: &str) -> Result<T, ConfigError> {
+    serde_path_to_error::deserialize(tree).map_err(|e| {
+        let inner = e.path().to_string();
+        let path = match (prefix.is_empty(), inner == ".") {
+            (true, _) => inner,
+            (false, true) => prefix.to_string(),
+            (false, false) => format!("{prefix}.{inner}"),
+        };
+        let msg = e.into_inner().to_string();
+        if path == "." || path.is_empty() {
+            ConfigError(format!("invalid configuration: {msg}"))
+        } else {
+            ConfigError(format!("{path}: {msg}"))
+        }
+    })
+}
+
+fn validate_server_name(name: &str) -> Result<(), ConfigError> {
+    let ok = !name.is_empty()
+        && !name.contains('.')
+        && !name.contains('/')
+        && name.chars().all(|c| !c.is_control() && !c.is_whitespace());
+    if ok {
+        Ok(())
+    } else {
+        Err(ConfigError::new(format!(
+            "mcp.servers: invalid server name {name:?} (no dots, slashes or whitespace: `agent mcp call SERVER.TOOL` splits at the first dot)"
+        )))
+    }
+}
+
+fn expand_tree(v: &mut Value, path: &mut String, env: &BTreeMap<String, String>, report: &mut dyn FnMut(&str, &str)) {
+    match v {
+        Value::String(s) => match expand_vars(s, env) {
+            Ok(expanded) => *s = expanded,
+            Err(msg) => report(path, &msg),
+        },
+        Value::Array(items) => {
+            for (i, item) in items.iter_mut().enumerate() {
+                let len = path.len();
+                path.push_str(&format!("[{i}]"));
+                expand_tree(item, path, env, report);
+                path.truncate(len);
+            }
+        }
+        Value::Object(map) => {
+            for (k, item) in map.iter_mut() {
+                let len = path.len();
+                if !path.is_empty() {
+                    path.push('.');
+                }
+                path.push_str(k);
+                expand_tree(item, path, env, report);
+                path.truncate(len);
+            }
+        }
+        _ => {}
+    }
+}
+
+/// Expands `$VAR`, `${VAR}` and `${VAR:-default}`; `$$` is a literal `$`. A `$` not followed by
+/// a name is kept as is. Unset variables (without a default) are an error naming the variable.
+pub fn expand_vars(s: &str, env: &BTreeMap<String, String>) -> Result<String, String> {
+    if !s.contains('$') {
+        return Ok(s.to_string());
+    }
+    let mut out = String::with_capacity(s.len());
+    let mut rest = s;
+    while let Some(pos) = rest.find('$') {
+        out.push_str(&rest[..pos]);
+        let after = &rest[pos + 1..];
+        if let Some(tail) = after.strip_prefix('$') {
+            out.push('$');
+            rest = tail;
+        } else if let Some(body) = after.strip_prefix('{') {
+            let Some(end) = body.find('}') else {
+                return Err(format!("unterminated `${{` in {s:?}"));
+            };
+            let inner = &body[..end];
+            let (name, default) = match inner.split_once(":-") {
+                Some((n, d)) => (n, Some(d)),
+                None => (inner, None),
+            };
+            if !is_var_name(name) {
+                return Err(format!("invalid variable name `${{{inner}}}`"));
+            }
+            match (env.get(name), default) {
+                (Some(val), _) if !(val.is_empty() && default.is_some()) => out.push_str(val),
+                (_, Some(d)) => out.push_str(d),
+                (None, None) => return Err(format!("${name} is not set")),
+                (Some(val), None) => out.push_str(val),
+            }
+            rest = &body[end + 1..];
+        } else {
+            let len = after.find(|c: char| !(c.is_ascii_alphanumeric() || c == '_')).unwrap_or(after.len());
+            let name = &after[..len];
+            if is_var_name(name) {
+                match env.get(name) {
+                    Some(val) => out.push_str(val),
+                    None => return Err(format!("${name} is not set")),
+                }
+            } else {
+                out.push('$');
+                out.push_str(name);
+            }
+            rest = &after[len..];
+        }
+    }
+    out.push_str(rest);
+    Ok(out)
+}
+
+fn is_var_name(name: &str) -> bool {
+    let mut chars = name.chars();
+    matches!(chars.next(), Some(c) if c.is_ascii_alphabetic() || c == '_')
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
+}
+
+/// Reads an `mcpServers` JSON file (Claude Desktop, Claude Code, Cursor). Unknown per-server
+/// keys are ignored (each host adds its own); structural problems are errors naming the file.
+pub fn import_mcp_servers(
+    file: &Path,
+    env: &BTreeMap<String, String>,
+) -> Result<Vec<(String, ServerConfig)>, ConfigError> {
+    #[derive(Deserialize)]
+    struct Root {
+        #[serde(rename = "mcpServers", default)]
+        mcp_servers: BTreeMap<String, Entry>,
+    }
+    #[derive(Deserialize)]
+    struct Entry {
+        command: Option<String>,
+        #[serde(default)]
+        args: Vec<String>,
+        #[serde(default)]
+        env: BTreeMap<String, String>,
+        cwd: Option<PathBuf>,
+        url: Option<String>,
+        #[serde(rename = "serverUrl")]
+        server_url: Option<String>,
+        #[serde(default)]
+        headers: BTreeMap<String, String>,
+        #[serde(rename = "type", alias = "transport")]
+        kind: Option<String>,
+        #[serde(default)]
+        disabled: bool,
+    }
+    let text =
+        std::fs::read_to_string(file).map_err(|e| ConfigError::new(format!("cannot read {}: {e}", file.display())))?;
+    let mut tree: Value =
+        serde_json::from_str(&text).map_err(|e| ConfigError::new(format!("{}: invalid JSON: {e}", file.display())))?;
+    let mut deferred: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    expand_tree(&mut tree, &mut String::new(), env, &mut |path, msg| {
+        let server = path.strip_prefix("mcpServers.").and_then(|r| r.split('.').next()).unwrap_or("");
+        deferred.entry(server.to_string()).or_default().push(format!("{} {path}: {msg}", file.display()));
+    });
+    if let Some(lines) = deferred.get("") {
+        return Err(ConfigError(lines[0].clone()));
+    }
+    let root: Root = serde_path_to_error::deserialize(tree)
+        .map_err(|e| ConfigError::new(format!("{}: {}: {}", file.display(), e.path(), e.inner())))?;
+    let mut out = Vec::new();
+    for (name, e) in root.mcp_servers {
+        let url = e.url.or(e.server_url);
+        let kind = e.kind.map(|k| k.to_ascii_lowercase());
+        let transport = match kind.as_deref() {
+            Some("sse") => Some("sse".to_string()),
+            Some("http" | "streamable-http" | "streamablehttp") => Some("http".to_string()),
+            Some("stdio") | None => None,
+            Some(other) => Some(other.to_string()),
+        };
+        let server = ServerConfig {
+            command: e.command,
+            args: e.args,
+            envs: e.env,
+            cwd: e.cwd,
+            url,
+            headers: e.headers,
+            transport,
+            disabled: e.disabled,
+            origin: Some(file.to_path_buf()),
+            unresolved: deferred.remove(&name).unwrap_or_default(),
+            ..ServerConfig::default()
+        };
+        out.push((name, server));
+    }
+    Ok(out)
+}
+
+/// Durations as humantime strings (`30s`, `2m`, `1h 30m`) or bare numbers of seconds.
+pub mod duration {
+    use super::*;
+
+    pub fn serialize<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&humantime::format_duration(*d).to_string())
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
+        let v = Value::deserialize(d)?;
+        parse_value(&v).map_err(serde::de::Error::custom)
+    }
+
+    pub fn parse_value(v: &Value) -> Result<Duration, String> {
+        match v {
+            Value::Number(n) => n
+                .as_f64()
+                .filter(|f| (0.0..1e9).contains(f))
+                .map(Duration::from_secs_f64)
+                .ok_or_else(|| format!("invalid duration {n}")),
+            Value::String(s) => parse(s),
+            other => Err(format!("invalid type: expected a duration like \"30s\", got {other}")),
+        }
+    }
+
+    /// Parses `30s`, `1m 30s`, `250ms` or a bare number of seconds (`30`, `0.5`).
+    pub fn parse(s: &str) -> Result<Duration, String> {
+        let t = s.trim();
+        if let Ok(secs) = t.parse::<f64>() {
+            if (0.0..1e9).contains(&secs) {
+                return Ok(Duration::from_secs_f64(secs));
+            }
+            return Err(format!("invalid duration {s:?}"));
+        }
+        humantime::parse_duration(t).map_err(|e| format!("invalid duration {s:?} ({e}); use e.g. 30s, 500ms, 2m"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn env(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
+        pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
+    }
+
+    fn load(dir: &Path, yaml: &str, e: &[(&str, &str)]) -> Result<Config, ConfigError> {
+        std::fs::write(dir.join("agent.yaml"), yaml).unwrap();
+        let opts = LoadOptions { project_dir: Some(dir.to_path_buf()), skip_user_config: true, ..Default::default() };
+        Config::load_with_env(&opts, &env(e))
+    }
+
+    #[test]
+    fn expands_variables() {
+        let e = env(&[("A", "x"), ("EMPTY", "")]);
+        assert_eq!(expand_vars("$A-${A}", &e).unwrap(), "x-x");
+        assert_eq!(expand_vars("${B:-dflt}", &e).unwrap(), "dflt");
+        assert_eq!(expand_vars("${EMPTY:-d}", &e).unwrap(), "d");
+        assert_eq!(expand_vars("cost $$5 and $ alone", &e).unwrap(), "cost $5 and $ alone");
+        assert_eq!(expand_vars("$B", &e).unwrap_err(), "$B is not set");
+        assert!(expand_vars("${A", &e).is_err());
+    }
+
+    #[test]
+    fn layers_and_env_overrides() {
+        let dir = tempfile::tempdir().unwrap();
+        let c = load(
+            dir.path(),
+            "mcp:\n  execution_mode: direct\n  servers:\n    GitHub:\n      command: gh-mcp\n      call_timeout: 5s\n",
+            &[
+                ("AGENT_MCP__EXECUTION_MODE", "code"),
+                ("AGENT_MCP__CODE_EXECUTION__TIMEOUT", "7"),
+                ("AGENT_CONFIG_IGNORED", "1"),
+            ],
+        )
+        .unwrap();
+        assert_eq!(c.mcp.execution_mode, ExecutionMode::Code);
+        assert_eq!(c.mcp.code_execution.timeout, Duration::from_secs(7));
+        let gh = &c.mcp.servers["GitHub"];
+        assert_eq!(gh.call_timeout, Duration::from_secs(5));
+        assert_eq!(gh.transport().unwrap(), Transport::Stdio);
+    }
+
+    #[test]
+    fn unknown_keys_and_wrong_types_name_the_path() {
+        let dir = tempfile::tempdir().unwrap();
+        let err = load(dir.path(), "mcp:\n  servers:\n    gh:\n      comand: x\n", &[]).unwrap_err();
+        assert!(err.0.starts_with("mcp.servers.gh.comand: unknown field `comand`, expected one of `command`"), "{err}");
+        let err = load(dir.path(), "mcp:\n  code_execution:\n    memory_limit_mb: lots\n", &[]).unwrap_err();
+        assert!(err.0.starts_with("mcp.code_execution.memory_limit_mb: invalid"), "{err}");
+        let err = load(dir.path(), "mcp:\n  execution_mode: fast\n", &[]).unwrap_err();
+        assert!(err.0.starts_with("mcp.execution_mode: unknown variant `fast`"), "{err}");
+    }
+
+    #[test]
+    fn missing_variables_are_deferred_per_server() {
+        let dir = tempfile::tempdir().unwrap();
+        let c = load(
+            dir.path(),
+            "mcp:\n  servers:\n    github:\n      command: x\n      envs:\n        GITHUB_TOKEN: $GITHUB_TOKEN\n    ok:\n      command: y\n",
+            &[],
+        )
+        .unwrap();
+        assert_eq!(
+            c.mcp.servers["github"].unresolved,
+            vec!["mcp.servers.github.envs.GITHUB_TOKEN: $GITHUB_TOKEN is not set"]
+        );
+        assert!(c.mcp.servers["ok"].unresolved.is_empty());
+        let err = load(dir.path(), "mcp:\n  code_execution:\n    workspace_dir: $NOPE/x\n", &[]).unwrap_err();
+        assert_eq!(err.0, "mcp.code_execution.workspace_dir: $NOPE is not set");
+    }
+
+    #[test]
+    fn imports_mcp_json() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(
+            dir.path().join(".mcp.json"),
+            r#"{"mcpServers": {"fs": {"command": "npx", "args": ["-y", "x"], "env": {"K": "${V}"}},
+                "remote": {"type": "http", "url": "http://127.0.0.1:1/mcp", "headers": {"Authorization": "Bearer t"}},
+                "old": {"type": "sse", "url": "http://127.0.0.1:1/sse"},
+                "dup": {"command": "from-json"}}}"#,
+        )
+        .unwrap();
+        let c = load(dir.path(), "mcp:\n  servers:\n    dup:\n      command: from-yaml\n", &[("V", "v")]).unwrap();
+        assert_eq!(c.mcp.servers["fs"].envs["K"], "v");
+        assert_eq!(c.mcp.servers["remote"].transport().unwrap(), Transport::Http);
+        assert_eq!(c.mcp.servers["old"].transport().unwrap(), Transport::Sse);
+        assert_eq!(c.mcp.servers["dup"].command.as_deref(), Some("from-yaml"));
+    }
+
+    #[test]
+    fn durations() {
+        assert_eq!(duration::parse("30").unwrap(), Duration::from_secs(30));
+        assert_eq!(duration::parse("1m 30s").unwrap(), Duration::from_secs(90));
+        assert_eq!(duration::parse("250ms").unwrap(), Duration::from_millis(250));
+        assert!(duration::parse("soon").is_err());
+        assert!(duration::parse("-1").is_err());
+    }
+}

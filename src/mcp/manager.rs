@@ -1,0 +1,608 @@
+//! The MCP manager: live rmcp client connections to any number of configured servers.
+//!
+//! Servers start lazily (only what a command needs), each under its own connect timeout; a
+//! server that fails is reported with its name, the reason and the tail of its stderr (which
+//! goes to `<workspace>/logs/<server>.stderr.log`, never to the user's terminal). Calls are
+//! validated against the tool's `inputSchema`, bounded by the server's `call_timeout`, and a
+//! server that died is restarted on the next call. Each stdio server runs in its own process
+//! group so shutdown (or drop) leaves no orphans, including grandchildren such as `npx` → `node`.
+//!
+//! This is the one place tool calls go through: the CLI, the bridge and direct mode all use it.
+
+use std::collections::{BTreeMap, HashMap};
+use std::io::{Read, Seek, SeekFrom};
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex as StdMutex};
+use std::time::{Duration, Instant};
+
+use rmcp::model::{CallToolRequestParams, CallToolResult};
+use rmcp::service::RunningService;
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
+use rmcp::{RoleClient, ServiceExt};
+use serde_json::{Map, Value};
+use tokio::sync::Mutex;
+
+use super::handler::{ClientEvents, McpClientHandler};
+use super::tools::ToolInfo;
+use crate::config::{Config, ServerConfig, Transport};
+
+/// Why a server or a call failed. The `Display` form is the one-line message users see.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum McpError {
+    #[error("unknown server `{name}`{}", did_you_mean_or_list(suggestions, configured))]
+    UnknownServer { name: String, suggestions: Vec<String>, configured: Vec<String> },
+    #[error("server `{0}` is disabled in the configuration (`disabled: true`)")]
+    Disabled(String),
+    #[error("unknown tool `{server}.{tool}`{}", qualified_hint(server, suggestions))]
+    UnknownTool { server: String, tool: String, suggestions: Vec<String> },
+    #[error("invalid arguments for `{server}.{tool}`:\n{}", bullet(violations))]
+    InvalidArguments { server: String, tool: String, violations: Vec<String> },
+    #[error("server `{server}` failed to start: {reason}{}", stderr_suffix(stderr))]
+    Start { server: String, reason: String, stderr: Vec<String> },
+    #[error("`{server}.{tool}` timed out after {}", humantime::format_duration(*timeout))]
+    Timeout { server: String, tool: String, timeout: Duration },
+    #[error("server `{server}` failed during `{tool}`: {reason}{}", stderr_suffix(stderr))]
+    Call { server: String, tool: String, reason: String, stderr: Vec<String> },
+}
+
+fn qualified_hint(server: &str, tools: &[String]) -> String {
+    let qualified: Vec<String> = tools.iter().map(|t| format!("{server}.{t}")).collect();
+    crate::cli::output::did_you_mean(&qualified)
+}
+
+fn bullet(lines: &[String]) -> String {
+    lines.iter().map(|l| format!("  - {l}")).collect::<Vec<_>>().join("\n")
+}
+
+fn did_you_mean_or_list(suggestions: &[String], configured: &[String]) -> String {
+    if !suggestions.is_empty() {
+        crate::cli::output::did_you_mean(suggestions)
+    } else if configured.is_empty() {
+        "; no servers are configured (see config.sample.yaml)".into()
+    } else {
+        format!("; configured: {}", configured.join(", "))
+    }
+}
+
+fn stderr_suffix(lines: &[String]) -> String {
+    if lines.is_empty() { String::new() } else { format!(" (stderr: {})", lines.join(" | ")) }
+}
+
+/// How many stderr lines a start/call error quotes.
+const STDERR_TAIL_LINES: usize = 5;
+/// Grace period between SIGTERM and SIGKILL at shutdown.
+const KILL_GRACE: Duration = Duration::from_millis(1500);
+/// Log files over this size are truncated when their server starts again.
+const MAX_LOG_BYTES: u64 = 4 << 20;
+
+/// A live connection to one server.
+pub struct Connection {
+    service: RunningService<RoleClient, McpClientHandler>,
+    tools: std::sync::RwLock<Arc<Vec<ToolInfo>>>,
+    tools_stale: Arc<AtomicBool>,
+    validators: StdMutex<HashMap<String, Arc<Option<jsonschema::Validator>>>>,
+    /// Process group of a stdio server (its pid; the child leads its own group).
+    pgid: Option<i32>,
+    /// Where this run's stderr starts in the log file.
+    log_offset: u64,
+    pub started_at: Instant,
+}
+
+impl Connection {
+    pub fn tools(&self) -> Arc<Vec<ToolInfo>> {
+        self.tools.read().map(|t| t.clone()).unwrap_or_default()
+    }
+
+    fn is_alive(&self) -> bool {
+        !self.service.is_closed()
+    }
+}
+
+struct ServerSlot {
+    name: String,
+    config: ServerConfig,
+    conn: Mutex<Option<Arc<Connection>>>,
+}
+
+/// Holds the configured servers and their live connections.
+pub struct McpManager {
+    slots: BTreeMap<String, Arc<ServerSlot>>,
+    log_dir: PathBuf,
+    events: ClientEvents,
+    /// Process groups of live stdio servers, for the synchronous kill in `Drop`.
+    pgids: Arc<StdMutex<HashMap<String, i32>>>,
+}
+
+impl McpManager {
+    /// Creates the manager; no server is started until it is needed.
+    pub fn new(config: &Config) -> McpManager {
+        Self::with_log_dir(config, config.mcp.code_execution.workspace_dir.join("logs"))
+    }
+
+    pub fn with_log_dir(config: &Config, log_dir: PathBuf) -> McpManager {
+        let slots = config
+            .mcp
+            .servers
+            .iter()
+            .map(|(name, cfg)| {
+                (name.clone(), Arc::new(ServerSlot { name: name.clone(), config: cfg.clone(), conn: Mutex::new(None) }))
+            })
+            .collect();
+        McpManager { slots, log_dir, events: ClientEvents::default(), pgids: Default::default() }
+    }
+
+    /// Receives progress and log notifications from every server (for CLI display).
+    pub fn events(&self) -> &ClientEvents {
+        &self.events
+    }
+
+    /// Names of the enabled servers, sorted.
+    pub fn server_names(&self) -> Vec<String> {
+        self.slots.values().filter(|s| !s.config.disabled).map(|s| s.name.clone()).collect()
+    }
+
+    /// Names of all configured servers, including disabled ones.
+    pub fn configured_names(&self) -> Vec<String> {
+        self.slots.keys().cloned().collect()
+    }
+
+    /// The configuration of a server, if it is configured.
+    pub fn server_config(&self, name: &str) -> Option<&ServerConfig> {
+        self.slots.get(name).map(|s| &s.config)
+    }
+
+    fn slot(&self, name: &str) -> Result<&Arc<ServerSlot>, McpError> {
+        match self.slots.get(name) {
+            Some(slot) if slot.config.disabled => Err(McpError::Disabled(name.to_string())),
+            Some(slot) => Ok(slot),
+            None => Err(McpError::UnknownServer {
+                name: name.to_string(),
+                suggestions: crate::cli::output::suggest(name, self.server_names().iter().map(String::as_str)),
+                configured: self.server_names(),
+            }),
+        }
+    }
+
+    /// Resolves a server name, with suggestions when it is unknown.
+    pub fn check_server(&self, name: &str) -> Result<(), McpError> {
+        self.slot(name).map(|_| ())
+    }
+
+    /// The live connection to `server`, starting (or restarting) it when needed.
+    pub async fn connection(&self, server: &str) -> Result<Arc<Connection>, McpError> {
+        let slot = self.slot(server)?.clone();
+        let mut guard = slot.conn.lock().await;
+        if let Some(conn) = guard.as_ref() {
+            if conn.is_alive() {
+                return Ok(conn.clone());
+            }
+            tracing::info!(server, "server connection closed; restarting");
+            if let Some(pgid) = conn.pgid {
+                kill_group(pgid, libc::SIGKILL);
+            }
+            *guard = None;
+        }
+        let conn = Arc::new(self.start(&slot).await?);
+        if let Some(pgid) = conn.pgid
+            && let Ok(mut map) = self.pgids.lock()
+        {
+            map.insert(slot.name.clone(), pgid);
+        }
+        *guard = Some(conn.clone());
+        Ok(conn)
+    }
+
+    /// The tools of one server (after `tool_white_list`), starting it if needed.
+    pub async fn tools(&self, server: &str) -> Result<Arc<Vec<ToolInfo>>, McpError> {
+        let conn = self.connection(server).await?;
+        if conn.tools_stale.swap(false, Ordering::AcqRel) {
+            let slot = self.slot(server)?.clone();
+            match list_tools(&slot, &conn).await {
+                Ok(tools) => {
+                    if let Ok(mut w) = conn.tools.write() {
+                        *w = Arc::new(tools);
+                    }
+                    if let Ok(mut v) = conn.validators.lock() {
+                        v.clear();
+                    }
+                }
+                Err(e) => tracing::warn!(server, "refreshing the tool list failed: {e}"),
+            }
+        }
+        Ok(conn.tools())
+    }
+
+    /// Starts the given servers concurrently and returns each one's tools or error, by name.
+    pub async fn tools_of(&self, servers: &[String]) -> Vec<(String, Result<Arc<Vec<ToolInfo>>, McpError>)> {
+        let futs = servers.iter().map(|name| async move { (name.clone(), self.tools(name).await) });
+        let mut out = futures::future::join_all(futs).await;
+        out.sort_by(|a, b| a.0.cmp(&b.0));
+        out
+    }
+
+    /// The index entry of one tool, with a suggestion when it does not exist.
+    pub async fn tool(&self, server: &str, tool: &str) -> Result<ToolInfo, McpError> {
+        let tools = self.tools(server).await?;
+        if let Some(t) = tools.iter().find(|t| t.name == tool) {
+            return Ok(t.clone());
+        }
+        Err(McpError::UnknownTool {
+            server: server.to_string(),
+            tool: tool.to_string(),
+            suggestions: crate::cli::output::suggest(tool, tools.iter().map(|t| t.name.as_str())),
+        })
+    }
+
+    /// Calls a tool: checks that it exists, validates the arguments against its `inputSchema`,
+    /// and waits at most the server's `call_timeout`. A tool that reports an error is `Ok` with
+    /// `is_error: Some(true)`; `Err` means the call itself failed.
+    pub async fn call_tool(
+        &self,
+        server: &str,
+        tool: &str,
+        args: Map<String, Value>,
+    ) -> Result<CallToolResult, McpError> {
+        let info = self.tool(server, tool).await?;
+        let conn = self.connection(server).await?;
+        let violations = validate(&conn, &info, &args);
+        if !violations.is_empty() {
+            return Err(McpError::InvalidArguments { server: server.into(), tool: tool.into(), violations });
+        }
+        let slot = self.slot(server)?.clone();
+        let timeout = slot.config.call_timeout;
+        let params = CallToolRequestParams::new(tool.to_string()).with_arguments(args);
+        let call = conn.service.call_tool(params);
+        match tokio::time::timeout(timeout, call).await {
+            Ok(Ok(result)) => Ok(result),
+            Ok(Err(e)) => {
+                // Give the transport a moment to notice a dead process so the next call restarts it.
+                let died = wait_closed(&conn, Duration::from_millis(200)).await;
+                let reason = if died { format!("the server exited during the call ({e})") } else { e.to_string() };
+                Err(McpError::Call {
+                    server: server.into(),
+                    tool: tool.into(),
+                    reason,
+                    stderr: if died { self.stderr_tail(&slot.name, conn.log_offset) } else { Vec::new() },
+                })
+            }
+            Err(_) => Err(McpError::Timeout { server: server.into(), tool: tool.into(), timeout }),
+        }
+    }
+
+    /// Closes every connection and stops every stdio server (SIGTERM to its process group, then
+    /// SIGKILL after a grace period).
+    pub async fn shutdown(&self) {
+        let mut groups = Vec::new();
+        for slot in self.slots.values() {
+            let conn = slot.conn.lock().await.take();
+            if let Some(conn) = conn {
+                conn.service.cancellation_token().cancel();
+                if let Some(pgid) = conn.pgid {
+                    groups.push(pgid);
+                }
+            }
+        }
+        if let Ok(mut map) = self.pgids.lock() {
+            map.clear();
+        }
+        for &g in &groups {
+            kill_group(g, libc::SIGTERM);
+        }
+        let deadline = Instant::now() + KILL_GRACE;
+        while groups.iter().any(|&g| group_alive(g)) && Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        for &g in &groups {
+            if group_alive(g) {
+                kill_group(g, libc::SIGKILL);
+            }
+        }
+    }
+
+    async fn start(&self, slot: &ServerSlot) -> Result<Connection, McpError> {
+        let name = slot.name.as_str();
+        let cfg = &slot.config;
+        let fail = |reason: String, stderr: Vec<String>| McpError::Start { server: name.to_string(), reason, stderr };
+        if let Some(first) = cfg.unresolved.first() {
+            return Err(fail(first.clone(), Vec::new()));
+        }
+        let transport = cfg.transport().map_err(|e| fail(e, Vec::new()))?;
+        let tools_stale = Arc::new(AtomicBool::new(false));
+        let handler = McpClientHandler::new(name, self.events.clone(), tools_stale.clone());
+        let timeout = cfg.connect_timeout;
+        let started_at = Instant::now();
+        let (service, pgid, log_offset) = match transport {
+            Transport::Sse => {
+                return Err(fail(
+                    "it uses the legacy HTTP+SSE transport, which is not supported; point `url` at the server's \
+                     Streamable HTTP endpoint (often `/mcp`) or run it behind a proxy such as `mcp-proxy`"
+                        .into(),
+                    Vec::new(),
+                ));
+            }
+            Transport::Http => {
+                let url = cfg.url.clone().unwrap_or_default();
+                let mut headers = HashMap::new();
+                for (k, v) in &cfg.headers {
+                    let hn = http::HeaderName::from_bytes(k.as_bytes())
+                        .map_err(|_| fail(format!("invalid header name `{k}`"), Vec::new()))?;
+                    let hv = http::HeaderValue::from_str(v)
+                        .map_err(|_| fail(format!("invalid value for header `{k}`"), Vec::new()))?;
+                    headers.insert(hn, hv);
+                }
+                let tcfg = StreamableHttpClientTransportConfig::with_uri(url.clone())
+                    .custom_headers(headers)
+                    .max_json_response_size(64 << 20)
+                    .max_sse_event_size(64 << 20);
+                let transport = StreamableHttpClientTransport::from_config(tcfg);
+                let service = match tokio::time::timeout(timeout, handler.serve(transport)).await {
+                    Ok(Ok(s)) => s,
+                    Ok(Err(e)) => return Err(fail(format!("cannot connect to {url}: {}", init_error(&e)), Vec::new())),
+                    Err(_) => {
+                        return Err(fail(
+                            format!("no answer from {url} within {}", humantime::format_duration(timeout)),
+                            Vec::new(),
+                        ));
+                    }
+                };
+                (service, None, 0)
+            }
+            Transport::Stdio => {
+                let command = cfg.command.clone().unwrap_or_default();
+                let (log, log_offset) = self.open_log(name).map_err(|e| fail(e, Vec::new()))?;
+                let mut cmd = tokio::process::Command::new(&command);
+                cmd.args(&cfg.args).envs(&cfg.envs).kill_on_drop(true);
+                if let Some(cwd) = &cfg.cwd {
+                    cmd.current_dir(cwd);
+                }
+                let mut wrap = process_wrap::tokio::CommandWrap::from(cmd);
+                wrap.wrap(process_wrap::tokio::ProcessGroup::leader());
+                let (child, _) = TokioChildProcess::builder(wrap).stderr(Stdio::from(log)).spawn().map_err(|e| {
+                    let reason = match e.kind() {
+                        std::io::ErrorKind::NotFound => format!("command `{command}` not found"),
+                        std::io::ErrorKind::PermissionDenied => format!("command `{command}` is not executable"),
+                        _ => format!("cannot run `{command}`: {e}"),
+                    };
+                    fail(reason, Vec::new())
+                })?;
+                let pgid = child.id().map(|p| p as i32);
+                let served = tokio::time::timeout(timeout, handler.serve(child)).await;
+                let service = match served {
+                    Ok(Ok(s)) => s,
+                    other => {
+                        if let Some(g) = pgid {
+                            kill_group(g, libc::SIGKILL);
+                        }
+                        // Let the child's last words reach the log file.
+                        tokio::time::sleep(Duration::from_millis(50)).await;
+                        let reason = match other {
+                            Ok(Err(e)) => format!("the MCP handshake failed: {}", init_error(&e)),
+                            _ => format!(
+                                "no MCP handshake within {} (connect_timeout)",
+                                humantime::format_duration(timeout)
+                            ),
+                        };
+                        return Err(fail(reason, self.stderr_tail(name, log_offset)));
+                    }
+                };
+                (service, pgid, log_offset)
+            }
+        };
+        let conn = Connection {
+            service,
+            tools: Default::default(),
+            tools_stale,
+            validators: Default::default(),
+            pgid,
+            log_offset,
+            started_at,
+        };
+        let remaining = timeout.saturating_sub(started_at.elapsed()).max(Duration::from_secs(1));
+        match tokio::time::timeout(remaining, list_tools(slot, &conn)).await {
+            Ok(Ok(tools)) => {
+                if let Ok(mut w) = conn.tools.write() {
+                    *w = Arc::new(tools);
+                }
+                // A list_changed that raced the first listing is already reflected in it.
+                conn.tools_stale.store(false, Ordering::Release);
+                tracing::info!(server = name, elapsed = ?started_at.elapsed(), "server ready");
+                Ok(conn)
+            }
+            other => {
+                conn.service.cancellation_token().cancel();
+                if let Some(g) = conn.pgid {
+                    kill_group(g, libc::SIGKILL);
+                }
+                let reason = match other {
+                    Ok(Err(e)) => format!("tools/list failed: {e}"),
+                    _ => "tools/list did not answer within connect_timeout".to_string(),
+                };
+                Err(fail(reason, self.stderr_tail(name, log_offset)))
+            }
+        }
+    }
+
+    fn log_path(&self, server: &str) -> PathBuf {
+        self.log_dir.join(format!("{}.stderr.log", sanitize_file_name(server)))
+    }
+
+    /// Opens the server's stderr log for appending; returns it and the offset this run starts at.
+    fn open_log(&self, server: &str) -> Result<(std::fs::File, u64), String> {
+        std::fs::create_dir_all(&self.log_dir)
+            .map_err(|e| format!("cannot create the log directory {}: {e}", self.log_dir.display()))?;
+        let path = self.log_path(server);
+        let too_big = std::fs::metadata(&path).map(|m| m.len() > MAX_LOG_BYTES).unwrap_or(false);
+        let file = std::fs::OpenOptions::new()
+            .create(true)
+            .append(!too_big)
+            .write(true)
+            .truncate(too_big)
+            .open(&path)
+            .map_err(|e| format!("cannot open the log file {}: {e}", path.display()))?;
+        let offset = file.metadata().map(|m| m.len()).unwrap_or(0);
+        Ok((file, offset))
+    }
+
+    /// The last lines the server wrote to stderr since `offset`.
+    fn stderr_tail(&self, server: &str, offset: u64) -> Vec<String> {
+        tail_lines(&self.log_path(server), offset, STDERR_TAIL_LINES)
+    }
+
+    /// Path of a server's stderr log (for messages that point the user at it).
+    pub fn log_file(&self, server: &str) -> PathBuf {
+        self.log_path(server)
+    }
+}
+
+impl Drop for McpManager {
+    fn drop(&mut self) {
+        // Last resort when `shutdown` was not awaited (early error, panic): no orphans.
+        if let Ok(map) = self.pgids.lock() {
+            for &g in map.values() {
+                kill_group(g, libc::SIGKILL);
+            }
+        }
+    }
+}
+
+async fn list_tools(slot: &ServerSlot, conn: &Connection) -> Result<Vec<ToolInfo>, rmcp::ServiceError> {
+    let tools = conn.service.list_all_tools().await?;
+    let white = slot.config.tool_white_list.as_ref();
+    let mut out: Vec<ToolInfo> = tools
+        .iter()
+        .filter(|t| white.is_none_or(|w| w.iter().any(|n| n == t.name.as_ref())))
+        .map(|t| ToolInfo::from_rmcp(&slot.name, t))
+        .collect();
+    out.sort_by(|a, b| a.name.cmp(&b.name));
+    Ok(out)
+}
+
+async fn wait_closed(conn: &Connection, max: Duration) -> bool {
+    let deadline = Instant::now() + max;
+    loop {
+        if conn.service.is_closed() {
+            return true;
+        }
+        if let Some(g) = conn.pgid
+            && !process_alive(g)
+        {
+            return true;
+        }
+        if Instant::now() >= deadline {
+            return false;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
+fn init_error(e: &rmcp::service::ClientInitializeError) -> String {
+    use rmcp::service::ClientInitializeError as E;
+    match e {
+        E::ConnectionClosed(_) => "the server closed the connection (it exited or is not an MCP server)".into(),
+        other => {
+            let s = other.to_string();
+            s.lines().next().unwrap_or_default().chars().take(300).collect()
+        }
+    }
+}
+
+/// Validates `args` against the tool's input schema; one line per violation, with its path.
+fn validate(conn: &Connection, info: &ToolInfo, args: &Map<String, Value>) -> Vec<String> {
+    let validator = {
+        let Ok(mut cache) = conn.validators.lock() else { return Vec::new() };
+        cache
+            .entry(info.name.clone())
+            .or_insert_with(|| {
+                Arc::new(match jsonschema::validator_for(&info.input_schema) {
+                    Ok(v) => Some(v),
+                    Err(e) => {
+                        tracing::warn!(tool = %info.qualified_name(), "input schema not usable for validation: {e}");
+                        None
+                    }
+                })
+            })
+            .clone()
+    };
+    let Some(v) = validator.as_ref() else { return Vec::new() };
+    let instance = Value::Object(args.clone());
+    v.iter_errors(&instance)
+        .map(|err| {
+            let path = err.instance_path().to_string();
+            let path = if path.is_empty() { "(root)".to_string() } else { path };
+            format!("{path}: {err}")
+        })
+        .collect()
+}
+
+fn sanitize_file_name(name: &str) -> String {
+    name.chars().map(|c| if c.is_ascii_alphanumeric() || c == '-' || c == '_' { c } else { '_' }).collect()
+}
+
+/// The last `n` non-empty lines of `path` from byte `offset` on (reads at most the last 64 KB).
+pub fn tail_lines(path: &Path, offset: u64, n: usize) -> Vec<String> {
+    let Ok(mut f) = std::fs::File::open(path) else { return Vec::new() };
+    let len = f.metadata().map(|m| m.len()).unwrap_or(0);
+    let start = offset.max(len.saturating_sub(64 * 1024));
+    if start >= len || f.seek(SeekFrom::Start(start)).is_err() {
+        return Vec::new();
+    }
+    let mut buf = Vec::new();
+    if f.read_to_end(&mut buf).is_err() {
+        return Vec::new();
+    }
+    let text = String::from_utf8_lossy(&buf);
+    let lines: Vec<String> = text
+        .lines()
+        .map(str::trim_end)
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| l.chars().take(500).collect())
+        .collect();
+    lines[lines.len().saturating_sub(n)..].to_vec()
+}
+
+fn kill_group(pgid: i32, signal: i32) {
+    if pgid > 1 {
+        // SAFETY: killpg has no memory-safety preconditions; errors (ESRCH) are expected and ignored.
+        unsafe {
+            libc::killpg(pgid, signal);
+        }
+    }
+}
+
+/// Whether any non-zombie process is left in the group (zombies wait to be reaped and are harmless).
+fn group_alive(pgid: i32) -> bool {
+    if pgid <= 1 {
+        return false;
+    }
+    // SAFETY: signal 0 only checks for existence.
+    if unsafe { libc::killpg(pgid, 0) } != 0 {
+        return false;
+    }
+    let Ok(entries) = std::fs::read_dir("/proc") else { return true };
+    entries.flatten().any(|e| {
+        let Some(pid) = e.file_name().to_str().and_then(|s| s.parse::<i32>().ok()) else { return false };
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else { return false };
+        // Fields after the `(comm)`: state, ppid, pgrp, ...
+        let mut rest = stat.rsplit_once(')').map(|(_, r)| r.split_whitespace()).into_iter().flatten();
+        let state = rest.next();
+        let pgrp = rest.nth(1).and_then(|s| s.parse::<i32>().ok());
+        pgrp == Some(pgid) && !matches!(state, Some("Z") | Some("X"))
+    })
+}
+
+fn process_alive(pid: i32) -> bool {
+    if pid <= 1 {
+        return false;
+    }
+    // A zombie still "exists" for kill(0); look at its state instead.
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Ok(stat) => {
+            let state = stat.rsplit_once(')').and_then(|(_, rest)| rest.split_whitespace().next());
+            !matches!(state, Some("Z") | Some("X") | None)
+        }
+        Err(_) => false,
+    }
+}

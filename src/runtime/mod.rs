@@ -1,0 +1,1 @@
+//! The code-mode runtime: a deno_core isolate that runs agent-written TypeScript.

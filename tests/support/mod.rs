@@ -1,0 +1,238 @@
+//! Shared helpers for the integration tests: a temporary project directory with its own
+//! `agent.yaml`, the real `agent` binary run inside it (hermetic: its own HOME, no AGENT_*
+//! variables from the outer environment), the rmcp fixture server over stdio and HTTP, and npm
+//! packages (server-everything, typescript) installed once into `<target>/node-tools`.
+#![allow(dead_code)]
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+
+/// Pinned versions of the npm packages the tests use.
+pub const SERVER_EVERYTHING: (&str, &str) = ("@modelcontextprotocol/server-everything", "2026.8.31");
+pub const TYPESCRIPT: (&str, &str) = ("typescript", "7.0.2");
+
+pub fn agent_bin() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_agent"))
+}
+
+pub fn fixture_bin() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_agent-fixture-server"))
+}
+
+/// YAML for a stdio fixture server entry (indented for `mcp.servers`).
+pub fn fixture_stdio_yaml(name: &str, extra_args: &[&str]) -> String {
+    let args: Vec<String> = extra_args.iter().map(|a| format!("{a:?}")).collect();
+    format!(
+        "    {name}:\n      command: {:?}\n      args: [{}]\n      connect_timeout: 10s\n      call_timeout: 20s\n",
+        fixture_bin().display().to_string(),
+        args.join(", ")
+    )
+}
+
+/// A temporary project: a directory with an `agent.yaml`, where `agent` runs.
+pub struct Project {
+    pub dir: tempfile::TempDir,
+}
+
+impl Project {
+    pub fn new() -> Project {
+        let dir = tempfile::Builder::new().prefix("agent-test-").tempdir().expect("tempdir");
+        std::fs::create_dir_all(dir.path().join("home")).expect("home");
+        Project { dir }
+    }
+
+    /// A project whose config has the given `mcp.servers` entries (already indented YAML).
+    pub fn with_servers(servers_yaml: &str) -> Project {
+        let p = Project::new();
+        p.write_config(&format!("mcp:\n  servers:\n{servers_yaml}"));
+        p
+    }
+
+    /// A project with one stdio fixture server called `fixture`.
+    pub fn with_fixture() -> Project {
+        Project::with_servers(&fixture_stdio_yaml("fixture", &[]))
+    }
+
+    pub fn path(&self) -> &Path {
+        self.dir.path()
+    }
+
+    pub fn write_config(&self, yaml: &str) {
+        std::fs::write(self.path().join("agent.yaml"), yaml).expect("write agent.yaml");
+    }
+
+    pub fn write(&self, rel: &str, text: &str) -> PathBuf {
+        let p = self.path().join(rel);
+        if let Some(parent) = p.parent() {
+            std::fs::create_dir_all(parent).expect("mkdir");
+        }
+        std::fs::write(&p, text).expect("write");
+        p
+    }
+
+    /// `agent` with the given arguments, run in the project directory, hermetic environment.
+    pub fn cmd(&self, args: &[&str]) -> Command {
+        let mut c = Command::new(agent_bin());
+        c.args(args).current_dir(self.path());
+        for (k, _) in std::env::vars() {
+            if k.starts_with("AGENT_") || k == "RUST_LOG" || k.ends_with("_API_KEY") {
+                c.env_remove(k);
+            }
+        }
+        c.env("HOME", self.path().join("home")).env_remove("XDG_CONFIG_HOME").env("NO_COLOR", "1");
+        c.stdin(Stdio::null());
+        c
+    }
+
+    /// Runs `agent` and returns its output (never panics on a non-zero exit).
+    pub fn run(&self, args: &[&str]) -> Run {
+        let out = self.cmd(args).output().expect("run agent");
+        Run::from(out)
+    }
+
+    /// Runs `agent` with `input` on stdin.
+    pub fn run_stdin(&self, args: &[&str], input: &str) -> Run {
+        use std::io::Write;
+        let mut c = self.cmd(args);
+        c.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped());
+        let mut child = c.spawn().expect("spawn agent");
+        let mut stdin = child.stdin.take().expect("stdin");
+        let input = input.to_string();
+        let writer = std::thread::spawn(move || {
+            let _ = stdin.write_all(input.as_bytes());
+        });
+        let out = child.wait_with_output().expect("wait agent");
+        let _ = writer.join();
+        Run::from(out)
+    }
+}
+
+/// What a finished `agent` run printed.
+#[derive(Debug)]
+pub struct Run {
+    pub code: i32,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+impl From<Output> for Run {
+    fn from(o: Output) -> Run {
+        Run {
+            code: o.status.code().unwrap_or(-1),
+            stdout: String::from_utf8_lossy(&o.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&o.stderr).into_owned(),
+        }
+    }
+}
+
+impl Run {
+    #[track_caller]
+    pub fn assert_code(&self, code: i32) -> &Run {
+        assert_eq!(self.code, code, "unexpected exit code\n--- stdout:\n{}\n--- stderr:\n{}", self.stdout, self.stderr);
+        self
+    }
+
+    #[track_caller]
+    pub fn assert_ok(&self) -> &Run {
+        self.assert_code(0)
+    }
+
+    pub fn json(&self) -> serde_json::Value {
+        serde_json::from_str(&self.stdout).unwrap_or_else(|e| panic!("stdout is not JSON ({e}):\n{}", self.stdout))
+    }
+}
+
+/// The fixture server over Streamable HTTP on a free port; killed on drop.
+pub struct HttpFixture {
+    child: Child,
+    pub url: String,
+}
+
+impl HttpFixture {
+    pub fn start() -> HttpFixture {
+        let mut child = Command::new(fixture_bin())
+            .args(["--http", "127.0.0.1:0"])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("spawn fixture --http");
+        let stdout = child.stdout.take().expect("stdout");
+        let mut line = String::new();
+        BufReader::new(stdout).read_line(&mut line).expect("read listening line");
+        let url = line.trim().strip_prefix("listening on ").expect("listening line").to_string();
+        HttpFixture { child, url }
+    }
+}
+
+impl Drop for HttpFixture {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Where npm packages for the tests are installed.
+fn node_tools_dir() -> PathBuf {
+    let target = std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("target"));
+    target.join("node-tools")
+}
+
+/// Whether Node and npm are available (the tests that need them are skipped, loudly, if not).
+pub fn have_node() -> bool {
+    Command::new("npm").arg("--version").stdout(Stdio::null()).stderr(Stdio::null()).status().is_ok_and(|s| s.success())
+}
+
+/// Installs `pkg@version` once (under a file lock shared by all test processes) and returns the
+/// path of its `node_modules/.bin/<bin>`. Panics with npm's output if the install fails.
+pub fn npm_bin(pkg: (&str, &str), bin: &str) -> PathBuf {
+    let (name, version) = pkg;
+    let dir = node_tools_dir().join(format!("{}@{version}", name.replace('/', "+")));
+    let bin_path = dir.join("node_modules/.bin").join(bin);
+    if bin_path.exists() {
+        return bin_path;
+    }
+    std::fs::create_dir_all(&dir).expect("node-tools dir");
+    let lock = std::fs::File::create(dir.join(".lock")).expect("lock file");
+    lock.lock().expect("lock");
+    if !bin_path.exists() {
+        let out = Command::new("npm")
+            .args(["install", "--no-audit", "--no-fund", "--loglevel=error", "--prefix"])
+            .arg(&dir)
+            .arg(format!("{name}@{version}"))
+            .output()
+            .expect("run npm");
+        assert!(
+            out.status.success() && bin_path.exists(),
+            "npm install {name}@{version} failed:\n{}\n{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    bin_path
+}
+
+/// YAML for a stdio `server-everything` entry.
+pub fn everything_yaml(name: &str) -> String {
+    let bin = npm_bin(SERVER_EVERYTHING, "mcp-server-everything");
+    format!("    {name}:\n      command: {:?}\n      args: [\"stdio\"]\n      connect_timeout: 30s\n", bin.display().to_string())
+}
+
+/// Process ids whose command line mentions `needle` (to check for orphans).
+pub fn pids_matching(needle: &str) -> Vec<u32> {
+    let mut out = Vec::new();
+    let Ok(entries) = std::fs::read_dir("/proc") else { return out };
+    for e in entries.flatten() {
+        let Some(pid) = e.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else { continue };
+        let Ok(cmdline) = std::fs::read(format!("/proc/{pid}/cmdline")) else { continue };
+        let cmdline = String::from_utf8_lossy(&cmdline).replace('\0', " ");
+        let state = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+        let zombie = state.rsplit_once(')').map(|(_, r)| r.trim_start().starts_with('Z')).unwrap_or(false);
+        if cmdline.contains(needle) && !zombie {
+            out.push(pid);
+        }
+    }
+    out
+}
