@@ -82,7 +82,8 @@ pub async fn run(ctx: Context, args: &CallArgs) -> anyhow::Result<u8> {
 
     let is_error = result.is_error == Some(true);
     let rendered = if args.json {
-        let mut s = serde_json::to_string_pretty(&result).context("cannot serialise the result")?;
+        let mut s = serde_json::to_string_pretty(&crate::mcp::tools::result_json(&result))
+            .context("cannot serialise the result")?;
         s.push('\n');
         s
     } else {
