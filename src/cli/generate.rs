@@ -158,13 +158,22 @@ fn tools_from_file(
 
 fn summary(r: &GenerateReport, failed: &[String]) -> String {
     let mut s = String::new();
-    let width = r.per_server.iter().map(|p| p.name.chars().count()).max().unwrap_or(0).min(40);
+    let names = r.per_server.iter().map(|p| p.name.as_str()).chain(failed.iter().map(String::as_str));
+    let width = names.map(|n| display_name(n).chars().count()).max().unwrap_or(0).min(40);
     for p in &r.per_server {
-        let dir = if p.directory == p.name { String::new() } else { format!("  (servers/{}/)", p.directory) };
-        s.push_str(&format!("  {:width$}  {:>4} tool{}{dir}\n", p.name, p.tools, if p.tools == 1 { "" } else { "s" }));
+        let name = display_name(&p.name);
+        let tools = format!("{:>4} tool{}", p.tools, if p.tools == 1 { "" } else { "s" });
+        let note = if failed.contains(&p.name) {
+            "  (failed to start: files from the last generation kept)".to_string()
+        } else if p.directory != p.name {
+            format!("  (servers/{}/)", p.directory)
+        } else {
+            String::new()
+        };
+        s.push_str(&format!("  {name:width$}  {tools}{note}\n"));
     }
-    for f in failed {
-        s.push_str(&format!("  {f:width$}  failed, previous files kept\n"));
+    for f in failed.iter().filter(|f| !r.per_server.iter().any(|p| &p.name == *f)) {
+        s.push_str(&format!("  {:width$}  failed to start\n", display_name(f)));
     }
     let plural = |n: usize, one: &str, many: &str| if n == 1 { format!("{n} {one}") } else { format!("{n} {many}") };
     s.push_str(&format!(
@@ -180,4 +189,9 @@ fn summary(r: &GenerateReport, failed: &[String]) -> String {
         r.files_written, r.files_unchanged, r.files_deleted
     ));
     s
+}
+
+/// A server name for the terminal: as is, or quoted and escaped when it holds control characters.
+fn display_name(name: &str) -> String {
+    if name.chars().any(|c| c.is_control()) { crate::codegen::ts::string_literal(name) } else { name.to_string() }
 }

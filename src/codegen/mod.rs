@@ -7,6 +7,7 @@
 //! file). It writes only files that carry its header, and records what it generated from in
 //! `<dir>/.agent-manifest.json`.
 
+pub mod cache;
 pub mod load;
 pub mod naming;
 pub mod render;
@@ -69,10 +70,9 @@ pub struct ServerSummary {
     pub tools: usize,
 }
 
-#[derive(Debug, Serialize, Deserialize)]
+/// `.agent-manifest.json` as read back (written by [`manifest_text`]).
+#[derive(Debug, Deserialize)]
 struct Manifest {
-    #[serde(rename = "//")]
-    header: String,
     generator: String,
     tools: Vec<ToolInfo>,
 }
@@ -92,6 +92,106 @@ pub fn generated_tools(dir: &Path) -> Option<Vec<ToolInfo>> {
     read_manifest(dir).filter(|m| m.generator == generator_id()).map(|m| m.tools)
 }
 
+/// Where the tool list starts in the manifest.
+const TOOLS_LINE: &str = "\n  \"tools\": [";
+
+/// The manifest as JSON, one entry per line (readable diffs, and much faster than pretty-printing
+/// every schema); starts with the JSON form of the generated header.
+fn manifest_text(files: &BTreeMap<String, cache::Entry>, tool_lines: &[String]) -> anyhow::Result<String> {
+    let mut out = format!(
+        "{{\n  \"//\": {},\n  \"generator\": {},\n  \"salt\": {},\n  \"files\": {{",
+        serde_json::to_string(&render::json_header_value())?,
+        serde_json::to_string(&generator_id())?,
+        serde_json::to_string(cache::salt())?,
+    );
+    for (i, (path, entry)) in files.iter().enumerate() {
+        out.push_str(if i == 0 { "\n    " } else { ",\n    " });
+        out.push_str(&serde_json::to_string(path)?);
+        out.push_str(": ");
+        out.push_str(&serde_json::to_string(entry)?);
+    }
+    out.push_str(if files.is_empty() { "}," } else { "\n  }," });
+    out.push_str(TOOLS_LINE);
+    for (i, line) in tool_lines.iter().enumerate() {
+        out.push_str(if i == 0 { "\n    " } else { ",\n    " });
+        out.push_str(line);
+    }
+    out.push_str(if tool_lines.is_empty() { "]\n}\n" } else { "\n  ]\n}\n" });
+    Ok(out)
+}
+
+/// One tool file to produce.
+struct Job<'a> {
+    tool: &'a ToolInfo,
+    names: &'a ToolNames,
+    path: String,
+    key: String,
+    cached: Option<&'a cache::Entry>,
+}
+
+/// A tool file, rendered or found up to date on disk.
+struct Produced {
+    rendered: render::RenderedTool,
+    entry: cache::Entry,
+    verified: bool,
+}
+
+fn produce(dir: &Path, job: &Job) -> anyhow::Result<Produced> {
+    if let Some(c) = job.cached.filter(|c| c.key == job.key)
+        && std::fs::read(dir.join(&job.path)).is_ok_and(|bytes| cache::hash_hex(&[&bytes]) == c.content)
+    {
+        let rendered = render::RenderedTool {
+            content: String::new(),
+            degraded: c.degraded.clone(),
+            warnings: c.warnings.clone(),
+            has_output_schema: c.typed_output,
+            input_optional: c.input_optional,
+        };
+        return Ok(Produced { rendered, entry: c.clone(), verified: true });
+    }
+    let rendered = render::tool_file(job.tool, job.names)?;
+    let entry = cache::Entry {
+        key: job.key.clone(),
+        content: cache::hash_hex(&[rendered.content.as_bytes()]),
+        degraded: rendered.degraded.clone(),
+        warnings: rendered.warnings.clone(),
+        typed_output: rendered.has_output_schema,
+        input_optional: rendered.input_optional,
+    };
+    Ok(Produced { rendered, entry, verified: false })
+}
+
+/// Produces the tool files on every available core (order preserved: output stays deterministic).
+fn produce_all(dir: &Path, jobs: &[Job]) -> anyhow::Result<Vec<Produced>> {
+    let threads = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1).min(8);
+    if threads <= 1 || jobs.len() < 64 {
+        return jobs.iter().map(|j| produce(dir, j)).collect();
+    }
+    let chunk = jobs.len().div_ceil(threads);
+    std::thread::scope(|scope| {
+        let handles: Vec<_> = jobs
+            .chunks(chunk)
+            .map(|c| scope.spawn(move || c.iter().map(|j| produce(dir, j)).collect::<anyhow::Result<Vec<_>>>()))
+            .collect();
+        let mut out = Vec::with_capacity(jobs.len());
+        for h in handles {
+            out.extend(h.join().map_err(|_| anyhow::anyhow!("a code generation thread panicked"))??);
+        }
+        Ok(out)
+    })
+}
+
+fn read_cache(dir: &Path) -> Option<cache::Head> {
+    let text = std::fs::read_to_string(dir.join(MANIFEST)).ok()?;
+    // The tool list (most of the file) is not needed here: parse only what precedes it, as
+    // `manifest_text` lays it out; anything unexpected falls back to parsing the whole file.
+    let head: cache::Head = text
+        .find(TOOLS_LINE)
+        .and_then(|end| serde_json::from_str(&format!("{}\n}}", text[..end].trim_end_matches(','))).ok())
+        .or_else(|| serde_json::from_str(&text).ok())?;
+    (head.generator == generator_id() && head.salt == cache::salt()).then_some(head)
+}
+
 /// Generates the tree for `tools` into `opts.output_dir`. Deterministic: the same tools give
 /// byte-identical files whatever their order. One bad tool never fails the batch (it is
 /// generated untyped and listed in `degraded`); errors are I/O failures only.
@@ -101,26 +201,26 @@ pub fn generate(tools: &[ToolInfo], opts: &GenerateOptions) -> anyhow::Result<Ge
 
     // The tools of the tree, keyed (server, name): fresh ones first, then the manifest's for
     // servers this run does not regenerate.
-    let mut all: BTreeMap<(String, String), ToolInfo> = BTreeMap::new();
+    let previous = match opts.only_servers {
+        Some(_) => read_manifest(dir).map(|m| m.tools).unwrap_or_default(),
+        None => Vec::new(),
+    };
+    let mut all: BTreeMap<(&str, &str), &ToolInfo> = BTreeMap::new();
     let selected = |server: &str| opts.only_servers.as_ref().is_none_or(|o| o.iter().any(|s| s == server));
     for t in tools.iter().filter(|t| selected(&t.server)) {
-        let key = (t.server.clone(), t.name.clone());
+        let key = (t.server.as_str(), t.name.as_str());
         if all.contains_key(&key) {
             warnings.push(format!("{}: listed twice; the first definition is used", t.qualified_name()));
             continue;
         }
-        all.insert(key, t.clone());
+        all.insert(key, t);
     }
-    if opts.only_servers.is_some()
-        && let Some(m) = read_manifest(dir)
-    {
-        for t in m.tools.into_iter().filter(|t| !selected(&t.server)) {
-            all.entry((t.server.clone(), t.name.clone())).or_insert(t);
-        }
+    for t in previous.iter().filter(|t| !selected(&t.server)) {
+        all.entry((t.server.as_str(), t.name.as_str())).or_insert(t);
     }
 
     let mut by_server: BTreeMap<&str, Vec<&ToolInfo>> = BTreeMap::new();
-    for t in all.values() {
+    for t in all.values().copied() {
         by_server.entry(t.server.as_str()).or_default().push(t);
     }
     // Name servers that lost all their tools too, so a partial run can delete their directory.
@@ -138,13 +238,39 @@ pub fn generate(tools: &[ToolInfo], opts: &GenerateOptions) -> anyhow::Result<Ge
     let mut example: Option<Example> = None;
     let mut readme_example: Option<Example> = None;
 
+    let tnames: BTreeMap<&str, BTreeMap<String, ToolNames>> =
+        by_server.iter().map(|(s, list)| (*s, tool_names(list.iter().map(|t| t.name.as_str())))).collect();
+    let head = if opts.clean { None } else { read_cache(dir) };
+    let mut jobs: Vec<Job> = Vec::new();
+    let mut tool_lines: Vec<String> = Vec::new();
+    for (s, list) in &by_server {
+        let (Some(sn), Some(names)) = (snames.get(*s), tnames.get(s)) else { continue };
+        for t in list {
+            let Some(names) = names.get(&t.name) else { continue };
+            let line = serde_json::to_string(t)?;
+            let path = format!("servers/{}/{}", sn.dir, names.file);
+            let key = cache::hash_hex(&[
+                cache::salt().as_bytes(),
+                path.as_bytes(),
+                names.function.as_bytes(),
+                names.input_type.as_bytes(),
+                names.output_type.as_bytes(),
+                line.as_bytes(),
+            ]);
+            let cached = head.as_ref().and_then(|h| h.files.get(&path));
+            jobs.push(Job { tool: t, names, path, key, cached });
+            tool_lines.push(line);
+        }
+    }
+    let mut produced = produce_all(dir, &jobs)?.into_iter();
+    let mut cache_entries: BTreeMap<String, cache::Entry> = BTreeMap::new();
+
     for (server, list) in &by_server {
-        let Some(sn) = snames.get(*server) else { continue };
-        let tnames = tool_names(list.iter().map(|t| t.name.as_str()));
+        let (Some(sn), Some(tnames)) = (snames.get(*server), tnames.get(server)) else { continue };
         let mut index: Vec<IndexEntry> = Vec::new();
         for t in list {
             let Some(names) = tnames.get(&t.name) else { continue };
-            let r = render::tool_file(t, names)?;
+            let Some(Produced { rendered: r, entry, verified }) = produced.next() else { continue };
             if let Some(reason) = &r.degraded {
                 degraded.push(format!("{}: {reason}", t.qualified_name()));
             }
@@ -165,39 +291,39 @@ pub fn generate(tools: &[ToolInfo], opts: &GenerateOptions) -> anyhow::Result<Ge
             if example.is_none() && r.degraded.is_none() && r.input_optional && read_only == Some(true) {
                 example = Some(ex());
             }
-            files.push(PlannedFile { path: format!("servers/{}/{}", sn.dir, names.file), content: r.content });
+            let path = format!("servers/{}/{}", sn.dir, names.file);
+            cache_entries.insert(path.clone(), entry);
+            files.push(PlannedFile { path, content: r.content, verified });
             index.push(IndexEntry { tool: t, names });
         }
-        index_files.push(PlannedFile {
-            path: format!("servers/{}/index.ts", sn.dir),
-            content: render::server_index(server, sn, &index)?,
-        });
+        index_files
+            .push(PlannedFile::new(format!("servers/{}/index.ts", sn.dir), render::server_index(server, sn, &index)?));
         entries.push(ServerEntry { name: server.to_string(), names: sn.clone(), tools: list.len() });
     }
     files.extend(index_files);
 
     let example_path = dir.join("example.ts").display().to_string();
-    files.push(PlannedFile { path: "client.ts".into(), content: render::client()? });
-    files.push(PlannedFile { path: "globals.d.ts".into(), content: render::globals()? });
-    files.push(PlannedFile { path: "index.ts".into(), content: render::top_index(&entries)? });
-    files.push(PlannedFile { path: "example.ts".into(), content: render::example(&example_path, example.as_ref())? });
-    files.push(PlannedFile { path: "tsconfig.json".into(), content: render::tsconfig()? });
-    files.push(PlannedFile { path: "README.md".into(), content: render::readme(&entries, readme_example.as_ref())? });
-    let manifest = Manifest {
-        header: render::json_header_value(),
-        generator: generator_id(),
-        tools: all.values().cloned().collect(),
-    };
-    let mut manifest_text = serde_json::to_string_pretty(&manifest)?;
-    manifest_text.push('\n');
-    files.push(PlannedFile { path: MANIFEST.into(), content: manifest_text });
+    files.push(PlannedFile::new("client.ts", render::client()?));
+    files.push(PlannedFile::new("globals.d.ts", render::globals()?));
+    files.push(PlannedFile::new("index.ts", render::top_index(&entries)?));
+    files.push(PlannedFile::new("example.ts", render::example(&example_path, example.as_ref())?));
+    files.push(PlannedFile::new("tsconfig.json", render::tsconfig()?));
+    files.push(PlannedFile::new("README.md", render::readme(&entries, readme_example.as_ref())?));
+
+    let mut outcome = tree::write(dir, &files, opts.clean)?;
+    let manifest = [PlannedFile::new(MANIFEST, manifest_text(&cache_entries, &tool_lines)?)];
+    let m = tree::write(dir, &manifest, opts.clean)?;
 
     let scope = match &opts.only_servers {
         None => DeleteScope::All,
         Some(only) => DeleteScope::Dirs(only.iter().filter_map(|s| snames.get(s)).map(|n| n.dir.clone()).collect()),
     };
-    let outcome = tree::apply(dir, &files, &scope, opts.clean)?;
-    warnings.extend(outcome.warnings);
+    let keep: BTreeSet<&str> = files.iter().chain(manifest.iter()).map(|f| f.path.as_str()).collect();
+    let d = tree::delete_stale(dir, &keep, &scope);
+    outcome.written += m.written;
+    outcome.unchanged += m.unchanged;
+    outcome.deleted = d.deleted;
+    warnings.extend(outcome.warnings.into_iter().chain(m.warnings).chain(d.warnings));
 
     Ok(GenerateReport {
         output_dir: dir.to_path_buf(),

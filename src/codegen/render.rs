@@ -88,6 +88,16 @@ fn env() -> anyhow::Result<&'static Environment<'static>> {
     .map_err(|e| anyhow!("cannot set up the code templates: {e}"))
 }
 
+/// `name\0source` of every embedded template, sorted (for the render cache's salt).
+pub fn template_sources() -> Vec<String> {
+    let mut v: Vec<String> = match env() {
+        Ok(env) => env.templates().map(|(n, t)| format!("{n}\0{}", t.source())).collect(),
+        Err(e) => vec![e.to_string()],
+    };
+    v.sort();
+    v
+}
+
 fn render(name: &str, ctx: Value) -> anyhow::Result<String> {
     let env = env()?;
     env.get_template(name)
@@ -118,23 +128,25 @@ pub fn tool_file(tool: &ToolInfo, names: &ToolNames) -> anyhow::Result<RenderedT
     }))
     .unwrap_or_else(|_| Err(Degraded("internal error in the schema converter".into())));
     let rendered = match converted {
-        Ok(c) => {
-            let r = render_typed(tool, names, &c)?;
+        Ok(mut c) => {
+            let warnings = std::mem::take(&mut c.warnings);
+            let (typed_output, input_optional) = (c.output.is_some(), c.input_optional);
+            let r = render_typed(tool, names, c)?;
             if r.len() > MAX_TOOL_FILE_BYTES {
                 Err(Degraded(format!("its types would take {} bytes", r.len())))
             } else {
-                Ok((r, c))
+                Ok((r, warnings, typed_output, input_optional))
             }
         }
         Err(d) => Err(d),
     };
     match rendered {
-        Ok((content, c)) => Ok(RenderedTool {
+        Ok((content, warnings, typed_output, input_optional)) => Ok(RenderedTool {
             content,
             degraded: None,
-            warnings: c.warnings,
-            has_output_schema: has_output_schema && c.output.is_some(),
-            input_optional: c.input_optional,
+            warnings,
+            has_output_schema: has_output_schema && typed_output,
+            input_optional,
         }),
         Err(Degraded(reason)) => Ok(RenderedTool {
             content: render_degraded(tool, names, &reason)?,
@@ -146,8 +158,8 @@ pub fn tool_file(tool: &ToolInfo, names: &ToolNames) -> anyhow::Result<RenderedT
     }
 }
 
-fn render_typed(tool: &ToolInfo, names: &ToolNames, c: &ConvertedTool) -> anyhow::Result<String> {
-    let mut input = c.input.clone();
+fn render_typed(tool: &ToolInfo, names: &ToolNames, c: ConvertedTool) -> anyhow::Result<String> {
+    let mut input = c.input;
     let mut head = Doc::new();
     head.text(&format!("The arguments of `{}`.", names.function));
     if !input.doc.is_empty() {
@@ -156,9 +168,9 @@ fn render_typed(tool: &ToolInfo, names: &ToolNames, c: &ConvertedTool) -> anyhow
     input.doc = head;
 
     let mut decls = vec![input.render()];
-    match &c.output {
-        Some(out) => {
-            let mut out = out.clone();
+    let typed_output = c.output.is_some();
+    match c.output {
+        Some(mut out) => {
             let mut head = Doc::new();
             head.text(&format!(
                 "The result of `{}`: the tool's structured content (it declares an output schema).",
@@ -173,7 +185,7 @@ fn render_typed(tool: &ToolInfo, names: &ToolNames, c: &ConvertedTool) -> anyhow
         None => decls.push(undeclared_output(names)),
     }
     decls.extend(c.defs.iter().map(|d| d.render()));
-    let doc = function_doc(tool, names, c.output.is_some(), None);
+    let doc = function_doc(tool, names, typed_output, None);
     render_tool_template(tool, names, doc, c.input_optional, decls)
 }
 
@@ -194,9 +206,9 @@ fn render_degraded(tool: &ToolInfo, names: &ToolNames, reason: &str) -> anyhow::
 fn undeclared_output(names: &ToolNames) -> String {
     let mut doc = Doc::new();
     doc.text(&format!(
-        "The result of `{}`. Its shape is undeclared (the tool has no output schema), hence `any`: it is the \
-         tool's structured content when it sends some; otherwise its text content parsed as JSON when that \
-         parses, else the text; a result without text content is its list of content blocks.",
+        "The result of `{}`. Its shape is undeclared (the tool has no output schema), hence `any`:\n\
+         the tool's structured content when it sends some; otherwise its text content parsed as JSON\n\
+         when that parses, else the text; a result without text content is its list of content blocks.",
         names.function
     ));
     format!("{}export type {} = any;\n", doc.render(0), names.output_type)

@@ -401,3 +401,54 @@ fn hostile_metadata_cannot_change_the_generated_code() {
         "{tool_file}"
     );
 }
+
+#[test]
+fn the_render_cache_never_trusts_a_file_that_changed() {
+    let (_t, dir) = tmpdir();
+    let mut tools = sample();
+    tools.push(tool("alpha", "broken", json!("not a schema")));
+    tools[0].output_schema = Some(json!({"type": "object", "properties": {"ok": {"type": "boolean"}}}));
+    tools[1].output_schema = Some(json!(42));
+    let first = generate(&tools, &opts(&dir)).unwrap();
+    let pristine = snapshot(&dir);
+
+    // A re-run served from the cache reports exactly what the first run found.
+    let again = generate(&tools, &opts(&dir)).unwrap();
+    assert_eq!(again.files_written, 0);
+    assert_eq!(
+        (&again.degraded, &again.warnings, again.with_output_schema),
+        (&first.degraded, &first.warnings, first.with_output_schema)
+    );
+    assert_eq!((first.degraded.len(), first.warnings.len(), first.with_output_schema), (1, 1, 1));
+
+    // A generated file edited by hand (header kept), or deleted, is regenerated.
+    let echo = dir.join("servers/alpha/echo.ts");
+    let edited = std::fs::read_to_string(&echo).unwrap().replace("message", "msg");
+    std::fs::write(&echo, edited).unwrap();
+    std::fs::remove_file(dir.join("servers/beta/list.ts")).unwrap();
+    let r = generate(&tools, &opts(&dir)).unwrap();
+    assert_eq!(r.files_written, 2);
+    assert_eq!(snapshot(&dir), pristine);
+
+    // A manifest from another build of agent: everything is re-rendered (and found identical).
+    let text = std::fs::read_to_string(dir.join(MANIFEST)).unwrap();
+    std::fs::write(dir.join(MANIFEST), text.replace(cache::salt(), "0123")).unwrap();
+    let r = generate(&tools, &opts(&dir)).unwrap();
+    assert_eq!(r.files_written, 1, "only the manifest (its salt) changes");
+    assert_eq!(snapshot(&dir), pristine);
+}
+
+#[test]
+fn the_cache_is_read_from_the_head_of_the_manifest() {
+    let (_t, dir) = tmpdir();
+    for tools in [Vec::new(), sample()] {
+        generate(&tools, &opts(&dir)).unwrap();
+        let text = std::fs::read_to_string(dir.join(MANIFEST)).unwrap();
+        let end = text.find(TOOLS_LINE).unwrap();
+        let head: cache::Head = serde_json::from_str(&format!("{}\n}}", text[..end].trim_end_matches(','))).unwrap();
+        assert_eq!(head.files.len(), tools.len());
+        assert_eq!(read_cache(&dir).unwrap().files, head.files);
+        let full: Value = serde_json::from_str(&text).unwrap();
+        assert_eq!(full["tools"].as_array().unwrap().len(), tools.len());
+    }
+}

@@ -21,6 +21,15 @@ use super::render::{GENERATED_PREFIXES, is_generated};
 pub struct PlannedFile {
     pub path: String,
     pub content: String,
+    /// Already known to be on disk with exactly this content (the render cache checked it):
+    /// `content` is then empty and the file is neither read nor written.
+    pub verified: bool,
+}
+
+impl PlannedFile {
+    pub fn new(path: impl Into<String>, content: String) -> PlannedFile {
+        PlannedFile { path: path.into(), content, verified: false }
+    }
 }
 
 /// Which server directories this run may delete generated files from.
@@ -40,13 +49,17 @@ pub struct Outcome {
     pub warnings: Vec<String>,
 }
 
-/// Writes `files` (in the given order) under `dir`, then deletes stale generated files in scope.
-/// With `force`, unchanged generated files are rewritten too (`--clean`).
-pub fn apply(dir: &Path, files: &[PlannedFile], scope: &DeleteScope, force: bool) -> anyhow::Result<Outcome> {
+/// Writes `files` (in the given order) under `dir`. With `force`, unchanged generated files are
+/// rewritten too (`--clean`).
+pub fn write(dir: &Path, files: &[PlannedFile], force: bool) -> anyhow::Result<Outcome> {
     std::fs::create_dir_all(dir).with_context(|| format!("cannot create the output directory {}", dir.display()))?;
     let mut out = Outcome::default();
     let mut made_dirs: BTreeSet<&str> = BTreeSet::new();
     for f in files {
+        if f.verified && !force {
+            out.unchanged += 1;
+            continue;
+        }
         let path = dir.join(&f.path);
         if let Some((parent, _)) = f.path.rsplit_once('/')
             && made_dirs.insert(parent)
@@ -76,8 +89,13 @@ pub fn apply(dir: &Path, files: &[PlannedFile], scope: &DeleteScope, force: bool
         write_atomic(&path, f.content.as_bytes()).with_context(|| format!("cannot write {}", path.display()))?;
         out.written += 1;
     }
+    Ok(out)
+}
 
-    let keep: BTreeSet<&str> = files.iter().map(|f| f.path.as_str()).collect();
+/// Deletes the generated files in scope whose paths are not in `keep`, then the server
+/// directories in scope that are left empty.
+pub fn delete_stale(dir: &Path, keep: &BTreeSet<&str>, scope: &DeleteScope) -> Outcome {
+    let mut out = Outcome::default();
     let mut candidates: Vec<String> = list_files(dir).into_iter().collect();
     let servers_dir = dir.join("servers");
     let server_dirs: Vec<String> = match scope {
@@ -103,7 +121,7 @@ pub fn apply(dir: &Path, files: &[PlannedFile], scope: &DeleteScope, force: bool
         // Only succeeds when nothing is left (user files keep their directory).
         let _ = std::fs::remove_dir(servers_dir.join(d));
     }
-    Ok(out)
+    out
 }
 
 /// Names of the regular files directly in `dir` (none when it does not exist).

@@ -44,6 +44,11 @@ fn needs_unicode_escape(c: char) -> bool {
 /// Text for the inside of a `/* */` comment: `*/` cannot occur, line terminators become `\n`
 /// (the caller prefixes each line), and invisible/control characters are shown as `\uXXXX`.
 pub fn block_comment_text(s: &str) -> String {
+    // Fast path: plain ASCII text with nothing to escape (most descriptions).
+    let bytes = s.as_bytes();
+    if bytes.iter().all(|&b| (0x20..0x7f).contains(&b) || b == b'\n' || b == b'\t') && !s.contains("*/") {
+        return s.to_string();
+    }
     let mut out = String::with_capacity(s.len());
     let mut prev_star = false;
     let mut chars = s.chars().peekable();
