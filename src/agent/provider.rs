@@ -213,6 +213,8 @@ pub enum ProviderError {
     Protocol { url: String, message: String },
     #[error("{last} (gave up after {attempts} attempts)")]
     GaveUp { attempts: u32, last: Box<ProviderError> },
+    #[error("{last} (the provider asks to retry after {} s; not waiting that long)", wait.as_secs())]
+    WaitTooLong { wait: Duration, last: Box<ProviderError> },
 }
 
 fn http_message(status: u16, message: &str, url: &str) -> String {
@@ -240,7 +242,7 @@ impl ProviderError {
             ProviderError::Http { status, .. } => matches!(status, 408 | 409 | 429) || *status >= 500,
             ProviderError::Network { .. } | ProviderError::Timeout { .. } => true,
             ProviderError::Stream { retryable, .. } => *retryable,
-            ProviderError::Protocol { .. } | ProviderError::GaveUp { .. } => false,
+            ProviderError::Protocol { .. } | ProviderError::GaveUp { .. } | ProviderError::WaitTooLong { .. } => false,
         }
     }
 
@@ -317,7 +319,7 @@ where
         if let Some(wait) = err.retry_after()
             && wait > MAX_RETRY_AFTER
         {
-            return Err(ProviderError::GaveUp { attempts: n + 1, last: Box::new(err) });
+            return Err(ProviderError::WaitTooLong { wait, last: Box::new(err) });
         }
         if n >= policy.max_retries {
             return Err(if n == 0 { err } else { ProviderError::GaveUp { attempts: n + 1, last: Box::new(err) } });
@@ -577,6 +579,17 @@ mod tests {
         .await;
         let e = r.unwrap_err();
         assert_eq!(e.to_string(), "cannot reach u: refused (gave up after 3 attempts)");
+
+        let r: Result<(), _> = with_retries(policy, &sink, || async {
+            let wait = Some(Duration::from_secs(3600));
+            Err(ProviderError::Http { status: 429, message: "quota".into(), url: "u".into(), retry_after: wait })
+        })
+        .await;
+        assert!(
+            r.unwrap_err()
+                .to_string()
+                .ends_with("quota (the provider asks to retry after 3600 s; not waiting that long)")
+        );
 
         let r: Result<(), _> = with_retries(policy, &sink, || async {
             Err(ProviderError::Http { status: 400, message: "bad".into(), url: "u".into(), retry_after: None })
