@@ -202,6 +202,20 @@ fn large_results_are_cut_with_a_marker() {
     );
 }
 
+#[test]
+fn a_server_that_fails_to_start_is_reported_and_the_run_goes_on() {
+    let fake = FakeLlm::start(vec![Reply::text("fine without it")]);
+    let servers =
+        format!("{}{}", fixture_stdio_yaml("broken", &["--exit-on-start"]), fixture_stdio_yaml("fixture", &[]));
+    let p = project(&fake, Api::Anthropic, &servers);
+    let r = p.run(&["run", "go"]);
+    r.assert_ok();
+    assert!(r.stderr.contains("warning: server `broken` failed to start"), "{}", r.stderr);
+    assert!(r.stderr.contains("(continuing without `broken`)"), "{}", r.stderr);
+    let names = fake.requests()[0].tool_names();
+    assert!(names.iter().all(|n| n.starts_with("mcp_fixture_")) && !names.is_empty(), "{names:?}");
+}
+
 // ---------------------------------------------------------------------------------------------
 // Output modes
 

@@ -67,7 +67,8 @@ pub fn server_entries(servers: &[String], tools: &[ToolInfo]) -> Vec<ServerEntry
         .collect()
 }
 
-/// `code_execution` plus the discovery tools.
+/// `code_execution` plus the discovery tools. Descriptions are terse on purpose: they are sent
+/// with every request, and code mode's point is a small fixed cost.
 pub fn tool_specs(limits: &LimitsText) -> Vec<ToolSpec> {
     vec![
         ToolSpec {
@@ -78,58 +79,52 @@ pub fn tool_specs(limits: &LimitsText) -> Vec<ToolSpec> {
                 "properties": {
                     "code": {
                         "type": "string",
-                        "description": "A complete TypeScript module. It runs as ./main.ts at the root of the API tree, so imports look like \"./servers/<server>/index.ts\"."
+                        "description": "TypeScript module; runs as ./main.ts at the API tree root."
                     },
-                    "description": {
-                        "type": "string",
-                        "description": "One short line saying what the code does (shown to the user)."
-                    }
+                    "description": {"type": "string", "description": "What the code does, in a few words."}
                 },
                 "required": ["code"]
             }),
         },
         ToolSpec {
             name: LIST_FILES.into(),
-            description: "List the files of the generated TypeScript API tree (read-only). Directories end in `/`. \
-                          Start with `servers/` to see the servers, then `servers/<server>/` for one server's tools."
+            description: "List files of the generated TypeScript API tree (read-only); directories end in `/`. \
+                          Start with `servers/`."
                 .into(),
             input_schema: json!({
                 "type": "object",
                 "properties": {
-                    "path": {"type": "string", "description": "A directory relative to the tree root (default: the root)."},
-                    "recursive": {"type": "boolean", "description": "List everything below the directory (default false)."}
+                    "path": {"type": "string", "description": "Directory relative to the tree root (default: root)."},
+                    "recursive": {"type": "boolean"}
                 }
             }),
         },
         ToolSpec {
             name: READ_FILE.into(),
-            description:
-                "Read a file of the generated TypeScript API tree (read-only), e.g. `servers/<server>/index.ts` \
-                          (the list of a server's tools) or `servers/<server>/<tool>.ts` (a tool's input and output \
-                          types and documentation). Read only the tools you need."
-                    .into(),
+            description: "Read a file of the API tree: `servers/<server>/index.ts` lists a server's tools, \
+                          `servers/<server>/<tool>.ts` has a tool's types and docs. Read only what you need."
+                .into(),
             input_schema: json!({
                 "type": "object",
                 "properties": {
-                    "path": {"type": "string", "description": "A file path relative to the tree root."},
-                    "offset": {"type": "integer", "minimum": 1, "description": "First line to return (1-based, default 1)."},
-                    "limit": {"type": "integer", "minimum": 1, "description": "Number of lines to return (default: all, up to 48 KB)."}
+                    "path": {"type": "string", "description": "Relative to the tree root."},
+                    "offset": {"type": "integer", "description": "First line (1-based)."},
+                    "limit": {"type": "integer", "description": "Number of lines."}
                 },
                 "required": ["path"]
             }),
         },
         ToolSpec {
             name: GREP_FILES.into(),
-            description: "Search the generated TypeScript API tree (read-only) with a case-insensitive regular \
-                          expression; returns `path:line: text` for each matching line. Use it to find the tool for \
-                          a job, e.g. `issue` or `list.*repos`."
+            description: "Search the API tree with a case-insensitive regular expression; returns `path:line: text` \
+                          per matching line."
                 .into(),
             input_schema: json!({
                 "type": "object",
                 "properties": {
-                    "pattern": {"type": "string", "description": "A regular expression (Rust regex syntax, case-insensitive)."},
-                    "path": {"type": "string", "description": "Limit the search to this file or directory (default: the whole tree)."},
-                    "max_results": {"type": "integer", "minimum": 1, "description": "At most this many lines (default 50)."}
+                    "pattern": {"type": "string"},
+                    "path": {"type": "string", "description": "File or directory to search (default: whole tree)."},
+                    "max_results": {"type": "integer", "description": "Default 50."}
                 },
                 "required": ["pattern"]
             }),
@@ -139,23 +134,19 @@ pub fn tool_specs(limits: &LimitsText) -> Vec<ToolSpec> {
 
 fn code_execution_description(l: &LimitsText) -> String {
     format!(
-        "Run a TypeScript module in a sandbox and get back exactly what it prints.\n\
-         \n\
-         Contract:\n\
-         - Import MCP tools from the generated API: `import {{ someTool }} from \"./servers/<server>/index.ts\";`. \
+        "Run a TypeScript module in a sandbox; you get back exactly what it prints.\n\
+         - Import tools from the generated API: `import {{ someTool }} from \"./servers/<server>/index.ts\";`. \
          Each tool is an async function taking one input object; it resolves to the tool's structured result, \
-         else its text parsed as JSON when it parses, else the text.\n\
-         - Only what you print (console.log) comes back to you. Keep large intermediate results in variables: \
-         filter, aggregate and summarise them in code and print only what is needed (ids, counts, a few fields), \
-         never whole large results.\n\
-         - Run independent calls concurrently: `const [a, b] = await Promise.all([toolA({{...}}), toolB({{...}})]);`.\n\
-         - A tool that reports an error throws `MCPToolError` (`import {{ MCPToolError }} from \"./client.ts\";`); \
-         use try/catch when a failure should not end the script.\n\
-         - Top-level await works. There is no file system, network, process or environment access: only the \
-         imported tools reach the outside. Nothing persists between runs; each run is a fresh module.\n\
+         else its text parsed as JSON, else the text.\n\
+         - Only printed output (console.log) comes back. Keep large results in variables, filter and aggregate \
+         them in code, and print only what you need.\n\
+         - Run independent calls concurrently: `await Promise.all([...])`.\n\
+         - A tool error throws `MCPToolError` (from \"./client.ts\"); use try/catch when a failure should not \
+         end the script.\n\
+         - Top-level await works. No file system, network, process or env access; each run is a fresh module.\n\
          - Limits: {} wall-clock, {} MB memory, {} of output (the rest is cut).\n\
-         - An uncaught error or a limit comes back as an error result with the message and the stack.\n\
-         Look up a tool's exact input and output types with read_file before calling it.",
+         - Uncaught errors and limits come back as an error result with message and stack.\n\
+         Check a tool's input and output types with read_file before calling it.",
         l.timeout, l.memory_mb, l.max_output
     )
 }
