@@ -107,11 +107,7 @@ fn target(what: &str, got: f64, want: f64) {
 }
 
 fn corpus_path() -> PathBuf {
-    let local = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/data/github-mcp-server.json");
-    if local.is_file() {
-        return local;
-    }
-    PathBuf::from("/work/shared/fixtures/tool-schemas/github-mcp-server.json")
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/data/github-mcp-server.json")
 }
 
 fn measure(fake: &FakeLlm, transcript: &Value) -> Measured {

@@ -55,13 +55,20 @@ impl LimitsText {
     }
 }
 
-/// The servers as code mode lists them: directory name in the tree and tool count.
+/// The servers as code mode lists them: directory name in the generated tree (the generator's
+/// own naming, so the prompt and the tree agree) and tool count.
 pub fn server_entries(servers: &[String], tools: &[ToolInfo]) -> Vec<ServerEntry> {
+    // Name over every server the tools mention too: collision suffixes depend on the whole set.
+    let mut all: Vec<&str> =
+        servers.iter().map(String::as_str).chain(tools.iter().map(|t| t.server.as_str())).collect();
+    all.sort_unstable();
+    all.dedup();
+    let names = crate::codegen::server_names(all);
     servers
         .iter()
         .map(|name| ServerEntry {
             name: name.clone(),
-            dir: name.clone(),
+            dir: names.get(name).map(|n| n.dir.clone()).unwrap_or_else(|| name.clone()),
             tools: tools.iter().filter(|t| &t.server == name).count(),
         })
         .collect()
