@@ -444,6 +444,193 @@ fn ctrl_c_stops_cleanly() {
 }
 
 // ---------------------------------------------------------------------------------------------
+// Code mode
+
+const CODE_TOOLS: [&str; 4] = ["code_execution", "list_files", "read_file", "grep_files"];
+
+#[test]
+fn code_mode_sends_no_mcp_tools_and_feeds_back_exactly_what_the_script_printed() {
+    let script = r#"
+import { add, echo } from "./servers/fixture/index.ts";
+const [sum, said] = await Promise.all([add({ a: 3, b: 39 }), echo({ message: "hello" })]);
+console.log(`3 + 39 = ${sum.sum}`);
+console.log(said);
+"#;
+    let fake = FakeLlm::start(vec![
+        Reply::tools(
+            "Looking around.",
+            &[
+                ("list_files", json!({"path": "servers"})),
+                ("read_file", json!({"path": "servers/fixture/index.ts"})),
+                ("read_file", json!({"path": "logs/fixture.stderr.log"})),
+                ("grep_files", json!({"pattern": "function add\\b", "path": "servers"})),
+            ],
+        ),
+        Reply::tools("", &[("code_execution", json!({"code": script, "description": "add and echo"}))]),
+        Reply::text("The sum is 42."),
+    ]);
+    let p = fixture_project(&fake, Api::Anthropic);
+    let r = p.run(&["run", "--mode", "code", "What is 3 + 39? Also echo hello."]);
+    r.assert_ok();
+    assert!(r.stdout.ends_with("The sum is 42.\n"), "{}", r.stdout);
+    assert!(r.stderr.contains("→ code_execution: add and echo"), "{}", r.stderr);
+    assert!(r.stderr.contains(" 2 MCP calls"), "{}", r.stderr);
+
+    let reqs = fake.requests();
+    assert_eq!(reqs.len(), 3);
+    for req in &reqs {
+        assert_eq!(req.tool_names(), CODE_TOOLS);
+        // No MCP tool definition travels in code mode: not even a fixture tool's description.
+        assert!(!req.raw.contains("Echo the message back as text."));
+    }
+    let n_tools = listed_tools(&p).len();
+    let system = reqs[0].system();
+    assert!(system.contains(&format!("servers/fixture/ ({n_tools} tools)")), "{system}");
+    let tree = std::fs::canonicalize(p.path().join(".kodelet/mcp")).unwrap();
+    assert!(system.contains(&p.path().join(".kodelet/mcp").display().to_string()) || system.contains(&tree.display().to_string()), "{system}");
+    assert!(tree.join("servers/fixture/add.ts").is_file(), "the tree was generated at start");
+
+    let discovery = reqs[1].tool_results();
+    assert_eq!(discovery[0], ("toolu_1_0".into(), "servers/fixture/".into(), false));
+    assert!(discovery[1].1.contains("export { add, type AddInput, type AddOutput } from \"./add.ts\";"), "{discovery:?}");
+    assert!(discovery[2].2 && discovery[2].1.contains("not part of the API tree"), "{discovery:?}");
+    assert!(discovery[3].1.starts_with("servers/fixture/add.ts:"), "{discovery:?}");
+
+    // Exactly the printed output, nothing else.
+    assert_eq!(reqs[2].tool_results(), vec![("toolu_2_0".to_string(), "3 + 39 = 42\nhello\n".to_string(), false)]);
+}
+
+#[test]
+fn code_mode_script_errors_are_error_results_and_the_loop_continues() {
+    let fake = FakeLlm::start(vec![
+        Reply::tool("code_execution", json!({"code": "console.log(\"before\");\nthrow new Error(\"boom in the script\");\n"})),
+        Reply::tool("code_execution", json!({"code": "const x: number = ;\n"})),
+        Reply::tool(
+            "code_execution",
+            json!({"code": r#"
+import { fail } from "./servers/fixture/index.ts";
+import { MCPToolError } from "./client.ts";
+try { await fail({}); } catch (e) { if (e instanceof MCPToolError) console.log(`caught: ${e.message}`); else throw e; }
+console.error("a warning");
+export default { ok: true };
+"#}),
+        ),
+        Reply::text("Recovered."),
+    ]);
+    let p = fixture_project(&fake, Api::OpenAi);
+    let r = p.run(&["run", "--mode", "code", "--json", "try"]);
+    r.assert_ok();
+    let reqs = fake.requests();
+    let (_, thrown, is_error) = reqs[1].tool_results().remove(0);
+    assert!(is_error, "{thrown}");
+    assert!(thrown.starts_with("[tool error]\nbefore\nerror: "), "{thrown}");
+    assert!(thrown.contains("boom in the script"), "{thrown}");
+    assert!(thrown.contains("main.ts:2"), "the stack points at the script's line: {thrown}");
+    let (_, compile, is_error) = reqs[2].tool_results().remove(0);
+    assert!(is_error && compile.contains("error: "), "{compile}");
+    let (_, caught, is_error) = reqs[3].tool_results().remove(0);
+    assert!(!is_error, "{caught}");
+    assert_eq!(
+        caught,
+        "caught: fixture.fail failed: boom: this tool always fails\n[stderr]\na warning\n[default export] {\"ok\":true}"
+    );
+    let t = r.json();
+    assert_eq!(t["mode"], "code");
+    let last = &t["turns"][2]["tool_calls"][0];
+    assert_eq!(last["detail"]["tool_calls"], 1);
+    assert_eq!(last["detail"]["stdout"], "caught: fixture.fail failed: boom: this tool always fails\n");
+    assert_eq!(t["mcp_calls"], 1);
+    assert_eq!(t["tool_calls"], 3);
+}
+
+#[test]
+fn code_mode_with_server_everything() {
+    let fake = FakeLlm::start(vec![
+        Reply::tool(
+            "code_execution",
+            json!({"code": "import { echo } from \"./servers/everything/index.ts\";\nconsole.log(await echo({ message: \"from code mode\" }));\n"}),
+        ),
+        Reply::text("done"),
+    ]);
+    let servers = format!("{}{}", everything_yaml("everything"), fixture_stdio_yaml("fixture", &[]));
+    let p = project(&fake, Api::Anthropic, &servers);
+    let r = p.run(&["run", "--mode", "code", "--no-stream", "echo via everything"]);
+    r.assert_ok();
+    let reqs = fake.requests();
+    assert_eq!(reqs[0].tool_names(), CODE_TOOLS);
+    let system = reqs[0].system();
+    assert!(system.contains("servers/everything/") && system.contains("servers/fixture/"), "{system}");
+    let (_, out, is_error) = reqs[1].tool_results().remove(0);
+    assert!(!is_error, "{out}");
+    assert!(out.contains("from code mode") && out.ends_with('\n'), "{out}");
+}
+
+#[test]
+fn code_mode_without_a_tree_or_regeneration_is_a_usage_error() {
+    let fake = FakeLlm::start(vec![Reply::text("unused")]);
+    let p = Project::new();
+    p.write_config(&format!(
+        "{}mcp:\n  code_execution:\n    regenerate_on_startup: false\n  servers:\n{}",
+        fake.llm_yaml(Api::Anthropic),
+        fixture_stdio_yaml("fixture", &[])
+    ));
+    let r = p.run(&["run", "--mode", "code", "x"]);
+    r.assert_code(2);
+    assert!(r.stderr.contains("no generated API in") && r.stderr.contains("agent mcp generate"), "{}", r.stderr);
+    assert!(fake.requests().is_empty());
+    // With a tree from `agent mcp generate`, the run uses it without starting any server.
+    p.run(&["mcp", "generate"]).assert_ok();
+    let r = p.run(&["run", "--mode", "code", "x"]);
+    r.assert_ok();
+    assert!(fake.requests()[0].system().contains("servers/fixture/"));
+}
+
+#[test]
+fn code_mode_ctrl_c_stops_the_script_servers_and_bridge() {
+    let tag = unique_tag("code-sigint");
+    let fake = FakeLlm::start(vec![Reply::tool(
+        "code_execution",
+        json!({"code": "import { sleep } from \"./servers/fixture/index.ts\";\nawait sleep({ ms: 60000 });\n"}),
+    )]);
+    let p = project(&fake, Api::Anthropic, &fixture_stdio_yaml("fixture", &["--tag", &tag]));
+    let child = p
+        .cmd(&["run", "--mode", "code", "sleep"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let bridge_dirs = || -> Vec<std::path::PathBuf> {
+        std::fs::read_dir(std::env::temp_dir())
+            .map(|rd| {
+                rd.flatten()
+                    .map(|e| e.path())
+                    .filter(|p| p.file_name().is_some_and(|n| n.to_string_lossy().starts_with(&format!("agent-{pid}-"))))
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while (fake.requests().is_empty() || bridge_dirs().is_empty()) && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // Let the script reach its tool call.
+    std::thread::sleep(Duration::from_millis(700));
+    assert!(!bridge_dirs().is_empty(), "the bridge socket should exist while the run is going");
+    assert!(!pids_matching(&tag).is_empty(), "the fixture server should be running");
+    // SAFETY: sending a signal to our own child.
+    unsafe { libc::kill(pid as i32, libc::SIGINT) };
+    let started = Instant::now();
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(130), "{stderr}");
+    assert!(started.elapsed() < Duration::from_secs(15), "Ctrl-C took {:?}", started.elapsed());
+    std::thread::sleep(Duration::from_millis(100));
+    assert!(bridge_dirs().is_empty(), "bridge socket left behind: {:?}", bridge_dirs());
+    assert!(pids_matching(&tag).is_empty(), "server left running after Ctrl-C");
+}
+
+// ---------------------------------------------------------------------------------------------
 // agent mcp list --tokens
 
 #[test]
