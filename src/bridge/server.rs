@@ -17,7 +17,6 @@ use http_body_util::{BodyExt, Full, Limited};
 use hyper::body::Incoming;
 use hyper::{Method, Request, Response, StatusCode};
 use hyper_util::rt::TokioIo;
-use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use super::protocol::{CallRequest, ErrorBody, ErrorCode, ErrorDetail, MAX_REQUEST_BYTES};
@@ -231,14 +230,7 @@ async fn call(req: Request<Incoming>, state: &State) -> Resp {
     };
     state.calls.fetch_add(1, Ordering::Relaxed);
     match state.manager.call_tool(&request.server, &request.tool, request.arguments).await {
-        Ok(result) => {
-            let mut v = serde_json::to_value(&result).unwrap_or(Value::Null);
-            if let Value::Object(map) = &mut v {
-                map.insert("isError".into(), Value::Bool(result.is_error == Some(true)));
-                map.entry("content").or_insert_with(|| Value::Array(Vec::new()));
-            }
-            json_response(StatusCode::OK, &v)
-        }
+        Ok(result) => json_response(StatusCode::OK, &crate::mcp::tools::result_json(&result)),
         Err(e) => mcp_error(e),
     }
 }

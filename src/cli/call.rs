@@ -52,11 +52,24 @@ pub async fn run(ctx: Context, args: &CallArgs) -> anyhow::Result<u8> {
     manager.check_server(server).map_err(|e| usage(e.to_string()))?;
 
     let progress = spawn_progress_printer(&manager);
+    let call = async {
+        // Start the server under a spinner first, so the call itself is not counted as start-up.
+        let spinner = super::output::Spinner::start(format!("starting {server}"));
+        let started = manager.connection(server).await;
+        spinner.finish();
+        match started {
+            Ok(_) => manager.call_tool(server, tool, arguments).await,
+            Err(e) => Err(e),
+        }
+    };
     let outcome = tokio::select! {
-        r = manager.call_tool(server, tool, arguments) => Some(r),
+        r = call => Some(r),
         _ = tokio::signal::ctrl_c() => None,
     };
     progress.abort();
+    if std::io::stderr().is_terminal() {
+        eprint!("\r\x1b[2K");
+    }
     manager.shutdown().await;
     let Some(result) = outcome else {
         eprintln!("interrupted");
@@ -82,7 +95,8 @@ pub async fn run(ctx: Context, args: &CallArgs) -> anyhow::Result<u8> {
 
     let is_error = result.is_error == Some(true);
     let rendered = if args.json {
-        let mut s = serde_json::to_string_pretty(&result).context("cannot serialise the result")?;
+        let mut s = serde_json::to_string_pretty(&crate::mcp::tools::result_json(&result))
+            .context("cannot serialise the result")?;
         s.push('\n');
         s
     } else {

@@ -56,7 +56,13 @@ pub fn select_servers(manager: &McpManager, filter: &ServerFilter) -> anyhow::Re
 pub async fn collect_tools(manager: &McpManager, servers: &[String]) -> (Vec<ToolInfo>, Vec<String>) {
     let mut tools = Vec::new();
     let mut failed = Vec::new();
-    for (name, result) in manager.tools_of(servers).await {
+    let spinner = super::output::Spinner::start(match servers {
+        [one] => format!("starting {one}"),
+        many => format!("starting {} servers", many.len()),
+    });
+    let results = manager.tools_of(servers).await;
+    spinner.finish();
+    for (name, result) in results {
         match result {
             Ok(list) => tools.extend(list.iter().cloned()),
             Err(e) => {

@@ -1,8 +1,11 @@
 //! Small printing helpers shared by the commands: one-line error chains, byte sizes, and
 //! atomic file writes (temp file in the same directory + rename, so readers never see half a file).
 
-use std::io::Write;
+use std::io::{IsTerminal, Write};
 use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
 
 /// `outer: inner: root`, skipping repeated messages (anyhow's `{:#}` repeats wrapped causes).
 pub fn error_chain(err: &anyhow::Error) -> String {
@@ -92,6 +95,61 @@ pub fn did_you_mean(suggestions: &[String]) -> String {
             let quoted: Vec<String> = many.iter().map(|s| format!("`{s}`")).collect();
             format!("; did you mean {}?", quoted.join(" or "))
         }
+    }
+}
+
+/// A spinner on stderr for work that may take more than a moment (starting servers). It draws
+/// only when stderr is a terminal and only after 400 ms, so quick runs and pipes see nothing.
+pub struct Spinner {
+    stop: Arc<AtomicBool>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Spinner {
+    pub fn start(message: impl Into<String>) -> Spinner {
+        let stop = Arc::new(AtomicBool::new(false));
+        if !std::io::stderr().is_terminal() {
+            return Spinner { stop, thread: None };
+        }
+        let message = message.into();
+        let flag = stop.clone();
+        let thread = std::thread::spawn(move || {
+            const FRAMES: [char; 10] = ['⠋', '⠙', '⠹', '⠸', '⠼', '⠴', '⠦', '⠧', '⠇', '⠏'];
+            let mut waited = Duration::ZERO;
+            let mut frame = 0usize;
+            let mut drawn = false;
+            while !flag.load(Ordering::Acquire) {
+                std::thread::sleep(Duration::from_millis(80));
+                waited += Duration::from_millis(80);
+                if waited >= Duration::from_millis(400) {
+                    eprint!("\r\x1b[2K{} {message} ({:.1}s)", FRAMES[frame % FRAMES.len()], waited.as_secs_f32());
+                    frame += 1;
+                    drawn = true;
+                }
+            }
+            if drawn {
+                eprint!("\r\x1b[2K");
+            }
+        });
+        Spinner { stop, thread: Some(thread) }
+    }
+
+    /// Stops and erases the spinner.
+    pub fn finish(mut self) {
+        self.stop_now();
+    }
+
+    fn stop_now(&mut self) {
+        self.stop.store(true, Ordering::Release);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+impl Drop for Spinner {
+    fn drop(&mut self) {
+        self.stop_now();
     }
 }
 

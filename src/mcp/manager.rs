@@ -97,7 +97,8 @@ impl Connection {
     }
 
     fn is_alive(&self) -> bool {
-        !self.service.is_closed()
+        // A stdio server that exited between calls may not have closed the transport yet.
+        !self.service.is_closed() && self.pgid.is_none_or(process_alive)
     }
 }
 
@@ -260,6 +261,13 @@ impl McpManager {
             Ok(Err(e)) => {
                 // Give the transport a moment to notice a dead process so the next call restarts it.
                 let died = wait_closed(&conn, Duration::from_millis(200)).await;
+                if died {
+                    // Forget the dead connection so the next call starts the server again.
+                    let mut guard = slot.conn.lock().await;
+                    if guard.as_ref().is_some_and(|c| Arc::ptr_eq(c, &conn)) {
+                        *guard = None;
+                    }
+                }
                 let reason = if died { format!("the server exited during the call ({e})") } else { e.to_string() };
                 Err(McpError::Call {
                     server: server.into(),

@@ -51,3 +51,14 @@ impl ToolInfo {
         format!("{}.{}", self.server, self.name)
     }
 }
+
+/// The MCP `CallToolResult` as JSON, normalised: `content` and `isError` are always present
+/// (rmcp omits `isError` when the server did), so scripts and `--json` readers see one shape.
+pub fn result_json(result: &rmcp::model::CallToolResult) -> Value {
+    let mut v = serde_json::to_value(result).unwrap_or(Value::Null);
+    if let Value::Object(map) = &mut v {
+        map.insert("isError".into(), Value::Bool(result.is_error == Some(true)));
+        map.entry("content").or_insert_with(|| Value::Array(Vec::new()));
+    }
+    v
+}

@@ -24,7 +24,7 @@ pub fn fixture_bin() -> PathBuf {
 pub fn fixture_stdio_yaml(name: &str, extra_args: &[&str]) -> String {
     let args: Vec<String> = extra_args.iter().map(|a| format!("{a:?}")).collect();
     format!(
-        "    {name}:\n      command: {:?}\n      args: [{}]\n      connect_timeout: 10s\n      call_timeout: 20s\n",
+        "    {name}:\n      command: {:?}\n      args: [{}]\n      connect_timeout: 10s\n",
         fixture_bin().display().to_string(),
         args.join(", ")
     )
@@ -217,7 +217,10 @@ pub fn npm_bin(pkg: (&str, &str), bin: &str) -> PathBuf {
 /// YAML for a stdio `server-everything` entry.
 pub fn everything_yaml(name: &str) -> String {
     let bin = npm_bin(SERVER_EVERYTHING, "mcp-server-everything");
-    format!("    {name}:\n      command: {:?}\n      args: [\"stdio\"]\n      connect_timeout: 30s\n", bin.display().to_string())
+    format!(
+        "    {name}:\n      command: {:?}\n      args: [\"stdio\"]\n      connect_timeout: 30s\n",
+        bin.display().to_string()
+    )
 }
 
 /// Process ids whose command line mentions `needle` (to check for orphans).

@@ -1,0 +1,640 @@
+//! `agent mcp list` / `agent mcp call`, configuration, and the MCP manager, end to end: the real
+//! binary against the rmcp fixture server (stdio and Streamable HTTP) and server-everything.
+
+mod support;
+
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+use support::{HttpFixture, Project, everything_yaml, fixture_bin, fixture_stdio_yaml, pids_matching};
+
+fn unique_tag(name: &str) -> String {
+    format!("{name}-{}-{}", std::process::id(), Instant::now().elapsed().as_nanos() ^ rand_u32())
+}
+
+fn rand_u32() -> u128 {
+    let t = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
+    t.subsec_nanos() as u128
+}
+
+// ---------------------------------------------------------------------------------------------
+// mcp list
+
+#[test]
+fn list_groups_tools_by_server_following_pagination() {
+    let p = Project::with_fixture();
+    let r = p.run(&["mcp", "list"]);
+    r.assert_ok();
+    // The fixture pages tools/list by 3; all 11 must be there.
+    assert!(r.stdout.starts_with("fixture (11 tools)\n"), "{}", r.stdout);
+    for tool in
+        ["add", "big", "complex", "crash", "echo", "fail", "headers", "image", "progress", "sleep", "text.upper"]
+    {
+        assert!(r.stdout.lines().any(|l| l.trim_start().starts_with(tool)), "missing {tool}:\n{}", r.stdout);
+    }
+    assert!(r.stdout.contains("11 tools on 1 server(s)"), "{}", r.stdout);
+}
+
+#[test]
+fn list_json_is_the_documented_stable_array() {
+    let p = Project::with_fixture();
+    let r = p.run(&["mcp", "list", "--json"]);
+    r.assert_ok();
+    let tools = r.json();
+    let arr = tools.as_array().expect("array");
+    assert_eq!(arr.len(), 11);
+    let names: Vec<&str> = arr.iter().map(|t| t["name"].as_str().unwrap()).collect();
+    let mut sorted = names.clone();
+    sorted.sort();
+    assert_eq!(names, sorted, "sorted by name");
+    for t in arr {
+        let keys: Vec<&str> = t.as_object().unwrap().keys().map(String::as_str).collect();
+        assert_eq!(keys, ["server", "name", "title", "description", "inputSchema", "outputSchema", "annotations"]);
+        assert_eq!(t["server"], "fixture");
+    }
+    let add = arr.iter().find(|t| t["name"] == "add").unwrap();
+    assert_eq!(add["outputSchema"]["properties"]["sum"]["type"], "integer");
+    assert_eq!(add["annotations"]["readOnlyHint"], true);
+    assert_eq!(add["title"], "Add numbers");
+    let echo = arr.iter().find(|t| t["name"] == "echo").unwrap();
+    assert!(echo["outputSchema"].is_null());
+}
+
+#[test]
+fn list_detailed_shows_descriptions_and_parameters() {
+    let p = Project::with_fixture();
+    let r = p.run(&["mcp", "list", "--detailed"]);
+    r.assert_ok();
+    assert!(r.stdout.contains("    params: a: integer, b: integer\n"), "{}", r.stdout);
+    assert!(r.stdout.contains("    params: message: string\n"), "{}", r.stdout);
+    assert!(r.stdout.contains("mode?: \"fast\" | \"thorough\" | null"), "{}", r.stdout);
+    assert!(r.stdout.contains("    hints: read-only, idempotent\n"), "{}", r.stdout);
+}
+
+#[test]
+fn list_reports_failing_servers_and_still_lists_the_others() {
+    let servers = format!(
+        "{}{}{}",
+        fixture_stdio_yaml("good", &[]),
+        fixture_stdio_yaml("broken", &["--exit-on-start"]),
+        "    missing:\n      command: /nonexistent/mcp-server\n"
+    );
+    let p = Project::with_servers(&servers);
+    let r = p.run(&["mcp", "list"]);
+    r.assert_code(1);
+    assert!(r.stdout.contains("good (11 tools)"), "{}", r.stdout);
+    assert!(
+        r.stderr.contains("server `broken` failed to start")
+            && r.stderr.contains("fixture: refusing to start (--exit-on-start)")
+            && r.stderr.contains("fixture: second line of stderr"),
+        "stderr should name the server, the reason and quote its stderr:\n{}",
+        r.stderr
+    );
+    assert!(
+        r.stderr.contains("server `missing` failed to start: command `/nonexistent/mcp-server` not found"),
+        "{}",
+        r.stderr
+    );
+    // Child stderr goes to a log file under the workspace, not to the terminal directly.
+    let log = p.path().join(".kodelet/mcp/logs/broken.stderr.log");
+    let text = std::fs::read_to_string(&log).expect("log file");
+    assert!(text.contains("refusing to start"));
+}
+
+#[test]
+fn connect_timeout_applies_per_server() {
+    let servers = format!(
+        "{}    hang:\n      command: {:?}\n      args: [\"--hang-on-start\"]\n      connect_timeout: 1s\n",
+        fixture_stdio_yaml("good", &[]),
+        fixture_bin().display().to_string()
+    );
+    let p = Project::with_servers(&servers);
+    let started = Instant::now();
+    let r = p.run(&["mcp", "list"]);
+    r.assert_code(1);
+    assert!(started.elapsed() < Duration::from_secs(15));
+    assert!(r.stderr.contains("server `hang` failed to start: no MCP handshake within 1s"), "{}", r.stderr);
+    assert!(r.stdout.contains("good (11 tools)"));
+}
+
+#[test]
+fn tool_white_list_and_disabled_servers() {
+    let servers = format!(
+        "{}      tool_white_list: [echo, add]\n{}      disabled: true\n",
+        fixture_stdio_yaml("fixture", &[]),
+        fixture_stdio_yaml("off", &[])
+    );
+    let p = Project::with_servers(&servers);
+    let r = p.run(&["mcp", "list", "--json"]);
+    r.assert_ok();
+    let names: Vec<String> = r
+        .json()
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| format!("{}.{}", t["server"].as_str().unwrap(), t["name"].as_str().unwrap()))
+        .collect();
+    assert_eq!(names, ["fixture.add", "fixture.echo"]);
+    let r = p.run(&["mcp", "call", "fixture.big"]);
+    r.assert_code(2);
+    assert!(r.stderr.contains("unknown tool `fixture.big`"), "{}", r.stderr);
+    let r = p.run(&["mcp", "call", "off.echo", "--args", r#"{"message":"x"}"#]);
+    r.assert_code(2);
+    assert!(r.stderr.contains("server `off` is disabled"), "{}", r.stderr);
+}
+
+#[test]
+fn list_unknown_server_suggests() {
+    let p = Project::with_fixture();
+    let r = p.run(&["mcp", "list", "--server", "fixtur"]);
+    r.assert_code(2);
+    assert!(r.stderr.contains("unknown server `fixtur`; did you mean `fixture`?"), "{}", r.stderr);
+}
+
+#[test]
+fn list_with_no_servers_explains_how_to_add_some() {
+    let p = Project::new();
+    let r = p.run(&["mcp", "list"]);
+    r.assert_ok();
+    assert!(r.stderr.contains("no MCP servers configured"), "{}", r.stderr);
+    let r = p.run(&["mcp", "list", "--json"]);
+    assert_eq!(r.json(), json!([]));
+}
+
+// ---------------------------------------------------------------------------------------------
+// mcp call
+
+#[test]
+fn call_prints_text_and_structured_content() {
+    let p = Project::with_fixture();
+    let r = p.run(&["mcp", "call", "fixture.echo", "--args", r#"{"message": "hello there"}"#]);
+    r.assert_ok();
+    assert_eq!(r.stdout, "hello there\n");
+    let r = p.run(&["mcp", "call", "fixture.add", "--args", r#"{"a": 2, "b": 40}"#]);
+    r.assert_ok();
+    let v: Value = serde_json::from_str(&r.stdout).unwrap();
+    assert_eq!(v, json!({"sum": 42}));
+    assert!(r.stdout.contains("\n  \"sum\": 42\n"), "pretty-printed: {}", r.stdout);
+}
+
+#[test]
+fn call_summarises_images_and_splits_at_the_first_dot() {
+    let p = Project::with_fixture();
+    let r = p.run(&["mcp", "call", "fixture.image"]);
+    r.assert_ok();
+    assert_eq!(r.stdout, "[image: image/png, 70 B]\n");
+    let r = p.run(&["mcp", "call", "fixture.text.upper", "--args", r#"{"text": "dots"}"#]);
+    r.assert_ok();
+    assert_eq!(r.stdout, "DOTS\n");
+}
+
+#[test]
+fn call_json_prints_the_whole_result() {
+    let p = Project::with_fixture();
+    let r = p.run(&["mcp", "call", "fixture.add", "--args", r#"{"a": 1, "b": 2}"#, "--json"]);
+    r.assert_ok();
+    let v = r.json();
+    assert_eq!(v["structuredContent"], json!({"sum": 3}));
+    assert_eq!(v["isError"], false);
+    assert_eq!(v["content"][0]["type"], "text");
+}
+
+#[test]
+fn call_tool_error_exits_1() {
+    let p = Project::with_fixture();
+    let r = p.run(&["mcp", "call", "fixture.fail"]);
+    r.assert_code(1);
+    assert!(r.stderr.contains("boom: this tool always fails"), "{}", r.stderr);
+    assert!(r.stderr.contains("error: `fixture.fail` reported an error"), "{}", r.stderr);
+    assert_eq!(r.stdout, "");
+    let r = p.run(&["mcp", "call", "fixture.fail", "--json"]);
+    r.assert_code(1);
+    assert_eq!(r.json()["isError"], true);
+}
+
+#[test]
+fn call_args_from_file_and_stdin() {
+    let p = Project::with_fixture();
+    p.write("args.json", r#"{"a": 20, "b": 22}"#);
+    let r = p.run(&["mcp", "call", "fixture.add", "--args", "@args.json"]);
+    r.assert_ok();
+    assert!(r.stdout.contains("42"));
+    let r = p.run_stdin(&["mcp", "call", "fixture.add", "--args", "-"], r#"{"a": 5, "b": 5}"#);
+    r.assert_ok();
+    assert!(r.stdout.contains("10"));
+    let r = p.run(&["mcp", "call", "fixture.add", "--args", "@missing.json"]);
+    r.assert_code(2);
+    assert!(r.stderr.contains("cannot read --args file missing.json"), "{}", r.stderr);
+}
+
+#[test]
+fn call_rejects_malformed_arguments_before_starting_anything() {
+    let p = Project::with_fixture();
+    let r = p.run(&["mcp", "call", "fixture.add", "--args", "{a: 1"]);
+    r.assert_code(2);
+    assert!(r.stderr.contains("--args is not valid JSON: key must be a string at line 1 column 2"), "{}", r.stderr);
+    let r = p.run(&["mcp", "call", "fixture.add", "--args", "[1, 2]"]);
+    r.assert_code(2);
+    assert!(r.stderr.contains("must be a JSON object of named arguments, got an array"), "{}", r.stderr);
+    let r = p.run(&["mcp", "call", "fixture", "--args", "{}"]);
+    r.assert_code(2);
+    assert!(r.stderr.contains("expected SERVER.TOOL"), "{}", r.stderr);
+    // Nothing was started: no log file.
+    assert!(!p.path().join(".kodelet/mcp/logs/fixture.stderr.log").exists());
+}
+
+#[test]
+fn call_validates_against_the_input_schema_listing_each_violation() {
+    let p = Project::with_fixture();
+    let r = p.run(&["mcp", "call", "fixture.add", "--args", r#"{"a": "two"}"#]);
+    r.assert_code(2);
+    assert!(r.stderr.contains("invalid arguments for `fixture.add`"), "{}", r.stderr);
+    assert!(r.stderr.contains(r#"/a: "two" is not of type "integer""#), "{}", r.stderr);
+    assert!(r.stderr.contains(r#""b" is a required property"#), "{}", r.stderr);
+    // Nested paths inside $defs/$ref'd objects.
+    let r = p.run(&[
+        "mcp",
+        "call",
+        "fixture.complex",
+        "--args",
+        r#"{"query": "q", "mode": "slow", "filters": [{"field": "x", "op": "lt", "value": 1}], "limit": 500}"#,
+    ]);
+    r.assert_code(2);
+    for path in ["/mode", "/filters/0/op", "/limit"] {
+        assert!(r.stderr.contains(&format!("  - {path}: ")), "missing {path}:\n{}", r.stderr);
+    }
+    let r = p.run(&[
+        "mcp",
+        "call",
+        "fixture.complex",
+        "--args",
+        r#"{"query": "q", "mode": "fast", "matrix": [[1, 2], [3]], "tree": {"name": "a", "children": [{"name": "b"}]}}"#,
+    ]);
+    r.assert_ok();
+    let v: Value = serde_json::from_str(&r.stdout).unwrap();
+    assert_eq!(v["cells"], 3);
+    assert_eq!(v["nodes"], 2);
+}
+
+#[test]
+fn call_unknown_server_or_tool_suggests() {
+    let p = Project::with_fixture();
+    let r = p.run(&["mcp", "call", "fixtur.echo"]);
+    r.assert_code(2);
+    assert!(r.stderr.contains("unknown server `fixtur`; did you mean `fixture`?"), "{}", r.stderr);
+    let r = p.run(&["mcp", "call", "fixture.ech", "--args", r#"{"message":"x"}"#]);
+    r.assert_code(2);
+    assert!(r.stderr.contains("unknown tool `fixture.ech`; did you mean `fixture.echo`?"), "{}", r.stderr);
+}
+
+#[test]
+fn call_output_file_is_written_whole() {
+    let p = Project::with_fixture();
+    let r = p.run(&["mcp", "call", "fixture.big", "--output", "big.txt"]);
+    r.assert_ok();
+    assert_eq!(r.stdout, "");
+    let text = std::fs::read_to_string(p.path().join("big.txt")).unwrap();
+    // ~5 MB from the server plus the trailing newline.
+    assert_eq!(text.len(), 5_000_001);
+    assert!(text.starts_with("line 00000000: the quick brown fox"));
+    assert!(r.stderr.contains("wrote 4.8 MB to big.txt"), "{}", r.stderr);
+    // No temp files left behind.
+    let leftovers: Vec<_> = std::fs::read_dir(p.path())
+        .unwrap()
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().starts_with(".agent-tmp-"))
+        .collect();
+    assert!(leftovers.is_empty());
+}
+
+#[test]
+fn call_timeout_is_reported_and_the_server_is_stopped() {
+    let tag = unique_tag("timeout");
+    let servers = format!("{}      call_timeout: 500ms\n", fixture_stdio_yaml("fixture", &["--tag", &tag]));
+    let p = Project::with_servers(&servers);
+    let started = Instant::now();
+    let r = p.run(&["mcp", "call", "fixture.sleep", "--args", r#"{"ms": 30000}"#]);
+    r.assert_code(1);
+    assert!(started.elapsed() < Duration::from_secs(10), "took {:?}", started.elapsed());
+    assert!(r.stderr.contains("error: `fixture.sleep` timed out after 500ms"), "{}", r.stderr);
+    assert!(pids_matching(&tag).is_empty(), "server left running");
+}
+
+#[test]
+fn call_crash_mid_call_reports_stderr() {
+    let p = Project::with_fixture();
+    let r = p.run(&["mcp", "call", "fixture.crash"]);
+    r.assert_code(1);
+    assert!(
+        r.stderr.contains("server `fixture` failed during `crash`: the server exited during the call"),
+        "{}",
+        r.stderr
+    );
+    assert!(r.stderr.contains("fixture: crashing on purpose"), "{}", r.stderr);
+}
+
+#[test]
+fn call_shows_progress_notifications() {
+    let p = Project::with_fixture();
+    let r = p.run(&["mcp", "call", "fixture.progress", "--args", r#"{"steps": 3, "delay_ms": 5}"#]);
+    r.assert_ok();
+    assert_eq!(r.stdout, "done after 3 steps\n");
+    for i in 1..=3 {
+        assert!(r.stderr.contains(&format!("fixture: progress {i}/3 step {i}")), "{}", r.stderr);
+    }
+}
+
+#[test]
+fn call_starts_only_the_server_it_needs() {
+    let p = Project::new();
+    let marker = p.path().join("other-started");
+    let servers = format!(
+        "{}    other:\n      command: sh\n      args: [\"-c\", \"touch {}; exec {}\"]\n",
+        fixture_stdio_yaml("fixture", &[]),
+        marker.display(),
+        fixture_bin().display()
+    );
+    p.write_config(&format!("mcp:\n  servers:\n{servers}"));
+    p.run(&["mcp", "call", "fixture.echo", "--args", r#"{"message": "x"}"#]).assert_ok();
+    assert!(!marker.exists(), "`other` was started although the call only needed `fixture`");
+    p.run(&["mcp", "list", "--server", "other"]).assert_ok();
+    assert!(marker.exists(), "sanity: `other` does start when asked for");
+}
+
+// ---------------------------------------------------------------------------------------------
+// Streamable HTTP and transports
+
+#[test]
+fn http_server_list_and_call() {
+    let http = HttpFixture::start();
+    let p = Project::with_servers(&format!(
+        "    remote:\n      url: {}\n      headers:\n        X-Test: yes\n        Authorization: Bearer not-checked\n",
+        http.url
+    ));
+    let r = p.run(&["mcp", "list", "--json"]);
+    r.assert_ok();
+    assert_eq!(r.json().as_array().unwrap().len(), 11);
+    let r = p.run(&["mcp", "call", "remote.headers"]);
+    r.assert_ok();
+    let h: Value = serde_json::from_str(&r.stdout).unwrap();
+    assert_eq!(h["x-test"], "yes");
+    assert_eq!(h["authorization"], "Bearer not-checked");
+    let r = p.run(&["mcp", "call", "remote.add", "--args", r#"{"a": 40, "b": 2}"#]);
+    r.assert_ok();
+    assert!(r.stdout.contains("\"sum\": 42"));
+    let r = p.run(&["mcp", "call", "remote.big", "--args", r#"{"bytes": 3000000}"#, "--output", "b.txt"]);
+    r.assert_ok();
+    assert_eq!(std::fs::metadata(p.path().join("b.txt")).unwrap().len(), 3_000_001);
+}
+
+#[test]
+fn http_unreachable_and_legacy_sse_are_clear_errors() {
+    let p = Project::with_servers(
+        "    down:\n      url: http://127.0.0.1:9/mcp\n      connect_timeout: 5s\n    old:\n      url: http://127.0.0.1:9/sse\n      transport: sse\n",
+    );
+    let r = p.run(&["mcp", "list"]);
+    r.assert_code(1);
+    assert!(
+        r.stderr.contains("server `down` failed to start: cannot connect to http://127.0.0.1:9/mcp"),
+        "{}",
+        r.stderr
+    );
+    assert!(
+        r.stderr
+            .contains("server `old` failed to start: it uses the legacy HTTP+SSE transport, which is not supported"),
+        "{}",
+        r.stderr
+    );
+}
+
+// ---------------------------------------------------------------------------------------------
+// server-everything (npm)
+
+#[test]
+fn server_everything_list_and_call() {
+    if !support::have_node() {
+        eprintln!("SKIPPED: npm not available");
+        return;
+    }
+    let p = Project::with_servers(&everything_yaml("everything"));
+    let r = p.run(&["mcp", "list", "--json"]);
+    r.assert_ok();
+    let tools = r.json();
+    let names: Vec<&str> = tools.as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap()).collect();
+    for t in ["echo", "get-sum", "get-structured-content", "get-tiny-image"] {
+        assert!(names.contains(&t), "{names:?}");
+    }
+    let r = p.run(&["mcp", "call", "everything.echo", "--args", r#"{"message": "hi"}"#]);
+    r.assert_ok();
+    assert_eq!(r.stdout, "Echo: hi\n");
+    let r = p.run(&["mcp", "call", "everything.get-structured-content", "--args", r#"{"location": "New York"}"#]);
+    r.assert_ok();
+    let v: Value = serde_json::from_str(&r.stdout).unwrap();
+    assert!(v["temperature"].is_number(), "{v}");
+    let r = p.run(&["mcp", "call", "everything.get-tiny-image"]);
+    r.assert_ok();
+    assert!(r.stdout.contains("[image: image/png,"), "{}", r.stdout);
+    // server-everything validates itself too, but ours answers first with paths.
+    let r = p.run(&["mcp", "call", "everything.get-sum", "--args", r#"{"a": "x", "b": 1}"#]);
+    r.assert_code(2);
+    assert!(r.stderr.contains(r#"/a: "x" is not of type "number""#), "{}", r.stderr);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Configuration through the binary
+
+#[test]
+fn config_errors_name_the_key() {
+    let p = Project::new();
+    p.write_config("mcp:\n  servers:\n    x:\n      comand: foo\n");
+    let r = p.run(&["mcp", "list"]);
+    r.assert_code(2);
+    assert!(r.stderr.contains("error: mcp.servers.x.comand: unknown field `comand`"), "{}", r.stderr);
+    p.write_config("mcp:\n  code_execution:\n    timeout: soon\n");
+    let r = p.run(&["mcp", "list"]);
+    r.assert_code(2);
+    assert!(r.stderr.contains("mcp.code_execution.timeout: invalid duration \"soon\""), "{}", r.stderr);
+    p.write_config("mcp: [unclosed\n");
+    let r = p.run(&["mcp", "list"]);
+    r.assert_code(2);
+    assert!(r.stderr.contains("agent.yaml"), "syntax errors name the file: {}", r.stderr);
+}
+
+#[test]
+fn missing_env_var_fails_only_the_server_that_uses_it() {
+    let servers = format!(
+        "{}    github:\n      command: {:?}\n      envs:\n        GITHUB_TOKEN: $GITHUB_TOKEN_FOR_AGENT_TEST\n",
+        fixture_stdio_yaml("fixture", &[]),
+        fixture_bin().display().to_string()
+    );
+    let p = Project::with_servers(&servers);
+    p.run(&["mcp", "call", "fixture.echo", "--args", r#"{"message": "x"}"#]).assert_ok();
+    let r = p.run(&["mcp", "call", "github.echo", "--args", r#"{"message": "x"}"#]);
+    r.assert_code(1);
+    assert!(
+        r.stderr.contains("mcp.servers.github.envs.GITHUB_TOKEN: $GITHUB_TOKEN_FOR_AGENT_TEST is not set"),
+        "{}",
+        r.stderr
+    );
+    let r = p
+        .cmd(&["mcp", "call", "github.echo", "--args", r#"{"message": "ok"}"#])
+        .env("GITHUB_TOKEN_FOR_AGENT_TEST", "t0k")
+        .output()
+        .unwrap();
+    assert!(r.status.success());
+}
+
+#[test]
+fn env_overrides_config_file_and_explicit_config() {
+    let p = Project::new();
+    p.write_config(&format!("mcp:\n  servers:\n{}", fixture_stdio_yaml("fixture", &[])));
+    p.write("other.yaml", &format!("mcp:\n  servers:\n{}", fixture_stdio_yaml("alt", &[])));
+    let names = |r: support::Run| -> Vec<String> {
+        r.json().as_array().unwrap().iter().map(|t| t["server"].as_str().unwrap().to_string()).collect()
+    };
+    let r = p.run(&["mcp", "list", "--json", "--config", "other.yaml"]);
+    r.assert_ok();
+    assert!(names(r).iter().all(|s| s == "alt"));
+    let r = p.cmd(&["mcp", "list", "--json"]).env("AGENT_CONFIG", "other.yaml").output().unwrap();
+    let r = support::Run::from(r);
+    assert!(names(r).iter().all(|s| s == "alt"));
+    // AGENT_MCP__SERVERS__FIXTURE__DISABLED=true turns the server off from the environment.
+    let r = p.cmd(&["mcp", "list"]).env("AGENT_MCP__SERVERS__FIXTURE__DISABLED", "true").output().unwrap();
+    let r = support::Run::from(r);
+    r.assert_ok();
+    assert!(r.stderr.contains("no MCP servers configured") || !r.stdout.contains("fixture ("), "{r:?}");
+    let r = p.run(&["mcp", "list", "--config", "nope.yaml"]);
+    r.assert_code(2);
+    assert!(r.stderr.contains("config file nope.yaml does not exist"), "{}", r.stderr);
+}
+
+#[test]
+fn user_config_is_layered_under_the_project_config() {
+    let p = Project::new();
+    p.write(
+        "home/.config/agent/config.yaml",
+        &format!("mcp:\n  servers:\n{}      tool_white_list: [echo]\n", fixture_stdio_yaml("fixture", &[])),
+    );
+    // The project file overrides one key of the same server; the rest comes from the user file.
+    p.write_config("mcp:\n  servers:\n    fixture:\n      tool_white_list: [add, echo]\n");
+    let r = p.run(&["mcp", "list", "--json"]);
+    r.assert_ok();
+    let tools = r.json();
+    let names: Vec<&str> = tools.as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap()).collect();
+    assert_eq!(names, ["add", "echo"]);
+}
+
+#[test]
+fn mcp_import_reads_claude_desktop_files() {
+    let p = Project::new();
+    p.write(
+        "claude_desktop_config.json",
+        &json!({"mcpServers": {"desk": {"command": fixture_bin(), "args": ["--stderr-noise"]}}}).to_string(),
+    );
+    p.write_config("mcp:\n  import: [claude_desktop_config.json]\n");
+    let r = p.run(&["mcp", "call", "desk.add", "--args", r#"{"a": 1, "b": 1}"#]);
+    r.assert_ok();
+    assert!(r.stdout.contains("\"sum\": 2"));
+    p.write_config("mcp:\n  import: [nowhere.json]\n");
+    let r = p.run(&["mcp", "list"]);
+    r.assert_code(2);
+    assert!(r.stderr.contains("mcp.import:") && r.stderr.contains("nowhere.json does not exist"), "{}", r.stderr);
+    p.write("bad.json", "{\"mcpServers\": ");
+    p.write_config("mcp:\n  import: [bad.json]\n");
+    let r = p.run(&["mcp", "list"]);
+    r.assert_code(2);
+    assert!(r.stderr.contains("bad.json: invalid JSON"), "{}", r.stderr);
+}
+
+#[test]
+fn mcp_json_servers_are_imported() {
+    let p = Project::new();
+    p.write(
+        ".mcp.json",
+        &json!({"mcpServers": {
+            "claude": {"command": fixture_bin(), "args": [], "env": {"X": "1"}},
+            "legacy": {"type": "sse", "url": "http://127.0.0.1:9/sse"}
+        }})
+        .to_string(),
+    );
+    let r = p.run(&["mcp", "call", "claude.echo", "--args", r#"{"message": "imported"}"#]);
+    r.assert_ok();
+    assert_eq!(r.stdout, "imported\n");
+    let r = p.run(&["mcp", "list", "--server", "legacy"]);
+    r.assert_code(1);
+    assert!(r.stderr.contains("legacy HTTP+SSE transport, which is not supported"), "{}", r.stderr);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Lifecycle: no orphans, restart after a crash
+
+#[test]
+fn no_orphans_after_list_including_grandchildren() {
+    let tag = unique_tag("orphans");
+    // sh stays as the parent of the fixture (no exec), so the server is a grandchild of agent.
+    let servers = format!(
+        "    wrapped:\n      command: sh\n      args: [\"-c\", \"{} --tag {tag}; true\"]\n",
+        fixture_bin().display()
+    );
+    let p = Project::with_servers(&servers);
+    p.run(&["mcp", "list"]).assert_ok();
+    std::thread::sleep(Duration::from_millis(100));
+    assert!(pids_matching(&tag).is_empty(), "processes left: {:?}", pids_matching(&tag));
+}
+
+#[test]
+fn sigint_during_a_call_stops_cleanly() {
+    let tag = unique_tag("sigint");
+    let p = Project::with_servers(&fixture_stdio_yaml("fixture", &["--tag", &tag]));
+    let child = p
+        .cmd(&["mcp", "call", "fixture.sleep", "--args", r#"{"ms": 60000}"#])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while pids_matching(&tag).is_empty() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(!pids_matching(&tag).is_empty(), "server never started");
+    std::thread::sleep(Duration::from_millis(200));
+    // SAFETY: sending a signal to our own child.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(130), "{}", String::from_utf8_lossy(&out.stderr));
+    std::thread::sleep(Duration::from_millis(100));
+    assert!(pids_matching(&tag).is_empty(), "server left running after Ctrl-C");
+}
+
+#[tokio::test]
+async fn manager_restarts_a_dead_server_and_shuts_down_cleanly() {
+    use agent::config::{Config, LoadOptions};
+    use agent::mcp::McpManager;
+    let tag = unique_tag("restart");
+    let p = Project::with_servers(&fixture_stdio_yaml("fixture", &["--tag", &tag]));
+    let opts = LoadOptions { project_dir: Some(p.path().to_path_buf()), skip_user_config: true, ..Default::default() };
+    let mut config = Config::load_with_env(&opts, &Default::default()).unwrap();
+    config.mcp.code_execution.workspace_dir = p.path().join(".kodelet/mcp");
+    let manager = McpManager::new(&config);
+    let args = |v: Value| v.as_object().cloned().unwrap();
+    let r = manager.call_tool("fixture", "echo", args(json!({"message": "one"}))).await.unwrap();
+    assert_eq!(r.content[0].as_text().unwrap().text, "one");
+    let first = pids_matching(&tag);
+    assert_eq!(first.len(), 1);
+    let err = manager.call_tool("fixture", "crash", args(json!({}))).await.unwrap_err();
+    assert!(err.to_string().contains("the server exited during the call"), "{err}");
+    // The next call starts a fresh process.
+    let r = manager.call_tool("fixture", "echo", args(json!({"message": "two"}))).await.unwrap();
+    assert_eq!(r.content[0].as_text().unwrap().text, "two");
+    let second = pids_matching(&tag);
+    assert_eq!(second.len(), 1);
+    assert_ne!(first, second);
+    // Concurrent calls share one connection.
+    let calls = (0..20).map(|i| manager.call_tool("fixture", "add", args(json!({"a": i, "b": 1}))));
+    let results = futures::future::join_all(calls).await;
+    for (i, r) in results.into_iter().enumerate() {
+        assert_eq!(r.unwrap().structured_content, Some(json!({"sum": i as i64 + 1})));
+    }
+    manager.shutdown().await;
+    assert!(pids_matching(&tag).is_empty());
+}
