@@ -448,6 +448,44 @@ fn a_server_crashing_mid_call_is_a_clear_error() {
     assert_next_run_works(&p);
 }
 
+#[tokio::test]
+async fn one_executor_survives_limits_and_cancellation_and_isolates_runs() {
+    use agent::runtime::{ExecRequest, Executor, FailureKind, Limits, Script};
+    let p = Project::new();
+    let executor = Executor::new();
+    let req = |code: &str, limits: Limits| ExecRequest {
+        workspace: p.path().join(WS),
+        script: Script::Inline(code.into()),
+        limits,
+        bridge: None,
+    };
+    let short = Limits { timeout: Duration::from_millis(500), ..Limits::default() };
+    let o = executor.execute(req("globalThis.leak = 41; while (true) {}", short.clone())).await;
+    assert_eq!(o.error.as_ref().map(|e| e.kind), Some(FailureKind::Timeout));
+    assert_eq!(o.error.unwrap().message, "timed out after 500ms");
+    let small = Limits { memory_limit_mb: 32, ..Limits::default() };
+    let o = executor.execute(req("const a = []; while (true) a.push(new Array(1e5).fill(0));", small)).await;
+    assert_eq!(o.error.as_ref().map(|e| e.message.as_str()), Some("memory limit of 32 MB exceeded"));
+    // Dropping the future stops the script; the executor is ready again at once.
+    let dropped =
+        tokio::time::timeout(Duration::from_millis(200), executor.execute(req("for (;;) {}", Limits::default())));
+    assert!(dropped.await.is_err());
+    let started = Instant::now();
+    let o = executor.execute(req("export default typeof (globalThis as any).leak;", short)).await;
+    assert!(o.error.is_none(), "{:?}", o.error);
+    assert_eq!(o.value, Some(json!("undefined")), "globals must not leak between runs");
+    assert!(started.elapsed() < Duration::from_secs(5));
+    // Without a bridge, tool calls fail with a clear code.
+    let o = executor
+        .execute(req(
+            "try { await callMCPTool('x', 'y', {}); } catch (e: any) { console.log(e.name, e.code, e.message); }",
+            Limits::default(),
+        ))
+        .await;
+    assert_eq!(o.stdout, "BridgeError bridge_unreachable no MCP bridge: tool calls are not available here\n");
+    assert_eq!(o.tool_calls, 1);
+}
+
 // ---------------------------------------------------------------------------------------------
 // Escape attempts
 

@@ -83,6 +83,9 @@ fn runner_thread(rx: std::sync::mpsc::Receiver<Box<Job>>, limit_mb: Arc<AtomicU6
         }
     };
     let _enter = tokio_rt.enter();
+    if let Some(dir) = engine_bytecode_cache_dir() {
+        prune_bytecode_cache(&dir, BYTECODE_CACHE_KEEP);
+    }
     let cache = TranspileCache::default();
     let mut next: Option<Result<Prepared, String>> = None;
     loop {
@@ -111,6 +114,52 @@ fn runner_thread(rx: std::sync::mpsc::Receiver<Box<Job>>, limit_mb: Arc<AtomicU6
         let _ = done.send(outcome);
         // Freeing the isolate (possibly a full heap) happens after the caller has its answer.
         drop(prepared);
+    }
+}
+
+/// The QuickJS backend (v8x) keeps compiled bytecode of every script and module it compiles in
+/// `$XDG_CACHE_HOME/v8x/quickjs-bytecode` (or `~/.cache/...`, or `V82JSC_BC_CACHE_DIR`), which
+/// speeds up creating isolates by ~15 ms but would grow by one file per distinct script forever.
+/// Each runner thread trims it to the newest entries when it starts.
+const BYTECODE_CACHE_KEEP: usize = 512;
+
+fn engine_bytecode_cache_dir() -> Option<PathBuf> {
+    if !cfg!(feature = "quickjs") || std::env::var_os("V82JSC_NO_BC_CACHE").is_some() {
+        return None;
+    }
+    if let Some(dir) = std::env::var_os("V82JSC_BC_CACHE_DIR") {
+        return Some(PathBuf::from(dir));
+    }
+    let base = std::env::var_os("XDG_CACHE_HOME")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))?;
+    Some(base.join("v8x/quickjs-bytecode"))
+}
+
+/// Deletes the oldest `.qbc` files (and leftover `.tmp` files) beyond the newest `keep / 2` once
+/// there are more than `keep`, so trimming happens rarely and hot entries are rebuilt rarely.
+pub(crate) fn prune_bytecode_cache(dir: &Path, keep: usize) {
+    let Ok(entries) = std::fs::read_dir(dir) else { return };
+    let mut files: Vec<(std::time::SystemTime, PathBuf)> = Vec::new();
+    for e in entries.flatten() {
+        let path = e.path();
+        match path.extension().and_then(|x| x.to_str()) {
+            Some("qbc") => {
+                let modified = e.metadata().and_then(|m| m.modified()).unwrap_or(std::time::UNIX_EPOCH);
+                files.push((modified, path));
+            }
+            Some("tmp") => {
+                let _ = std::fs::remove_file(&path);
+            }
+            _ => {}
+        }
+    }
+    if files.len() <= keep {
+        return;
+    }
+    files.sort_by(|a, b| b.0.cmp(&a.0));
+    for (_, path) in files.into_iter().skip(keep / 2) {
+        let _ = std::fs::remove_file(path);
     }
 }
 
@@ -427,6 +476,39 @@ fn rewrite_failure(mut f: ExecFailure, prefix: &str) -> ExecFailure {
     f.message = rewrite(&f.message);
     f.stack = f.stack.map(|s| rewrite(&s));
     f
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_bytecode_cache_is_trimmed_to_the_newest_entries() {
+        let dir = tempfile::tempdir().unwrap();
+        let old = std::time::SystemTime::now() - Duration::from_secs(3600);
+        for i in 0..10 {
+            let p = dir.path().join(format!("{i:016x}.qbc"));
+            std::fs::write(&p, b"x").unwrap();
+            // Files 0..5 are an hour old, 5..10 fresh.
+            if i < 5 {
+                std::fs::File::options().write(true).open(&p).unwrap().set_modified(old).unwrap();
+            }
+        }
+        std::fs::write(dir.path().join("stale.tmp"), b"x").unwrap();
+        std::fs::write(dir.path().join("other.txt"), b"x").unwrap();
+        prune_bytecode_cache(dir.path(), 20);
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 11, "under the limit only .tmp goes");
+        prune_bytecode_cache(dir.path(), 8);
+        let left: Vec<String> =
+            std::fs::read_dir(dir.path()).unwrap().flatten().map(|e| e.file_name().to_string_lossy().into()).collect();
+        assert!(left.contains(&"other.txt".to_string()), "only cache files are touched");
+        let kept: Vec<&String> = left.iter().filter(|n| n.ends_with(".qbc")).collect();
+        assert_eq!(kept.len(), 4, "{left:?}");
+        for name in kept {
+            let i = u64::from_str_radix(name.trim_end_matches(".qbc"), 16).unwrap();
+            assert!(i >= 5, "an old entry survived: {name}");
+        }
+    }
 }
 
 fn absolute(path: &Path) -> PathBuf {

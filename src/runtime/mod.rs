@@ -242,6 +242,12 @@ impl Executor {
     }
 }
 
+// `agent run` shares one executor across tasks.
+const _: () = {
+    const fn assert_send_sync<T: Send + Sync>() {}
+    assert_send_sync::<Executor>();
+};
+
 struct StopOnDrop {
     control: isolate::JobControl,
     armed: AtomicBool,
