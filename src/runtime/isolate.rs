@@ -157,7 +157,7 @@ pub(crate) fn prune_bytecode_cache(dir: &Path, keep: usize) {
     if files.len() <= keep {
         return;
     }
-    files.sort_by(|a, b| b.0.cmp(&a.0));
+    files.sort_by_key(|f| std::cmp::Reverse(f.0));
     for (_, path) in files.into_iter().skip(keep / 2) {
         let _ = std::fs::remove_file(path);
     }
@@ -478,6 +478,15 @@ fn rewrite_failure(mut f: ExecFailure, prefix: &str) -> ExecFailure {
     f
 }
 
+fn absolute(path: &Path) -> PathBuf {
+    let abs = if path.is_absolute() {
+        path.to_path_buf()
+    } else {
+        std::env::current_dir().map(|d| d.join(path)).unwrap_or_else(|_| path.to_path_buf())
+    };
+    std::fs::canonicalize(&abs).unwrap_or_else(|_| normalize(&abs))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -509,13 +518,4 @@ mod tests {
             assert!(i >= 5, "an old entry survived: {name}");
         }
     }
-}
-
-fn absolute(path: &Path) -> PathBuf {
-    let abs = if path.is_absolute() {
-        path.to_path_buf()
-    } else {
-        std::env::current_dir().map(|d| d.join(path)).unwrap_or_else(|_| path.to_path_buf())
-    };
-    std::fs::canonicalize(&abs).unwrap_or_else(|_| normalize(&abs))
 }
