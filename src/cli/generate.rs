@@ -1,8 +1,44 @@
-//! `agent mcp generate`.
-use clap::Args;
+//! `agent mcp generate`: writes the TypeScript API tree for the configured MCP tools (or for a
+//! saved tool list with `--from-tools`). Collecting the tools and printing the summary live here;
+//! the generation itself is `codegen::generate`.
+
+use std::io::Write as _;
 use std::path::PathBuf;
 
-pub const AFTER_HELP: &str = "";
+use anyhow::Context as _;
+use clap::Args;
+
+use super::output::{did_you_mean, suggest};
+use super::{Context, EXIT_FAILURE, EXIT_OK, usage};
+use crate::codegen::{self, GenerateOptions, GenerateReport};
+use crate::mcp::{McpManager, ToolInfo};
+
+pub const AFTER_HELP: &str = "\
+Writes, under the output directory (default: mcp.code_execution.workspace_dir, .kodelet/mcp):
+  client.ts                      callMCPTool(server, tool, args), MCPToolError, MCPBridgeError
+  servers/<server>/<tool>.ts     one async function per tool, with <Tool>Input / <Tool>Output types
+  servers/<server>/index.ts      the server's tools, one per line, and their re-exports
+  index.ts  example.ts  README.md  tsconfig.json  globals.d.ts  .agent-manifest.json
+
+Generation is incremental: unchanged files are not rewritten, files of removed tools and servers
+are deleted, and files that do not start with the generated-by-agent header are never touched.
+A tool whose schema cannot be converted is generated untyped and reported as degraded.
+
+--from-tools FILE reads a saved tool list instead of starting servers: the `agent mcp list --json`
+array, a plain array of MCP Tool objects, or an object with a `tools` array. Tools without a
+`server` field belong to the file's top-level `server`, else to the only --server given, else to
+the file name without extension. With --server, only those servers are regenerated; the others
+keep what was generated for them before.
+
+Examples:
+  agent mcp generate
+  agent mcp generate --server github --output ./api
+  agent mcp list --json > tools.json && agent mcp generate --from-tools tools.json --json
+
+Exit codes:
+  0  the tree was generated (degraded tools are warnings)
+  1  a server failed to start (its previous files are kept), or files could not be written
+  2  usage or configuration error (unknown --server, unreadable or malformed --from-tools file)";
 
 #[derive(Debug, Args)]
 pub struct GenerateArgs {
@@ -22,6 +58,126 @@ pub struct GenerateArgs {
     pub json: bool,
 }
 
-pub async fn run(_ctx: super::Context, _args: &GenerateArgs) -> anyhow::Result<u8> {
-    Err(super::usage("`agent mcp generate` is not built yet"))
+pub async fn run(ctx: Context, args: &GenerateArgs) -> anyhow::Result<u8> {
+    let output_dir = args.output.clone().unwrap_or_else(|| ctx.config.mcp.code_execution.workspace_dir.clone());
+    let selected = &args.filter.servers;
+
+    let (tools, failed, only_servers) = match &args.from_tools {
+        Some(file) => {
+            let (tools, only) = tools_from_file(file, selected)?;
+            (tools, Vec::new(), only)
+        }
+        None => {
+            let manager = McpManager::new(&ctx.config);
+            let servers = super::list::select_servers(&manager, &args.filter)?;
+            let collected = tokio::select! {
+                r = super::list::collect_tools(&manager, &servers) => Some(r),
+                _ = tokio::signal::ctrl_c() => None,
+            };
+            manager.shutdown().await;
+            let Some((tools, failed)) = collected else {
+                eprintln!("interrupted");
+                return Ok(130);
+            };
+            // A failed server is skipped: regenerate only the others so its files stay.
+            let only = if selected.is_empty() && failed.is_empty() {
+                None
+            } else {
+                Some(servers.iter().filter(|s| !failed.contains(s)).cloned().collect())
+            };
+            (tools, failed, only)
+        }
+    };
+
+    let opts = GenerateOptions { output_dir, clean: args.clean, only_servers };
+    let report = tokio::task::spawn_blocking(move || codegen::generate(&tools, &opts))
+        .await
+        .context("code generation stopped unexpectedly")??;
+
+    let text = if args.json {
+        let mut s = serde_json::to_string_pretty(&report).context("cannot serialise the report")?;
+        s.push('\n');
+        s
+    } else {
+        summary(&report, &failed)
+    };
+    let mut out = std::io::stdout().lock();
+    if let Err(e) = out.write_all(text.as_bytes()).and_then(|_| out.flush())
+        && e.kind() != std::io::ErrorKind::BrokenPipe
+    {
+        return Err(e).context("cannot write to stdout");
+    }
+    if !args.json {
+        for d in &report.degraded {
+            eprintln!("warning: generated untyped: {d}");
+        }
+        for w in &report.warnings {
+            eprintln!("warning: {w}");
+        }
+    }
+    if !failed.is_empty() {
+        eprintln!(
+            "error: {} server(s) failed ({}); their previously generated files were kept",
+            failed.len(),
+            failed.join(", ")
+        );
+        return Ok(EXIT_FAILURE);
+    }
+    Ok(EXIT_OK)
+}
+
+/// Loads `--from-tools`, applying `--server` as a filter (and as the server name of tools
+/// that have none when exactly one is given).
+fn tools_from_file(
+    file: &std::path::Path,
+    selected: &[String],
+) -> anyhow::Result<(Vec<ToolInfo>, Option<Vec<String>>)> {
+    let default_server = match selected {
+        [one] => Some(one.as_str()),
+        _ => None,
+    };
+    let tools = codegen::load_tools_file(file, default_server).map_err(|e| usage(super::output::error_chain(&e)))?;
+    if selected.is_empty() {
+        return Ok((tools, None));
+    }
+    let present: Vec<&str> = {
+        let mut v: Vec<&str> = tools.iter().map(|t| t.server.as_str()).collect();
+        v.sort_unstable();
+        v.dedup();
+        v
+    };
+    for s in selected {
+        if !present.contains(&s.as_str()) {
+            let hint = did_you_mean(&suggest(s, present.iter().copied()));
+            let hint = if hint.is_empty() { format!("; servers in the file: {}", present.join(", ")) } else { hint };
+            return Err(usage(format!("no tools of server `{s}` in {}{hint}", file.display())));
+        }
+    }
+    Ok((tools, Some(selected.to_vec())))
+}
+
+fn summary(r: &GenerateReport, failed: &[String]) -> String {
+    let mut s = String::new();
+    let width = r.per_server.iter().map(|p| p.name.chars().count()).max().unwrap_or(0).min(40);
+    for p in &r.per_server {
+        let dir = if p.directory == p.name { String::new() } else { format!("  (servers/{}/)", p.directory) };
+        s.push_str(&format!("  {:width$}  {:>4} tool{}{dir}\n", p.name, p.tools, if p.tools == 1 { "" } else { "s" }));
+    }
+    for f in failed {
+        s.push_str(&format!("  {f:width$}  failed, previous files kept\n"));
+    }
+    let plural = |n: usize, one: &str, many: &str| if n == 1 { format!("{n} {one}") } else { format!("{n} {many}") };
+    s.push_str(&format!(
+        "Generated {} on {} ({} with an output schema, {} degraded) in {}\n",
+        plural(r.tools, "tool", "tools"),
+        plural(r.servers, "server", "servers"),
+        r.with_output_schema,
+        r.degraded.len(),
+        r.output_dir.display()
+    ));
+    s.push_str(&format!(
+        "Files: {} written, {} unchanged, {} deleted\n",
+        r.files_written, r.files_unchanged, r.files_deleted
+    ));
+    s
 }

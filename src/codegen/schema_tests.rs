@@ -1,0 +1,114 @@
+//! Snapshot tests of the JSON Schema → TypeScript converter, one per construct, on the tools of
+//! `tests/data/schema-constructs.json` (the integration tests compile the same tools with tsc).
+
+use serde_json::{Value, json};
+
+use super::*;
+use crate::codegen::load::parse_tools;
+use crate::mcp::ToolInfo;
+
+const CONSTRUCTS: &str = include_str!("../../tests/data/schema-constructs.json");
+
+fn tool(name: &str) -> ToolInfo {
+    let doc: Value = serde_json::from_str(CONSTRUCTS).unwrap();
+    parse_tools(&doc, None, "constructs").unwrap().into_iter().find(|t| t.name == name).unwrap()
+}
+
+/// The declarations the converter makes for a tool, as they appear in its file.
+fn types_of(name: &str) -> String {
+    let t = tool(name);
+    match convert_tool(&t.input_schema, t.output_schema.as_ref(), "ToolInput", "ToolOutput", &["tool"]) {
+        Ok(c) => {
+            let mut parts = vec![c.input.render()];
+            parts.extend(c.output.iter().map(Decl::render));
+            parts.extend(c.defs.iter().map(Decl::render));
+            parts.extend(c.warnings.iter().map(|w| format!("// warning: {w}\n")));
+            parts.join("\n")
+        }
+        Err(Degraded(reason)) => format!("degraded: {reason}\n"),
+    }
+}
+
+macro_rules! construct {
+    ($test:ident, $tool:literal) => {
+        #[test]
+        fn $test() {
+            insta::assert_snapshot!(types_of($tool));
+        }
+    };
+}
+
+construct!(type_keywords_arrays_of_types_and_integer, "types");
+construct!(enum_and_const_literals, "enum-const");
+construct!(properties_required_and_quoted_keys, "properties");
+construct!(additional_and_pattern_properties, "additional-properties");
+construct!(items_prefix_items_and_tuples, "arrays");
+construct!(any_of_one_of_all_of_and_nullable, "unions");
+construct!(refs_to_defs_and_definitions, "refs");
+construct!(recursive_refs_and_direct_cycles, "recursion");
+construct!(unexpressible_constructs_become_unknown_with_a_note, "unsupported");
+construct!(field_documentation_tags, "docs");
+construct!(empty_input_schema, "empty-input");
+construct!(missing_input_schema, "no-input-schema");
+construct!(object_without_properties, "empty-properties");
+construct!(open_input_object, "open-input");
+construct!(output_schema_shares_equal_defs, "with-output");
+construct!(nesting_is_depth_capped, "deep");
+construct!(input_that_is_not_an_object_degrades, "not-an-object");
+construct!(input_resolving_to_a_string_degrades, "ref-to-string");
+construct!(output_that_is_not_a_schema_warns, "bad-output");
+construct!(root_that_is_a_ref, "root-ref");
+
+#[test]
+fn unions_and_intersections_normalise() {
+    let s = Ty::Keyword("string");
+    assert_eq!(union(vec![s.clone(), s.clone(), Ty::Keyword("never")]), s);
+    assert_eq!(union(vec![s.clone(), UNKNOWN]), UNKNOWN);
+    assert_eq!(union(vec![]), Ty::Keyword("never"));
+    assert_eq!(intersection(vec![UNKNOWN, s.clone()]), s);
+    assert_eq!(intersection(vec![s.clone(), Ty::Keyword("never")]), Ty::Keyword("never"));
+    let u = union(vec![s.clone(), Ty::Keyword("number")]);
+    assert_eq!(print_ty(&Ty::Array(Box::new(u.clone())), 0), "(string | number)[]");
+    assert_eq!(print_ty(&intersection(vec![u, Ty::Named("X".into())]), 0), "(string | number) & X");
+}
+
+#[test]
+fn every_tool_argument_type_is_an_object() {
+    // `callMCPTool` takes an object; a converted input is always one, or the tool degrades.
+    for input in
+        [json!({"anyOf": [{"type": "object"}, {"type": "string"}]}), json!({"type": ["object", "null"]}), json!(true)]
+    {
+        assert!(convert_tool(&input, None, "I", "O", &[]).is_err(), "{input}");
+    }
+    let ok = json!({"oneOf": [{"type": "object", "properties": {"a": {"type": "string"}}}, {"type": "object"}]});
+    let c = convert_tool(&ok, None, "I", "O", &[]).unwrap();
+    assert!(c.input_optional);
+}
+
+#[test]
+fn required_arguments_make_the_parameter_required() {
+    let c = convert_tool(
+        &json!({"type": "object", "properties": {"a": {"type": "string"}}, "required": ["a"]}),
+        None,
+        "I",
+        "O",
+        &[],
+    )
+    .unwrap();
+    assert!(!c.input_optional);
+    let c =
+        convert_tool(&json!({"type": "object", "properties": {"a": {"type": "string"}}}), None, "I", "O", &[]).unwrap();
+    assert!(c.input_optional);
+}
+
+#[test]
+fn hostile_enum_values_and_keys_stay_inside_literals() {
+    let schema = json!({"type": "object", "properties": {
+        "k\"; pwned(); \"": {"enum": ["\"; pwned(); //", "*/ pwned() /*", "a\u{2028}pwned()"],
+                              "description": "*/ pwned(); /*", "default": "*/ pwned()"}}});
+    let c = convert_tool(&schema, None, "I", "O", &[]).unwrap();
+    let text = c.input.render();
+    assert!(!text.contains('\u{2028}'));
+    assert!(text.contains(r#""k\"; pwned(); \""?: "\"; pwned(); //" | "*/ pwned() /*" | "a\u2028pwned()";"#), "{text}");
+    assert!(text.contains(r"*\/ pwned(); /*"), "{text}");
+}
