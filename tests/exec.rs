@@ -1,6 +1,7 @@
 //! `agent exec` end to end: the real binary running TypeScript in the embedded isolate, calling
-//! the rmcp fixture server and server-everything through a generated-style tree and the bridge;
-//! every limit (and that the next run still works); escape attempts; output and exit codes.
+//! the rmcp fixture server and server-everything through the generated tree (`agent mcp
+//! generate`) and the bridge; every limit (and that the next run still works); escape attempts;
+//! which servers start and when the tree is regenerated; output and exit codes.
 
 mod support;
 
@@ -16,32 +17,15 @@ fn unique_tag(name: &str) -> String {
 
 const WS: &str = ".kodelet/mcp";
 
-/// A minimal tree in the generated layout: `servers/<server>/index.ts` with one function per
-/// tool, going through the runtime's `__agentCallTool`.
-fn write_tree(p: &Project, server: &str, tools: &[&str]) {
-    let mut index = String::from(
-        "// generated-style test tree\n\
-         async function call(tool: string, args: object): Promise<any> {\n\
-         \x20 const r = await (globalThis as any).__agentCallTool(SERVER, tool, args);\n\
-         \x20 if (r.isError) throw new Error(`${SERVER}.${tool}: ${r.content.map((c: any) => c.text).join(\"\")}`);\n\
-         \x20 if (r.structuredContent !== undefined) return r.structuredContent;\n\
-         \x20 const text = r.content.map((c: any) => c.text ?? \"\").join(\"\\n\");\n\
-         \x20 try { return JSON.parse(text); } catch { return text; }\n\
-         }\n",
-    );
-    index.push_str(&format!("const SERVER = {server:?};\n"));
-    for tool in tools {
-        let ident: String = tool.chars().map(|c| if c.is_ascii_alphanumeric() { c } else { '_' }).collect();
-        index.push_str(&format!(
-            "export function {ident}(args: Record<string, unknown> = {{}}): Promise<any> {{ return call({tool:?}, args); }}\n"
-        ));
-    }
-    p.write(&format!("{WS}/servers/{server}/index.ts"), &index);
+/// Generates the TypeScript tree with the real `agent mcp generate` (starts the servers once).
+fn generate(p: &Project) {
+    let r = p.run(&["mcp", "generate"]);
+    r.assert_ok();
 }
 
 fn fixture_project() -> Project {
     let p = Project::with_fixture();
-    write_tree(&p, "fixture", &["echo", "add", "sleep", "fail", "crash", "big"]);
+    generate(&p);
     p
 }
 
@@ -114,19 +98,23 @@ fn stdin_scripts_run_as_workspace_main_ts_and_json_has_every_field() {
 #[test]
 fn server_everything_through_the_tree() {
     let p = Project::with_servers(&everything_yaml("everything"));
-    write_tree(&p, "everything", &["echo", "get-sum", "get-structured-content"]);
+    generate(&p);
     let out = exec_json(
         &p,
         "import * as ev from './servers/everything/index.ts';\n\
+         import { everything } from './index.ts';\n\
          const echoed = await ev.echo({ message: 'hello everything' });\n\
-         const sum = await ev.get_sum({ a: 20, b: 22 });\n\
-         export default { echoed, sum };\n",
+         const sum = await everything.getSum({ a: 20, b: 22 });\n\
+         const structured = await ev.getStructuredContent({ location: 'New York' });\n\
+         const all = await Promise.all([1, 2, 3].map((i) => ev.getSum({ a: i, b: i })));\n\
+         export default { echoed, sum, structured: typeof structured, all };\n",
         &[],
     );
     assert_eq!(out["error"], Value::Null, "{out}");
     assert_eq!(out["value"]["echoed"], "Echo: hello everything");
     assert!(out["value"]["sum"].to_string().contains("42"), "{out}");
-    assert_eq!(out["tool_calls"], 2);
+    assert_eq!(out["value"]["structured"], "object", "{out}");
+    assert_eq!(out["tool_calls"], 6);
 }
 
 #[test]
@@ -163,12 +151,12 @@ fn promise_all_of_200_calls_matches_sequential_and_beats_it_with_sleep() {
 
 #[test]
 fn concurrent_calls_are_capped_by_max_concurrent_calls() {
-    let p = Project::with_servers(&fixture_stdio_yaml("fixture", &[]));
+    let p = Project::new();
     p.write_config(&format!(
         "mcp:\n  code_execution:\n    max_concurrent_calls: 2\n  servers:\n{}",
         fixture_stdio_yaml("fixture", &[])
     ));
-    write_tree(&p, "fixture", &["sleep"]);
+    generate(&p);
     // Warm the server first so its start-up does not count; then 6 calls of 300 ms with 2 in
     // flight need at least three rounds.
     let out = exec_json(
@@ -405,7 +393,7 @@ fn huge_output_is_cut_with_a_marker() {
 fn a_hanging_tool_call_is_abandoned_at_the_timeout() {
     let tag = unique_tag("hang");
     let p = Project::with_servers(&fixture_stdio_yaml("fixture", &["--tag", &tag]));
-    write_tree(&p, "fixture", &["echo", "sleep"]);
+    generate(&p);
     let started = Instant::now();
     let r = exec_stdin(
         &p,
@@ -428,23 +416,25 @@ fn a_server_crashing_mid_call_is_a_clear_error() {
     r.assert_code(1);
     assert!(
         r.stderr.contains(
-            "\nerror: BridgeError: server `fixture` failed during `crash`: the server exited during the call"
+            "\nerror: MCPBridgeError: server `fixture` failed during `crash`: the server exited during the call \
+             (Transport closed) (stderr: fixture: crashing on purpose) at main.ts:2:1\n"
         ),
         "{}",
         r.stderr
     );
-    // The mapped stack runs through the tree back to the script's line.
-    assert!(r.stderr.contains("(servers/fixture/index.ts:3:13)\n    at async main.ts:2:1"), "{}", r.stderr);
+    // The mapped stack runs through the generated tree back to the script's line.
+    assert!(r.stderr.contains("    at async crash (servers/fixture/crash.ts:"), "{}", r.stderr);
+    assert!(r.stderr.contains("    at async main.ts:2:1"), "{}", r.stderr);
     // Within one script, the next call restarts the server.
     let out = exec_json(
         &p,
         "import { crash, echo } from './servers/fixture/index.ts';\n\
          let code = '';\n\
-         try { await crash(); } catch (e: any) { code = e.code; }\n\
+         try { await crash(); } catch (e: any) { code = `${e.name} ${e.code}`; }\n\
          export default [code, await echo({ message: 'back' })];\n",
         &[],
     );
-    assert_eq!(out["value"], json!(["server_error", "back"]), "{out}");
+    assert_eq!(out["value"], json!(["MCPBridgeError server_error", "back"]), "{out}");
     assert_next_run_works(&p);
 }
 
@@ -662,9 +652,10 @@ fn only_the_servers_a_script_refers_to_are_started() {
         fixture_stdio_yaml("fixture", &["--tag", &a]),
         fixture_stdio_yaml("other", &["--tag", &b])
     ));
-    write_tree(&p, "fixture", &["echo"]);
-    write_tree(&p, "other", &["echo"]);
-    // No server: nothing starts, no log directory appears.
+    generate(&p);
+    // Generating started both; from here on, a server start shows as a new log file.
+    std::fs::remove_dir_all(p.path().join(WS).join("logs")).unwrap();
+    // No server: nothing starts.
     let r = exec_stdin(&p, "console.log(1 + 1);\n", &["-v"]);
     r.assert_ok();
     assert_eq!(r.stdout, "2\n");
@@ -704,6 +695,48 @@ fn only_the_servers_a_script_refers_to_are_started() {
 }
 
 #[test]
+fn the_tree_is_generated_when_missing_and_regenerated_when_tools_change() {
+    let p = Project::with_fixture();
+    let ws = p.path().join(WS);
+    // A script that calls no server does not touch the tree.
+    exec_stdin(&p, "console.log('no tools');\n", &[]).assert_ok();
+    assert!(!ws.exists(), "the workspace was created for a script without tool calls");
+    // No tree yet: it is generated before the script runs.
+    let script = "import { add } from './servers/fixture/index.ts';\nconsole.log((await add({ a: 20, b: 22 })).sum);\n";
+    let r = exec_stdin(&p, script, &[]);
+    r.assert_ok();
+    assert_eq!(r.stdout, "42\n");
+    assert!(ws.join(".agent-manifest.json").is_file() && ws.join("servers/fixture/add.ts").is_file());
+    // Up to date: nothing is rewritten.
+    let echo = ws.join("servers/fixture/echo.ts");
+    let mtime = std::fs::metadata(&echo).unwrap().modified().unwrap();
+    std::thread::sleep(Duration::from_millis(20));
+    exec_stdin(&p, script, &[]).assert_ok();
+    assert_eq!(std::fs::metadata(&echo).unwrap().modified().unwrap(), mtime, "an up-to-date tree was rewritten");
+    // A tree generated from an older tool list (no `add`) is regenerated before the script runs.
+    let tools = p.run(&["mcp", "list", "--json"]).json();
+    let stale: Vec<&Value> = tools.as_array().unwrap().iter().filter(|t| t["name"] != "add").collect();
+    std::fs::write(p.path().join("stale.json"), serde_json::to_vec(&stale).unwrap()).unwrap();
+    p.run(&["mcp", "generate", "--from-tools", "stale.json"]).assert_ok();
+    assert!(!ws.join("servers/fixture/add.ts").exists());
+    let r = exec_stdin(&p, script, &[]);
+    r.assert_ok();
+    assert_eq!(r.stdout, "42\n");
+    assert!(ws.join("servers/fixture/add.ts").is_file(), "the stale tree was not regenerated");
+
+    // With regenerate_on_startup off, a stale tree stays as it is.
+    p.run(&["mcp", "generate", "--from-tools", "stale.json"]).assert_ok();
+    p.write_config(&format!(
+        "mcp:\n  code_execution:\n    regenerate_on_startup: false\n  servers:\n{}",
+        fixture_stdio_yaml("fixture", &[])
+    ));
+    let out = exec_json(&p, script, &[]);
+    assert_eq!(out["error"]["kind"], "import", "{out}");
+    assert!(out["error"]["message"].as_str().unwrap().contains("does not provide an export named"), "{out}");
+    assert!(!ws.join("servers/fixture/add.ts").exists());
+}
+
+#[test]
 fn usage_errors_exit_2() {
     let p = Project::new();
     let r = p.run(&["exec", "missing.ts"]);
@@ -733,7 +766,7 @@ fn usage_errors_exit_2() {
 fn ctrl_c_stops_the_script_removes_the_socket_and_stops_servers() {
     let tag = unique_tag("exec-sigint");
     let p = Project::with_servers(&fixture_stdio_yaml("fixture", &["--tag", &tag]));
-    write_tree(&p, "fixture", &["sleep"]);
+    generate(&p);
     let tmp = p.path().join("tmp");
     std::fs::create_dir_all(&tmp).unwrap();
     let mut child = p

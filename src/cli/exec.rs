@@ -16,7 +16,8 @@ use clap::Args;
 use super::output::{human_bytes, parse_bytes};
 use super::{Context, EXIT_FAILURE, EXIT_OK, usage};
 use crate::bridge::BridgeServer;
-use crate::mcp::McpManager;
+use crate::codegen::{self, GenerateOptions};
+use crate::mcp::{McpManager, ToolInfo};
 use crate::runtime::{ExecOutcome, ExecRequest, Executor, Limits, Script, scan};
 
 pub const AFTER_HELP: &str = "\
@@ -200,32 +201,23 @@ fn read_script(file: &str, cwd: &Path, workspace: &Path) -> anyhow::Result<(Scri
 /// The configured servers the script refers to, by directory under `servers/` or by name.
 fn needed_servers(ctx: &Context, source: &str, entry: &Path, workspace: &Path) -> Vec<String> {
     let refs = scan::scan(source, entry, workspace);
-    let configured: Vec<&String> = ctx.config.mcp.servers.keys().collect();
-    let mut out: Vec<String> = Vec::new();
-    for name in configured {
-        let by_dir = refs.server_dirs.contains(&server_dir(name));
-        if (by_dir || refs.called_servers.contains(name)) && !out.contains(name) {
-            out.push(name.clone());
-        }
-    }
-    out
+    let configured: Vec<&str> = ctx.config.mcp.servers.keys().map(String::as_str).collect();
+    // The directory each server gets in the tree (codegen's naming, collisions included).
+    let dirs = crate::codegen::server_names(configured.iter().copied());
+    configured
+        .into_iter()
+        .filter(|name| {
+            refs.called_servers.contains(*name) || dirs.get(*name).is_some_and(|n| refs.server_dirs.contains(&n.dir))
+        })
+        .map(str::to_string)
+        .collect()
 }
 
-/// The directory a server's files live in under `servers/` (codegen's naming).
-fn server_dir(server: &str) -> String {
-    let mut out: String =
-        server.chars().map(|c| if c.is_ascii_alphanumeric() || c == '_' || c == '-' { c } else { '_' }).collect();
-    if out.starts_with('-') {
-        out.replace_range(0..1, "_");
-    }
-    if out.is_empty() {
-        out.push_str("server");
-    }
-    out
-}
-
-/// Starts the needed servers ahead of the first call (in the background) and regenerates the
-/// tree for them when configured to.
+/// Starts the servers the script needs and, when `regenerate_on_startup` is set, regenerates
+/// their part of the tree if their tools differ from what it was generated from (or there is no
+/// tree yet). Without regeneration the servers start in the background, overlapping the
+/// script's own start. A server that fails to start is left for the script's first call to
+/// report.
 async fn prepare_servers(
     ctx: &Context,
     manager: &Arc<McpManager>,
@@ -235,14 +227,50 @@ async fn prepare_servers(
     if servers.is_empty() {
         return Ok(());
     }
-    let _ = (ctx, workspace);
-    // Starting them now overlaps their startup with the script's own start; a failure here is
-    // reported by the script's first call to that server.
-    let warm = manager.clone();
-    let names = servers.to_vec();
-    tokio::spawn(async move {
-        let _ = warm.tools_of(&names).await;
+    if !ctx.config.mcp.code_execution.regenerate_on_startup {
+        let warm = manager.clone();
+        let names = servers.to_vec();
+        tokio::spawn(async move {
+            let _ = warm.tools_of(&names).await;
+        });
+        return Ok(());
+    }
+    let mut fresh: Vec<ToolInfo> = Vec::new();
+    let mut started: Vec<String> = Vec::new();
+    for (name, result) in manager.tools_of(servers).await {
+        match result {
+            Ok(tools) => {
+                fresh.extend(tools.iter().cloned());
+                started.push(name);
+            }
+            Err(e) => tracing::info!("not regenerating `{name}`: {e}"),
+        }
+    }
+    if started.is_empty() {
+        return Ok(());
+    }
+    let by_key = |a: &ToolInfo, b: &ToolInfo| (&a.server, &a.name).cmp(&(&b.server, &b.name));
+    fresh.sort_by(by_key);
+    let current = codegen::generated_tools(workspace).map(|tools| {
+        let mut ours: Vec<ToolInfo> = tools.into_iter().filter(|t| started.contains(&t.server)).collect();
+        ours.sort_by(by_key);
+        ours
     });
+    if current.as_ref() == Some(&fresh) {
+        tracing::info!("the tree in {} is up to date for {started:?}", workspace.display());
+        return Ok(());
+    }
+    let opts = GenerateOptions { output_dir: workspace.to_path_buf(), clean: false, only_servers: Some(started) };
+    match codegen::generate(&fresh, &opts) {
+        Ok(report) => tracing::info!(
+            "regenerated {} tools in {} ({} files written)",
+            report.tools,
+            workspace.display(),
+            report.files_written
+        ),
+        // The script may still run against the tree as it is; say why it could be stale.
+        Err(e) => eprintln!("warning: cannot regenerate the TypeScript API in {}: {e:#}", workspace.display()),
+    }
     Ok(())
 }
 
@@ -309,12 +337,5 @@ mod tests {
         assert_eq!(parse_memory_mb("64MB").unwrap(), 64);
         assert_eq!(parse_memory_mb("1GB").unwrap(), 1024);
         assert!(parse_memory_mb("lots").is_err());
-    }
-
-    #[test]
-    fn server_dirs_follow_codegen() {
-        assert_eq!(server_dir("github"), "github");
-        assert_eq!(server_dir("my server.v2"), "my_server_v2");
-        assert_eq!(server_dir("-x"), "_x");
     }
 }

@@ -351,22 +351,23 @@ impl Prepared {
             Err(e) => {
                 return Err(match self.loader.take_failure() {
                     Some(f) => plain_failure(f.kind, f.message),
-                    None => core_failure(FailureKind::Import, e),
+                    None => core_failure(FailureKind::Import, e, workspace),
                 });
             }
         };
         let evaluation = self.runtime.mod_evaluate(module);
         if let Err(e) = guarded(&flags, self.runtime.run_event_loop(Default::default())).await? {
-            return Err(core_failure(FailureKind::Script, e));
+            return Err(core_failure(FailureKind::Script, e, workspace));
         }
         if let Err(e) = guarded(&flags, evaluation).await? {
-            return Err(core_failure(FailureKind::Script, e));
+            return Err(core_failure(FailureKind::Script, e, workspace));
         }
 
         // The default export: a function is called, a promise awaited, then JSON.
         let settle = self.runtime.op_state().borrow().try_borrow::<SettleFn>().map(|s| s.0.clone());
         let Some(settle) = settle else { return Ok(None) };
-        let namespace = self.runtime.get_module_namespace(module).map_err(|e| core_failure(FailureKind::Script, e))?;
+        let namespace =
+            self.runtime.get_module_namespace(module).map_err(|e| core_failure(FailureKind::Script, e, workspace))?;
         let namespace: v8::Global<v8::Value> = {
             deno_core::scope!(scope, &mut self.runtime);
             let local = v8::Local::new(scope, namespace);
@@ -374,7 +375,7 @@ impl Prepared {
         };
         let call = self.runtime.call_with_args(&settle, &[namespace]);
         let settled = guarded(&flags, self.runtime.with_event_loop_promise(Box::pin(call), Default::default())).await?;
-        let value = settled.map_err(|e| core_failure(FailureKind::Script, e))?;
+        let value = settled.map_err(|e| core_failure(FailureKind::Script, e, workspace))?;
         deno_core::scope!(scope, &mut self.runtime);
         let local = v8::Local::new(scope, value);
         if local.is_undefined() {
@@ -414,14 +415,14 @@ fn memory_message(limit_mb: u64) -> String {
 }
 
 /// A deno_core error as one line plus the mapped stack.
-fn core_failure(kind: FailureKind, e: CoreError) -> ExecFailure {
+fn core_failure(kind: FailureKind, e: CoreError, workspace: &Path) -> ExecFailure {
     match e.into_kind() {
-        CoreErrorKind::Js(js) => js_failure(kind, &js),
+        CoreErrorKind::Js(js) => js_failure(kind, &js, workspace),
         other => plain_failure(kind, other.to_string()),
     }
 }
 
-fn js_failure(kind: FailureKind, js: &JsError) -> ExecFailure {
+fn js_failure(kind: FailureKind, js: &JsError, workspace: &Path) -> ExecFailure {
     let name = js.name.clone().unwrap_or_default();
     let message = js.message.clone().unwrap_or_default();
     let mut line = match (name.is_empty(), message.is_empty()) {
@@ -429,9 +430,16 @@ fn js_failure(kind: FailureKind, js: &JsError) -> ExecFailure {
         (false, true) => name.clone(),
         _ => js.exception_message.trim_start_matches("Uncaught ").to_string(),
     };
-    // The first frame in script code: errors thrown by the bootstrap (fetch, callMCPTool) are
-    // about the script line that called it.
-    let script_frame = js.frames.iter().find(|f| f.file_name.as_deref().is_some_and(|n| !n.starts_with("ext:")));
+    // The line to blame: the first frame in the script's own code. Errors raised inside the
+    // runtime (fetch, callMCPTool) or the generated tree (client.ts wrapping a bridge error) are
+    // about the script line that called them; the full stack still has every frame.
+    let in_file = |f: &&deno_core::error::JsStackFrame| f.file_name.as_deref().is_some_and(|n| !n.starts_with("ext:"));
+    let generated = generated_paths(workspace);
+    let own_code = |f: &&deno_core::error::JsStackFrame| {
+        let name = f.file_name.as_deref().unwrap_or_default();
+        !generated.iter().any(|g| name.starts_with(g.as_str()))
+    };
+    let script_frame = js.frames.iter().filter(in_file).find(own_code).or_else(|| js.frames.iter().find(in_file));
     if let Some(frame) = script_frame {
         let file = frame.file_name.as_deref().unwrap_or_default();
         match (frame.line_number, frame.column_number) {
@@ -447,6 +455,15 @@ fn js_failure(kind: FailureKind, js: &JsError) -> ExecFailure {
     }
     let stack = js.stack.as_deref().map(|s| s.lines().filter(|l| !is_internal_frame(l)).collect::<Vec<_>>().join("\n"));
     ExecFailure { kind, message: line, stack }
+}
+
+/// File URL prefixes of the generated tree's own modules (`client.ts`, `servers/...`, `index.ts`).
+fn generated_paths(workspace: &Path) -> Vec<String> {
+    ["client.ts", "index.ts", "servers/"]
+        .iter()
+        .filter_map(|rel| ModuleSpecifier::from_directory_path(workspace).ok()?.join(rel).ok())
+        .map(|u| u.to_string())
+        .collect()
 }
 
 /// A stack line inside the runtime's own JS, which tells a script author nothing.
