@@ -12,6 +12,7 @@
 
 pub mod anthropic;
 pub mod code;
+pub mod code_host;
 pub mod direct;
 pub mod openai;
 pub mod provider;

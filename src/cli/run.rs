@@ -14,12 +14,16 @@ use tokio_util::sync::CancellationToken;
 
 use super::output::{human_bytes, parse_bytes};
 use super::{Context, EXIT_FAILURE, EXIT_OK, ServerFilter, usage};
+use crate::agent::code;
+use crate::agent::code_host::CodeHost;
 use crate::agent::direct::{DirectHost, ToolMap};
 use crate::agent::provider::{self, key_env_var};
 use crate::agent::session::{self, Observer, Outcome, Settings, ToolCallRecord, ToolHost, Transcript, TurnRecord};
 use crate::agent::tokens;
+use crate::bridge::BridgeServer;
 use crate::config::{Config, ExecutionMode, Provider};
 use crate::mcp::{McpManager, ToolInfo};
+use crate::runtime::Limits;
 
 /// Exit code after Ctrl-C.
 pub const EXIT_INTERRUPTED: u8 = 130;
@@ -234,9 +238,74 @@ async fn drive(
             Ok(Some(run_loop(config, task, system, llm, &host, printer, cancel, args).await))
         }
         ExecutionMode::Code => {
-            Err(usage("code mode needs the code-execution runtime, which this build does not have yet"))
+            let cc = &config.mcp.code_execution;
+            let workspace = std::path::absolute(&cc.workspace_dir)
+                .with_context(|| format!("invalid workspace_dir {}", cc.workspace_dir.display()))?;
+            let tree_tools = if cc.regenerate_on_startup {
+                let Some((tools, failed)) = start_servers_reporting(manager, servers, cancel).await else {
+                    return Ok(None);
+                };
+                let ok: Vec<String> = servers.iter().filter(|s| !failed.contains(s)).cloned().collect();
+                refresh_tree(&workspace, &ok, &tools, printer)?;
+                crate::codegen::generated_tools(&workspace).unwrap_or(tools)
+            } else {
+                crate::codegen::generated_tools(&workspace).ok_or_else(|| {
+                    usage(format!(
+                        "no generated API in {}: run `agent mcp generate` first, or set \
+                         mcp.code_execution.regenerate_on_startup: true",
+                        workspace.display()
+                    ))
+                })?
+            };
+            // The servers the model is told about: the selected ones that the tree has.
+            let listed: Vec<String> =
+                servers.iter().filter(|s| tree_tools.iter().any(|t| &t.server == *s)).cloned().collect();
+            let entries = code::server_entries(&listed, &tree_tools);
+            let bridge = BridgeServer::start(manager.clone()).await.context("cannot start the bridge socket")?;
+            let specs = code::tool_specs(&code::LimitsText::from_config(cc));
+            let limits = Limits::from_config(cc);
+            let host = CodeHost::new(specs, workspace.clone(), limits, bridge.endpoint().clone());
+            let system = with_extra(code::system_prompt(&workspace, &entries), extra);
+            let transcript = run_loop(config, task, system, llm, &host, printer, cancel, args).await;
+            bridge.stop().await;
+            Ok(Some(transcript))
         }
     }
+}
+
+/// Regenerates the tree for the servers that started when their tools differ from what the
+/// tree was generated from (the generator itself leaves unchanged files alone).
+fn refresh_tree(
+    workspace: &std::path::Path,
+    ok: &[String],
+    tools: &[ToolInfo],
+    printer: &Printer,
+) -> anyhow::Result<()> {
+    let key = |t: &ToolInfo| (t.server.clone(), t.name.clone());
+    let mut now: Vec<ToolInfo> = tools.iter().filter(|t| ok.contains(&t.server)).cloned().collect();
+    now.sort_by_key(key);
+    let before = crate::codegen::generated_tools(workspace).map(|prev| {
+        let mut prev: Vec<ToolInfo> = prev.into_iter().filter(|t| ok.contains(&t.server)).collect();
+        prev.sort_by_key(key);
+        prev
+    });
+    if before.as_ref() == Some(&now) || ok.is_empty() {
+        return Ok(());
+    }
+    let opts = crate::codegen::GenerateOptions {
+        output_dir: workspace.to_path_buf(),
+        clean: false,
+        only_servers: Some(ok.to_vec()),
+    };
+    let report = crate::codegen::generate(&now, &opts)
+        .with_context(|| format!("cannot generate the TypeScript API in {}", workspace.display()))?;
+    printer.note(&format!(
+        "generated the TypeScript API in {} ({} tools, {} files written)",
+        workspace.display(),
+        report.tools,
+        report.files_written
+    ));
+    Ok(())
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -263,18 +332,31 @@ async fn run_loop(
 
 /// Starts the servers concurrently; one that fails is reported and left out.
 async fn start_servers(manager: &McpManager, servers: &[String], cancel: &CancellationToken) -> Option<Vec<ToolInfo>> {
+    start_servers_reporting(manager, servers, cancel).await.map(|(tools, _)| tools)
+}
+
+/// Like [`start_servers`], also returning the names of the servers that failed.
+async fn start_servers_reporting(
+    manager: &McpManager,
+    servers: &[String],
+    cancel: &CancellationToken,
+) -> Option<(Vec<ToolInfo>, Vec<String>)> {
     let results = tokio::select! {
         r = manager.tools_of(servers) => r,
         _ = cancel.cancelled() => return None,
     };
     let mut tools = Vec::new();
+    let mut failed = Vec::new();
     for (name, r) in results {
         match r {
             Ok(list) => tools.extend(list.iter().cloned()),
-            Err(e) => eprintln!("warning: {e} (continuing without `{name}`)"),
+            Err(e) => {
+                eprintln!("warning: {e} (continuing without `{name}`)");
+                failed.push(name);
+            }
         }
     }
-    Some(tools)
+    Some((tools, failed))
 }
 
 fn with_extra(base: String, extra: Option<&str>) -> String {
@@ -359,6 +441,14 @@ impl Printer {
 
     fn dim(&self, s: &str) -> String {
         if self.color { format!("\x1b[2m{s}\x1b[0m") } else { s.to_string() }
+    }
+
+    /// A dimmed note on stderr (not with --quiet).
+    fn note(&self, msg: &str) {
+        if self.activity {
+            self.end_line();
+            eprintln!("{}", self.dim(msg));
+        }
     }
 
     /// Ends the current stdout line if text is pending on it.
