@@ -1,9 +1,9 @@
 //! Offline token estimates (tiktoken's `o200k_base`, embedded in the binary) of what the model
 //! is sent: the tool definitions of direct mode vs the fixed code-mode tools and prompt lines,
-//! per server and in total (`agent mcp list --tokens`, the token benchmark).
+//! per server and in total (`agent mcp list --tokens`).
 //!
-//! o200k is OpenAI's tokenizer; Claude's differs by a few percent either way, so these are
-//! estimates for choosing a mode, not bills. The provider's own usage fields are the real counts.
+//! o200k is OpenAI's tokenizer; Claude's differs, so these are estimates for choosing a mode,
+//! not bills. The provider's own usage fields are the real counts.
 
 use serde::Serialize;
 
