@@ -151,3 +151,46 @@ impl ToolHost for CodeHost {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::runtime::{ExecFailure, FailureKind};
+
+    fn outcome(stdout: &str, stderr: &str, value: Option<Value>, error: Option<ExecFailure>) -> ExecOutcome {
+        ExecOutcome {
+            stdout: stdout.into(),
+            stderr: stderr.into(),
+            value,
+            error,
+            tool_calls: 0,
+            duration_ms: 1.0,
+            output_truncated_bytes: 0,
+        }
+    }
+
+    #[test]
+    fn the_result_is_exactly_the_printed_output_plus_labelled_extras() {
+        assert_eq!(script_result(&outcome("a\nb\n", "", None, None)), ("a\nb\n".to_string(), false));
+        assert_eq!(script_result(&outcome("no newline", "", None, None)), ("no newline".to_string(), false));
+        assert_eq!(
+            script_result(&outcome("out", "warn\n", Some(serde_json::json!([1])), None)),
+            ("out\n[stderr]\nwarn\n[default export] [1]".to_string(), false)
+        );
+        assert_eq!(script_result(&outcome("", "", Some(Value::Null), None)).0, "(the script printed nothing)");
+        let failure = ExecFailure {
+            kind: FailureKind::Script,
+            message: "Error: boom".into(),
+            stack: Some("Error: boom\n    at main.ts:2:7".into()),
+        };
+        assert_eq!(
+            script_result(&outcome("before\n", "", None, Some(failure))),
+            ("before\nerror: Error: boom\n    at main.ts:2:7".to_string(), true)
+        );
+        let timeout = ExecFailure { kind: FailureKind::Timeout, message: "timed out after 2s".into(), stack: None };
+        assert_eq!(
+            script_result(&outcome("", "", None, Some(timeout))),
+            ("error: timed out after 2s".to_string(), true)
+        );
+    }
+}
