@@ -288,6 +288,33 @@ fn task_and_system_prompt_come_from_stdin_and_flags() {
     assert!(system.contains("mcp_<server>_<tool>") && system.ends_with("Answer in French.\n"), "{system}");
 }
 
+#[test]
+fn provider_model_and_base_url_flags_override_the_config() {
+    let fake =
+        FakeLlm::start(vec![Reply::tool("mcp_fixture_echo", json!({"message": "via openai"})), Reply::text("ok")]);
+    // The config says anthropic; the flags switch to the OpenAI-compatible API of the same fake.
+    let p = fixture_project(&fake, Api::Anthropic);
+    let url = fake.openai_url();
+    let r = p.run(&[
+        "run",
+        "--provider",
+        "openai",
+        "--model",
+        "local-model",
+        "--base-url",
+        &url,
+        "--max-tokens",
+        "77",
+        "go",
+    ]);
+    r.assert_ok();
+    let reqs = fake.requests();
+    assert!(reqs.iter().all(|q| q.api == Api::OpenAi && q.path == "/v1/chat/completions"), "{reqs:?}");
+    assert_eq!(reqs[0].body["model"], "local-model");
+    assert_eq!(reqs[0].body["max_tokens"], 77);
+    assert_eq!(reqs[1].tool_results()[0].1, "via openai");
+}
+
 // ---------------------------------------------------------------------------------------------
 // Failures and limits
 
@@ -308,6 +335,17 @@ fn rate_limits_and_server_errors_are_retried() {
     // The retried requests are identical.
     let reqs = fake.requests();
     assert_eq!(reqs[0].raw, reqs[2].raw);
+}
+
+#[test]
+fn dropped_connections_are_retried() {
+    let fake = FakeLlm::start(vec![Reply::Disconnect, Reply::text("second try")]);
+    let p = fixture_project(&fake, Api::OpenAi);
+    let r = p.run(&["run", "hello"]);
+    r.assert_ok();
+    assert_eq!(r.stdout, "second try\n");
+    assert!(r.stderr.contains("network error; retrying in "), "{}", r.stderr);
+    assert_eq!(fake.requests().len(), 2);
 }
 
 #[test]

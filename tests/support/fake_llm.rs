@@ -1,8 +1,8 @@
 //! A scripted fake LLM endpoint inside the test process: an HTTP server that speaks both the
 //! Anthropic Messages API (`POST /v1/messages`) and OpenAI Chat Completions
 //! (`POST /v1/chat/completions`), streamed (SSE, events split across network writes) or not,
-//! replaying a script of replies (text, tool calls, HTTP errors, a hang) and recording every
-//! request it receives. Usage figures it reports are o200k token counts of the request body
+//! replaying a script of replies (text, tool calls, HTTP errors, a hang, a dropped connection)
+//! and recording every request it receives. Usage figures it reports are o200k token counts of the request body
 //! and of what it answers, so `agent run`'s accounting can be checked against them.
 #![allow(dead_code)]
 
@@ -32,6 +32,8 @@ pub enum Reply {
     Status(u16, String, Option<String>),
     /// Never answer (until the connection is dropped).
     Hang,
+    /// Close the connection without answering (a network error for the client).
+    Disconnect,
 }
 
 impl Reply {
@@ -247,7 +249,7 @@ fn sse(events: Vec<String>) -> Response<Body> {
 
 use futures::StreamExt as _;
 
-async fn handle(req: Request<Incoming>, state: Arc<Mutex<State>>) -> Result<Response<Body>, Infallible> {
+async fn handle(req: Request<Incoming>, state: Arc<Mutex<State>>) -> Result<Response<Body>, std::io::Error> {
     let path = req.uri().path().to_string();
     let api = if path.ends_with("/v1/messages") {
         Api::Anthropic
@@ -290,6 +292,8 @@ async fn handle(req: Request<Incoming>, state: Arc<Mutex<State>>) -> Result<Resp
             tokio::time::sleep(Duration::from_secs(3600)).await;
             return Ok(full(500, "text/plain", "hung".into()));
         }
+        // hyper closes the connection when the service fails.
+        Reply::Disconnect => return Err(std::io::Error::other("fake LLM: disconnecting on purpose")),
         Reply::Status(status, msg, retry_after) => {
             let mut r = full(status, "application/json", error_body(api, "error", &msg));
             if let Some(ra) = retry_after {
