@@ -360,6 +360,8 @@ fn unbounded_allocation_hits_the_memory_limit() {
         "const a = []; while (true) a.push(new Uint8Array(1 << 24));",
         // one huge allocation
         "const x = new Array(1e9).fill(0); console.log(x.length);",
+        // an array doubling its storage: one reallocation jumps past the limit
+        "const a = []; while (true) a.push(1);",
     ] {
         let out = exec_json(&p, script, &["--memory-limit", "64", "--timeout", "60s"]);
         assert_eq!(out["error"]["kind"], "memory", "{script}: {out}");
@@ -465,6 +467,14 @@ async fn one_executor_survives_limits_and_cancellation_and_isolates_runs() {
     assert!(o.error.is_none(), "{:?}", o.error);
     assert_eq!(o.value, Some(json!("undefined")), "globals must not leak between runs");
     assert!(started.elapsed() < Duration::from_secs(5));
+    // A heap limit too small for the runtime itself fails cleanly, and the next run is fine.
+    let tiny = Limits { memory_limit_mb: 1, ..Limits::default() };
+    let o = executor.execute(req("console.log('hi')", tiny)).await;
+    let e = o.error.unwrap();
+    assert_eq!(e.kind, FailureKind::Memory);
+    assert!(e.message.starts_with("memory limit of 1 MB exceeded while starting the runtime"), "{}", e.message);
+    let o = executor.execute(req("console.log('hi')", Limits::default())).await;
+    assert_eq!(o.stdout, "hi\n", "{:?}", o.error);
     // Without a bridge, tool calls fail with a clear code.
     let o = executor
         .execute(req(

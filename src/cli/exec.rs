@@ -65,7 +65,7 @@ pub struct ExecArgs {
 const EXIT_INTERRUPTED: u8 = 130;
 
 /// Below this the bootstrap alone does not fit.
-const MIN_MEMORY_MB: u64 = 16;
+const MIN_MEMORY_MB: u64 = crate::runtime::MIN_HEAP_MB;
 
 pub async fn run(ctx: Context, args: &ExecArgs) -> anyhow::Result<u8> {
     let exec_config = &ctx.config.mcp.code_execution;

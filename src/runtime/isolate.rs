@@ -34,6 +34,9 @@ use crate::bridge::BridgeClient;
 
 const MIB: usize = 1024 * 1024;
 
+/// Heap limits below this leave no room for the bootstrap (`agent exec` refuses them up front).
+pub const MIN_HEAP_MB: u64 = 16;
+
 /// Once the heap limit is hit, the isolate gets this much more to unwind in (allocations past
 /// it fail inside the script, which is already being terminated).
 const UNWIND_HEADROOM: usize = 16 * MIB;
@@ -102,10 +105,22 @@ fn runner_thread(rx: std::sync::mpsc::Receiver<Box<Job>>, limit_mb: Arc<AtomicU6
             Ok(p) => p,
             Err(e) => {
                 let _ = job.started.send(JobControl::inert());
-                let _ = job.done.send(ExecOutcome::failed(
-                    FailureKind::Script,
-                    format!("internal error: cannot create a JavaScript runtime: {e}"),
-                ));
+                // The bootstrap itself needs a few MB; a smaller heap limit fails here.
+                let failure = if wanted < MIN_HEAP_MB {
+                    ExecOutcome::failed(
+                        FailureKind::Memory,
+                        format!(
+                            "{} while starting the runtime (it needs at least {MIN_HEAP_MB} MB)",
+                            memory_message(wanted)
+                        ),
+                    )
+                } else {
+                    ExecOutcome::failed(
+                        FailureKind::Script,
+                        format!("internal error: cannot create a JavaScript runtime: {e}"),
+                    )
+                };
+                let _ = job.done.send(failure);
                 continue;
             }
         };
@@ -294,7 +309,14 @@ impl Prepared {
         } else if flags.cancelled.load(Ordering::SeqCst) {
             Some(plain_failure(FailureKind::Script, "the script was cancelled".into()))
         } else {
-            result.as_ref().err().cloned()
+            match result.as_ref().err() {
+                // One allocation past the hard limit fails inside the engine before the
+                // near-limit callback would fire; that is the heap limit too.
+                Some(e) if e.kind == FailureKind::Script && e.message.starts_with("InternalError: out of memory") => {
+                    Some(plain_failure(FailureKind::Memory, memory_message(req.limits.memory_limit_mb)))
+                }
+                other => other.cloned(),
+            }
         };
         let json = result.ok().flatten();
 

@@ -175,7 +175,9 @@ impl WorkspaceLoader {
         let path = specifier
             .to_file_path()
             .map_err(|()| self.fail(FailureKind::Import, format!("cannot load {specifier}: not a file")))?;
-        // Resolution already checked this; a second check keeps load() safe on its own.
+        // Resolution already checked this; checking the real path again here keeps load() safe on
+        // its own (and against a symlink swapped in between).
+        let path = std::fs::canonicalize(&path).unwrap_or(path);
         if !path.starts_with(&root) {
             return Err(
                 self.fail(FailureKind::Import, format!("cannot load {}: outside the workspace", path.display()))

@@ -28,6 +28,8 @@ use std::time::Duration;
 
 use serde::Serialize;
 
+pub use isolate::MIN_HEAP_MB;
+
 use crate::bridge::BridgeEndpoint;
 use crate::config::CodeExecutionConfig;
 
