@@ -25,12 +25,14 @@ fn list_groups_tools_by_server_following_pagination() {
     let p = Project::with_fixture();
     let r = p.run(&["mcp", "list"]);
     r.assert_ok();
-    // The fixture pages tools/list by 3; all 10 must be there.
-    assert!(r.stdout.starts_with("fixture (10 tools)\n"), "{}", r.stdout);
-    for tool in ["add", "big", "complex", "crash", "echo", "fail", "image", "progress", "sleep", "text.upper"] {
+    // The fixture pages tools/list by 3; all 11 must be there.
+    assert!(r.stdout.starts_with("fixture (11 tools)\n"), "{}", r.stdout);
+    for tool in
+        ["add", "big", "complex", "crash", "echo", "fail", "headers", "image", "progress", "sleep", "text.upper"]
+    {
         assert!(r.stdout.lines().any(|l| l.trim_start().starts_with(tool)), "missing {tool}:\n{}", r.stdout);
     }
-    assert!(r.stdout.contains("10 tools on 1 server(s)"), "{}", r.stdout);
+    assert!(r.stdout.contains("11 tools on 1 server(s)"), "{}", r.stdout);
 }
 
 #[test]
@@ -40,7 +42,7 @@ fn list_json_is_the_documented_stable_array() {
     r.assert_ok();
     let tools = r.json();
     let arr = tools.as_array().expect("array");
-    assert_eq!(arr.len(), 10);
+    assert_eq!(arr.len(), 11);
     let names: Vec<&str> = arr.iter().map(|t| t["name"].as_str().unwrap()).collect();
     let mut sorted = names.clone();
     sorted.sort();
@@ -80,7 +82,7 @@ fn list_reports_failing_servers_and_still_lists_the_others() {
     let p = Project::with_servers(&servers);
     let r = p.run(&["mcp", "list"]);
     r.assert_code(1);
-    assert!(r.stdout.contains("good (10 tools)"), "{}", r.stdout);
+    assert!(r.stdout.contains("good (11 tools)"), "{}", r.stdout);
     assert!(
         r.stderr.contains("server `broken` failed to start")
             && r.stderr.contains("fixture: refusing to start (--exit-on-start)")
@@ -112,7 +114,7 @@ fn connect_timeout_applies_per_server() {
     r.assert_code(1);
     assert!(started.elapsed() < Duration::from_secs(15));
     assert!(r.stderr.contains("server `hang` failed to start: no MCP handshake within 1s"), "{}", r.stderr);
-    assert!(r.stdout.contains("good (10 tools)"));
+    assert!(r.stdout.contains("good (11 tools)"));
 }
 
 #[test]
@@ -371,7 +373,12 @@ fn http_server_list_and_call() {
     ));
     let r = p.run(&["mcp", "list", "--json"]);
     r.assert_ok();
-    assert_eq!(r.json().as_array().unwrap().len(), 10);
+    assert_eq!(r.json().as_array().unwrap().len(), 11);
+    let r = p.run(&["mcp", "call", "remote.headers"]);
+    r.assert_ok();
+    let h: Value = serde_json::from_str(&r.stdout).unwrap();
+    assert_eq!(h["x-test"], "yes");
+    assert_eq!(h["authorization"], "Bearer not-checked");
     let r = p.run(&["mcp", "call", "remote.add", "--args", r#"{"a": 40, "b": 2}"#]);
     r.assert_ok();
     assert!(r.stdout.contains("\"sum\": 42"));
@@ -515,6 +522,28 @@ fn user_config_is_layered_under_the_project_config() {
     let tools = r.json();
     let names: Vec<&str> = tools.as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap()).collect();
     assert_eq!(names, ["add", "echo"]);
+}
+
+#[test]
+fn mcp_import_reads_claude_desktop_files() {
+    let p = Project::new();
+    p.write(
+        "claude_desktop_config.json",
+        &json!({"mcpServers": {"desk": {"command": fixture_bin(), "args": ["--stderr-noise"]}}}).to_string(),
+    );
+    p.write_config("mcp:\n  import: [claude_desktop_config.json]\n");
+    let r = p.run(&["mcp", "call", "desk.add", "--args", r#"{"a": 1, "b": 1}"#]);
+    r.assert_ok();
+    assert!(r.stdout.contains("\"sum\": 2"));
+    p.write_config("mcp:\n  import: [nowhere.json]\n");
+    let r = p.run(&["mcp", "list"]);
+    r.assert_code(2);
+    assert!(r.stderr.contains("mcp.import:") && r.stderr.contains("nowhere.json does not exist"), "{}", r.stderr);
+    p.write("bad.json", "{\"mcpServers\": ");
+    p.write_config("mcp:\n  import: [bad.json]\n");
+    let r = p.run(&["mcp", "list"]);
+    r.assert_code(2);
+    assert!(r.stderr.contains("bad.json: invalid JSON"), "{}", r.stderr);
 }
 
 #[test]

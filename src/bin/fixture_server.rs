@@ -5,7 +5,8 @@
 //! `echo`, `add` (outputSchema + structuredContent), `big` (~5 MB of text), `fail` (isError),
 //! `sleep` (ms), `crash` (exits mid-call), `progress` (progress notifications), `complex`
 //! (`$defs`/`$ref`, `anyOf` with null, enums, nested arrays and objects, recursion),
-//! `image` (image content) and `text.upper` (a dot in the name). `tools/list` is paginated
+//! `image` (image content), `headers` (the HTTP request headers it received) and `text.upper`
+//! (a dot in the name). `tools/list` is paginated
 //! (`--page-size`, default 3) so clients must follow `nextCursor`.
 //!
 //! Start-failure modes for tests: `--exit-on-start` (writes to stderr and exits 3) and
@@ -224,6 +225,17 @@ impl Fixture {
         const PNG_1X1: &str =
             "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==";
         CallToolResult::success(vec![ContentBlock::image(PNG_1X1, "image/png")])
+    }
+
+    #[tool(description = "Over HTTP: the request headers this call arrived with (stdio: an empty object).")]
+    async fn headers(&self, cx: RequestContext<RoleServer>) -> Json<BTreeMap<String, String>> {
+        let mut out = BTreeMap::new();
+        if let Some(parts) = cx.extensions.get::<http::request::Parts>() {
+            for (k, v) in &parts.headers {
+                out.insert(k.as_str().to_string(), v.to_str().unwrap_or("<binary>").to_string());
+            }
+        }
+        Json(out)
     }
 
     #[tool(name = "text.upper", description = "Upper-case the text (a tool name with a dot).")]

@@ -60,6 +60,12 @@ impl BridgeClient {
         self.request(Method::POST, "/call", body).await
     }
 
+    /// `POST /call` with a pre-encoded JSON body, answering the raw JSON bytes of the result
+    /// (the isolate hands them to `JSON.parse` itself; no need to build a `Value` in between).
+    pub async fn call_bytes(&self, body: Bytes) -> Result<Bytes, BridgeError> {
+        self.request_bytes(Method::POST, "/call", body).await
+    }
+
     /// `GET /tools`.
     pub async fn tools(&self) -> Result<Value, BridgeError> {
         self.request(Method::GET, "/tools", Bytes::new()).await
@@ -71,6 +77,12 @@ impl BridgeClient {
     }
 
     async fn request(&self, method: Method, path: &str, body: Bytes) -> Result<Value, BridgeError> {
+        let bytes = self.request_bytes(method, path, body).await?;
+        serde_json::from_slice(&bytes).map_err(|e| BridgeError::transport(format!("bridge sent invalid JSON: {e}")))
+    }
+
+    /// The body of a successful (2xx) answer; anything else becomes a [`BridgeError`].
+    async fn request_bytes(&self, method: Method, path: &str, body: Bytes) -> Result<Bytes, BridgeError> {
         let uri: hyper::Uri = hyperlocal::Uri::new(&self.endpoint.socket, path).into();
         let req = Request::builder()
             .method(method)
@@ -90,8 +102,7 @@ impl BridgeClient {
             .map_err(|e| BridgeError::transport(format!("bridge response cut off: {e}")))?
             .to_bytes();
         if status.is_success() {
-            return serde_json::from_slice(&bytes)
-                .map_err(|e| BridgeError::transport(format!("bridge sent invalid JSON: {e}")));
+            return Ok(bytes);
         }
         match serde_json::from_slice::<ErrorBody>(&bytes) {
             Ok(b) => Err(BridgeError {

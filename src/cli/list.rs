@@ -35,6 +35,10 @@ pub struct ListArgs {
     /// Print a JSON array of tool definitions.
     #[arg(long)]
     pub json: bool,
+    /// Estimate the context cost (tokens) of the tool definitions in direct vs code mode, per
+    /// server and in total (tiktoken o200k, offline); with --json as a JSON object.
+    #[arg(long, conflicts_with = "detailed")]
+    pub tokens: bool,
 }
 
 /// The servers a command should start: the `--server` selection (checked) or every enabled one.
@@ -91,7 +95,10 @@ pub async fn run(ctx: Context, args: &ListArgs) -> anyhow::Result<u8> {
     manager.shutdown().await;
 
     let mut out = std::io::stdout().lock();
-    let text = if args.json {
+    let text = if args.tokens {
+        let ok: Vec<String> = servers.iter().filter(|s| !failed.contains(s)).cloned().collect();
+        super::run::token_report(&ctx.config, &ok, &tools, args.json)?
+    } else if args.json {
         let mut s = serde_json::to_string_pretty(&tools).context("cannot serialise the tool list")?;
         s.push('\n');
         s

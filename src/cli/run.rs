@@ -1,14 +1,564 @@
-//! `agent run`.
-use clap::Args;
+//! `agent run "task"`: flags onto config, the provider and the servers set up, the loop run
+//! (`crate::agent::session`), and what the user sees: streamed assistant text on stdout, one
+//! line per tool call on stderr, the final answer last, then a one-line summary; or the whole
+//! transcript as JSON (`--json`), or only the final answer (`--quiet`).
 
-pub const AFTER_HELP: &str = "";
+use std::io::{IsTerminal, Read, Write};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use anyhow::Context as _;
+use clap::{Args, ValueEnum};
+use tokio_util::sync::CancellationToken;
+
+use super::output::{human_bytes, parse_bytes};
+use super::{Context, EXIT_FAILURE, EXIT_OK, ServerFilter, usage};
+use crate::agent::code;
+use crate::agent::code_host::CodeHost;
+use crate::agent::direct::{DirectHost, ToolMap};
+use crate::agent::provider::{self, key_env_var};
+use crate::agent::session::{self, Observer, Outcome, Settings, ToolCallRecord, ToolHost, Transcript, TurnRecord};
+use crate::agent::tokens;
+use crate::bridge::BridgeServer;
+use crate::config::{Config, ExecutionMode, Provider};
+use crate::mcp::{McpManager, ToolInfo};
+use crate::runtime::Limits;
+
+/// Exit code after Ctrl-C.
+pub const EXIT_INTERRUPTED: u8 = 130;
+
+pub const AFTER_HELP: &str = "\
+Modes (--mode, else mcp.execution_mode):
+  direct  every MCP tool is an LLM tool named mcp_<server>_<tool>
+  code    the model gets `code_execution` (TypeScript against the generated API in
+          mcp.code_execution.workspace_dir) plus read-only list_files/read_file/grep_files
+          over that tree; MCP tool definitions are not sent
+
+Output: assistant text streams to stdout, tool activity goes to stderr (one line per call),
+the final answer is printed last, then a summary on stderr:
+  turns 4 · tool calls 3 · tokens in 5,210 / out 812 · 7.4 s
+--json prints the whole transcript (messages, tool calls with durations and results, usage per
+turn and in total) as one JSON document on stdout; --quiet prints only the final answer.
+
+Provider: llm.provider (anthropic | openai-compatible), llm.model, llm.base_url, llm.api_key
+(else ANTHROPIC_API_KEY / OPENAI_API_KEY; a custom base_url may go without a key).
+429, 5xx and network errors are retried (llm.max_retries) with backoff, honouring retry-after.
+
+Examples:
+  agent run \"What is 40 + 2? Use the add tool.\"
+  agent run --mode code \"Find the open issues labelled bug and summarise them\"
+  agent run --provider openai --base-url http://localhost:11434/v1 --model qwen3 \"...\"
+  echo \"long task text\" | agent run - --json > transcript.json
+
+Exit codes:
+  0    the model gave a final answer
+  1    the turn limit was hit, or the provider failed (after retries)
+  2    usage or configuration error (e.g. no API key, unknown --server)
+  130  interrupted (Ctrl-C); servers are stopped and the bridge socket removed";
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ModeArg {
+    Direct,
+    Code,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ProviderArg {
+    Anthropic,
+    Openai,
+}
 
 #[derive(Debug, Args)]
 pub struct RunArgs {
-    /// The task, in words.
+    /// The task, in words; `-` reads it from stdin.
     pub task: String,
+    /// How tools reach the model (default: mcp.execution_mode).
+    #[arg(long, value_enum)]
+    pub mode: Option<ModeArg>,
+    /// LLM API (default: llm.provider).
+    #[arg(long, value_enum)]
+    pub provider: Option<ProviderArg>,
+    /// Model name (default: llm.model).
+    #[arg(long, short = 'm')]
+    pub model: Option<String>,
+    /// API base URL, e.g. http://localhost:11434/v1 (default: llm.base_url, else the provider's).
+    #[arg(long, value_name = "URL")]
+    pub base_url: Option<String>,
+    /// Model turns before giving up (default: agent.max_turns).
+    #[arg(long, value_name = "N")]
+    pub max_turns: Option<u32>,
+    /// Output token limit per model call (default: llm.max_tokens).
+    #[arg(long, value_name = "N")]
+    pub max_tokens: Option<u32>,
+    /// Extra instructions appended to the built-in system prompt (replaces agent.system_prompt).
+    #[arg(long, value_name = "TEXT")]
+    pub system: Option<String>,
+    #[command(flatten)]
+    pub filter: ServerFilter,
+    /// Direct mode: cut tool results past this size (default: agent.max_tool_result_bytes).
+    #[arg(long, value_name = "SIZE")]
+    pub max_tool_result: Option<String>,
+    /// Ask for complete responses instead of streamed ones (for servers that stream badly).
+    #[arg(long)]
+    pub no_stream: bool,
+    /// Print the whole transcript as one JSON document on stdout.
+    #[arg(long, conflicts_with = "quiet")]
+    pub json: bool,
+    /// Print only the final answer.
+    #[arg(long, short = 'q')]
+    pub quiet: bool,
 }
 
-pub async fn run(_ctx: super::Context, _args: &RunArgs) -> anyhow::Result<u8> {
-    Err(super::usage("`agent run` is not built yet"))
+/// Applies the flags on top of the configuration.
+fn apply_flags(config: &mut Config, args: &RunArgs) -> anyhow::Result<()> {
+    if let Some(p) = args.provider {
+        let p = match p {
+            ProviderArg::Anthropic => Provider::Anthropic,
+            ProviderArg::Openai => Provider::Openai,
+        };
+        if p != config.llm.provider
+            && args.model.is_none()
+            && config.llm.model == crate::config::LlmConfig::default().model
+        {
+            return Err(usage(format!(
+                "--provider {p} needs a model: pass --model or set llm.model (the default `{}` is an Anthropic model)",
+                config.llm.model
+            )));
+        }
+        config.llm.provider = p;
+    }
+    if let Some(m) = &args.model {
+        config.llm.model = m.clone();
+    }
+    if let Some(u) = &args.base_url {
+        config.llm.base_url = Some(u.clone());
+    }
+    if let Some(n) = args.max_tokens {
+        if n == 0 {
+            return Err(usage("--max-tokens must be at least 1"));
+        }
+        config.llm.max_tokens = n;
+    }
+    if let Some(n) = args.max_turns {
+        config.agent.max_turns = n;
+    }
+    if config.agent.max_turns == 0 {
+        return Err(usage("the turn limit (--max-turns / agent.max_turns) must be at least 1"));
+    }
+    if let Some(s) = &args.system {
+        config.agent.system_prompt = Some(s.clone());
+    }
+    if let Some(m) = args.mode {
+        config.mcp.execution_mode = match m {
+            ModeArg::Direct => ExecutionMode::Direct,
+            ModeArg::Code => ExecutionMode::Code,
+        };
+    }
+    if let Some(s) = &args.max_tool_result {
+        let n = parse_bytes(s).map_err(|e| usage(format!("--max-tool-result: {e}")))?;
+        config.agent.max_tool_result_bytes = usize::try_from(n).unwrap_or(usize::MAX).max(1);
+    }
+    Ok(())
+}
+
+fn read_task(arg: &str) -> anyhow::Result<String> {
+    let task = if arg == "-" {
+        let mut s = String::new();
+        std::io::stdin().read_to_string(&mut s).map_err(|e| usage(format!("cannot read the task from stdin: {e}")))?;
+        s
+    } else {
+        arg.to_string()
+    };
+    let task = task.trim().to_string();
+    if task.is_empty() {
+        return Err(usage("the task is empty: say what to do, e.g. `agent run \"list my open issues\"`"));
+    }
+    Ok(task)
+}
+
+pub async fn run(ctx: Context, args: &RunArgs) -> anyhow::Result<u8> {
+    let mut config = ctx.config;
+    apply_flags(&mut config, args)?;
+    let task = read_task(&args.task)?;
+    let env_key = std::env::var(key_env_var(config.llm.provider)).ok();
+    let llm = provider::from_config(&config.llm, env_key).map_err(usage)?;
+
+    let manager = Arc::new(McpManager::new(&config));
+    let servers = super::list::select_servers(&manager, &args.filter)?;
+
+    let cancel = CancellationToken::new();
+    let watcher = {
+        let cancel = cancel.clone();
+        tokio::spawn(async move {
+            if tokio::signal::ctrl_c().await.is_ok() {
+                cancel.cancel();
+            }
+        })
+    };
+    let printer = Printer::new(args);
+    let result = drive(&config, &task, &servers, &manager, llm.as_ref(), &printer, &cancel, args).await;
+    manager.shutdown().await;
+    watcher.abort();
+    let transcript = match result? {
+        Some(t) => t,
+        None => {
+            eprintln!("interrupted");
+            return Ok(EXIT_INTERRUPTED);
+        }
+    };
+    report(&transcript, &printer, args)
+}
+
+/// Sets up the chosen mode and runs the loop; `None` when interrupted before the loop started.
+#[allow(clippy::too_many_arguments)]
+async fn drive(
+    config: &Config,
+    task: &str,
+    servers: &[String],
+    manager: &Arc<McpManager>,
+    llm: &dyn provider::LlmProvider,
+    printer: &Printer,
+    cancel: &CancellationToken,
+    args: &RunArgs,
+) -> anyhow::Result<Option<Transcript>> {
+    let mode = config.mcp.execution_mode;
+    let extra = config.agent.system_prompt.as_deref().filter(|s| !s.trim().is_empty());
+    match mode {
+        ExecutionMode::Direct => {
+            let Some(tools) = start_servers(manager, servers, cancel).await else { return Ok(None) };
+            let map = ToolMap::build(&tools, tokens::flavor(config.llm.provider));
+            for t in &map.tools {
+                for note in &t.adaptations {
+                    tracing::info!("{}.{} → {}: {note}", t.server, t.tool, t.llm_name);
+                }
+            }
+            let host = DirectHost::new(manager.clone(), map, config.agent.max_tool_result_bytes);
+            let system = with_extra(direct_system_prompt(servers), extra);
+            Ok(Some(run_loop(config, task, system, llm, &host, printer, cancel, args).await))
+        }
+        ExecutionMode::Code => {
+            let cc = &config.mcp.code_execution;
+            let workspace = std::path::absolute(&cc.workspace_dir)
+                .with_context(|| format!("invalid workspace_dir {}", cc.workspace_dir.display()))?;
+            let tree_tools = if cc.regenerate_on_startup {
+                let Some((tools, failed)) = start_servers_reporting(manager, servers, cancel).await else {
+                    return Ok(None);
+                };
+                let ok: Vec<String> = servers.iter().filter(|s| !failed.contains(s)).cloned().collect();
+                refresh_tree(&workspace, &ok, &tools, printer)?;
+                crate::codegen::generated_tools(&workspace).unwrap_or(tools)
+            } else {
+                crate::codegen::generated_tools(&workspace).ok_or_else(|| {
+                    usage(format!(
+                        "no generated API in {}: run `agent mcp generate` first, or set \
+                         mcp.code_execution.regenerate_on_startup: true",
+                        workspace.display()
+                    ))
+                })?
+            };
+            // The servers the model is told about: the selected ones that the tree has.
+            let listed: Vec<String> =
+                servers.iter().filter(|s| tree_tools.iter().any(|t| &t.server == *s)).cloned().collect();
+            let entries = code::server_entries(&listed, &tree_tools);
+            let bridge = BridgeServer::start(manager.clone()).await.context("cannot start the bridge socket")?;
+            let specs = code::tool_specs(&code::LimitsText::from_config(cc));
+            let limits = Limits::from_config(cc);
+            let host = CodeHost::new(specs, workspace.clone(), limits, bridge.endpoint().clone());
+            let system = with_extra(code::system_prompt(&workspace, &entries), extra);
+            let transcript = run_loop(config, task, system, llm, &host, printer, cancel, args).await;
+            bridge.stop().await;
+            Ok(Some(transcript))
+        }
+    }
+}
+
+/// Regenerates the tree for the servers that started when their tools differ from what the
+/// tree was generated from (the generator itself leaves unchanged files alone).
+fn refresh_tree(
+    workspace: &std::path::Path,
+    ok: &[String],
+    tools: &[ToolInfo],
+    printer: &Printer,
+) -> anyhow::Result<()> {
+    let key = |t: &ToolInfo| (t.server.clone(), t.name.clone());
+    let mut now: Vec<ToolInfo> = tools.iter().filter(|t| ok.contains(&t.server)).cloned().collect();
+    now.sort_by_key(key);
+    let before = crate::codegen::generated_tools(workspace).map(|prev| {
+        let mut prev: Vec<ToolInfo> = prev.into_iter().filter(|t| ok.contains(&t.server)).collect();
+        prev.sort_by_key(key);
+        prev
+    });
+    if before.as_ref() == Some(&now) || ok.is_empty() {
+        return Ok(());
+    }
+    let opts = crate::codegen::GenerateOptions {
+        output_dir: workspace.to_path_buf(),
+        clean: false,
+        only_servers: Some(ok.to_vec()),
+    };
+    let report = crate::codegen::generate(&now, &opts)
+        .with_context(|| format!("cannot generate the TypeScript API in {}", workspace.display()))?;
+    printer.note(&format!(
+        "generated the TypeScript API in {} ({} tools, {} files written)",
+        workspace.display(),
+        report.tools,
+        report.files_written
+    ));
+    Ok(())
+}
+
+#[allow(clippy::too_many_arguments)]
+async fn run_loop(
+    config: &Config,
+    task: &str,
+    system: String,
+    llm: &dyn provider::LlmProvider,
+    host: &dyn ToolHost,
+    printer: &Printer,
+    cancel: &CancellationToken,
+    args: &RunArgs,
+) -> Transcript {
+    let settings = Settings {
+        model: config.llm.model.clone(),
+        system,
+        max_turns: config.agent.max_turns,
+        max_tokens: config.llm.max_tokens,
+        stream: !args.no_stream,
+        mode: config.mcp.execution_mode.to_string(),
+    };
+    session::run(task, &settings, llm, host, printer, cancel).await
+}
+
+/// Starts the servers concurrently; one that fails is reported and left out.
+async fn start_servers(manager: &McpManager, servers: &[String], cancel: &CancellationToken) -> Option<Vec<ToolInfo>> {
+    start_servers_reporting(manager, servers, cancel).await.map(|(tools, _)| tools)
+}
+
+/// Like [`start_servers`], also returning the names of the servers that failed.
+async fn start_servers_reporting(
+    manager: &McpManager,
+    servers: &[String],
+    cancel: &CancellationToken,
+) -> Option<(Vec<ToolInfo>, Vec<String>)> {
+    let results = tokio::select! {
+        r = manager.tools_of(servers) => r,
+        _ = cancel.cancelled() => return None,
+    };
+    let mut tools = Vec::new();
+    let mut failed = Vec::new();
+    for (name, r) in results {
+        match r {
+            Ok(list) => tools.extend(list.iter().cloned()),
+            Err(e) => {
+                eprintln!("warning: {e} (continuing without `{name}`)");
+                failed.push(name);
+            }
+        }
+    }
+    Some((tools, failed))
+}
+
+fn with_extra(base: String, extra: Option<&str>) -> String {
+    match extra {
+        Some(x) => format!("{base}\n{}\n", x.trim()),
+        None => base,
+    }
+}
+
+/// The built-in system prompt of direct mode.
+pub fn direct_system_prompt(servers: &[String]) -> String {
+    let list = if servers.is_empty() { "none are configured".to_string() } else { servers.join(", ") };
+    format!(
+        "You complete the user's task with tools. The tools named mcp_<server>_<tool> call MCP servers ({list}). \
+         Call tools when they help (independent calls can go in one turn), and when you are done, give the final \
+         answer as plain text without calling a tool.\n"
+    )
+}
+
+/// Prints the outcome and returns the exit code.
+fn report(t: &Transcript, printer: &Printer, args: &RunArgs) -> anyhow::Result<u8> {
+    let mut out = std::io::stdout().lock();
+    let write = |out: &mut std::io::StdoutLock<'_>, s: &str| -> anyhow::Result<()> {
+        match out.write_all(s.as_bytes()).and_then(|_| out.flush()) {
+            Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(e).context("cannot write to stdout"),
+            _ => Ok(()),
+        }
+    };
+    if args.json {
+        let mut s = serde_json::to_string_pretty(t).context("cannot serialise the transcript")?;
+        s.push('\n');
+        write(&mut out, &s)?;
+    } else if args.quiet {
+        if let Some(answer) = t.final_answer.as_deref().filter(|a| !a.is_empty()) {
+            let nl = if answer.ends_with('\n') { "" } else { "\n" };
+            write(&mut out, &format!("{answer}{nl}"))?;
+        }
+    } else {
+        printer.end_line();
+    }
+    drop(out);
+    if !args.quiet && !args.json {
+        eprintln!("{}", printer.dim(&t.summary()));
+    }
+    Ok(match t.outcome {
+        Outcome::Answer => {
+            if t.final_answer.as_deref().is_some_and(str::is_empty) {
+                eprintln!("warning: the model ended without any text");
+            }
+            EXIT_OK
+        }
+        Outcome::MaxTurns | Outcome::ProviderError => {
+            eprintln!("error: {}", t.error.as_deref().unwrap_or("the run failed"));
+            EXIT_FAILURE
+        }
+        Outcome::Interrupted => {
+            eprintln!("interrupted");
+            EXIT_INTERRUPTED
+        }
+    })
+}
+
+/// The CLI's [`Observer`]: streams text to stdout and tool activity to stderr.
+struct Printer {
+    stream_text: bool,
+    activity: bool,
+    color: bool,
+    /// Whether stdout ends in a newline (so stderr lines don't land mid-sentence).
+    at_line_start: AtomicBool,
+}
+
+impl Printer {
+    fn new(args: &RunArgs) -> Printer {
+        let color = std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none();
+        Printer {
+            stream_text: !args.json && !args.quiet,
+            activity: !args.quiet,
+            color,
+            at_line_start: AtomicBool::new(true),
+        }
+    }
+
+    fn dim(&self, s: &str) -> String {
+        if self.color { format!("\x1b[2m{s}\x1b[0m") } else { s.to_string() }
+    }
+
+    /// A dimmed note on stderr (not with --quiet).
+    fn note(&self, msg: &str) {
+        if self.activity {
+            self.end_line();
+            eprintln!("{}", self.dim(msg));
+        }
+    }
+
+    /// Ends the current stdout line if text is pending on it.
+    fn end_line(&self) {
+        if self.stream_text && !self.at_line_start.swap(true, Ordering::SeqCst) {
+            let mut out = std::io::stdout().lock();
+            let _ = out.write_all(b"\n").and_then(|_| out.flush());
+        }
+    }
+}
+
+fn duration_text(ms: f64) -> String {
+    if ms < 1000.0 { format!("{} ms", ms.round() as u64) } else { format!("{:.1} s", ms / 1000.0) }
+}
+
+impl Observer for Printer {
+    fn text(&self, delta: &str) {
+        if !self.stream_text || delta.is_empty() {
+            return;
+        }
+        let mut out = std::io::stdout().lock();
+        let _ = out.write_all(delta.as_bytes()).and_then(|_| out.flush());
+        self.at_line_start.store(delta.ends_with('\n'), Ordering::SeqCst);
+    }
+
+    fn retrying(&self, attempt: u32, delay: Duration, reason: &str) {
+        if self.activity {
+            self.end_line();
+            let secs = delay.as_secs_f64();
+            eprintln!("{}", self.dim(&format!("⟳ {reason}; retrying in {secs:.1} s (retry {attempt})")));
+        }
+    }
+
+    fn turn_done(&self, _turn: &TurnRecord) {
+        self.end_line();
+    }
+
+    fn tool_started(&self, label: &str) {
+        if self.activity {
+            self.end_line();
+            eprintln!("{}", self.dim(&format!("→ {label}")));
+        }
+    }
+
+    fn tool_finished(&self, r: &ToolCallRecord, several: bool) {
+        if !self.activity {
+            return;
+        }
+        let who = if several { format!("{}: ", r.name) } else { String::new() };
+        let took = duration_text(r.duration_ms);
+        let calls = r
+            .detail
+            .as_ref()
+            .and_then(|d| d.get("tool_calls"))
+            .and_then(serde_json::Value::as_u64)
+            .map(|n| format!(", {n} MCP call{}", if n == 1 { "" } else { "s" }))
+            .unwrap_or_default();
+        let cut = if r.truncated { ", truncated" } else { "" };
+        let line = if r.is_error {
+            let first = r.result.lines().find(|l| !l.trim().is_empty()).unwrap_or("");
+            format!("← {who}error in {took}{calls}: {}", provider::short(first.trim(), 160))
+        } else {
+            format!("← {who}{} in {took}{calls}{cut}", human_bytes(r.result_bytes as u64))
+        };
+        eprintln!("{}", self.dim(&line));
+    }
+}
+
+/// `agent mcp list --tokens`: direct vs code mode context cost of the listed tools.
+pub fn token_report(config: &Config, servers: &[String], tools: &[ToolInfo], json: bool) -> anyhow::Result<String> {
+    let entries = crate::agent::code::server_entries(servers, tools);
+    let limits = crate::agent::code::LimitsText::from_config(&config.mcp.code_execution);
+    let est = tokens::estimate(tools, &entries, &limits, config.llm.provider);
+    if json {
+        let mut s = serde_json::to_string_pretty(&est).context("cannot serialise the estimate")?;
+        s.push('\n');
+        return Ok(s);
+    }
+    let t = session::thousands;
+    let width = est.servers.iter().map(|s| s.server.chars().count()).max().unwrap_or(0).max(8);
+    let mut s = format!(
+        "Context cost of the tool definitions per request ({} estimate, {} request format):\n\n",
+        est.tokenizer, est.provider
+    );
+    s.push_str(&format!("{:width$}  {:>6}  {:>10}  {:>10}\n", "server", "tools", "direct", "code"));
+    for e in &est.servers {
+        s.push_str(&format!(
+            "{:width$}  {:>6}  {:>10}  {:>10}\n",
+            e.server,
+            e.tools,
+            t(e.direct as u64),
+            t(e.code as u64)
+        ));
+    }
+    s.push_str(&format!("{:width$}  {:>6}  {:>10}  {:>10}\n", "(shared)", "", "", t(est.code_fixed as u64)));
+    let n_tools: usize = est.servers.iter().map(|e| e.tools).sum();
+    s.push_str(&format!(
+        "{:width$}  {:>6}  {:>10}  {:>10}\n",
+        "total",
+        n_tools,
+        t(est.direct_total as u64),
+        t(est.code_total as u64)
+    ));
+    s.push_str(&format!(
+        "\ndirect: every tool definition is sent with every request.\n\
+         code: `code_execution` + list_files/read_file/grep_files and one prompt line per server (shared row); \
+         the model reads the TypeScript of the tools it needs on demand, and large results stay in the sandbox.\n\
+         code mode sends {:.0}% {} tool-definition tokens per request.\n",
+        est.saving_percent().abs(),
+        if est.saving_percent() >= 0.0 { "fewer" } else { "more" }
+    ));
+    Ok(s)
 }

@@ -1,1 +1,264 @@
-//! The code-mode runtime: a deno_core isolate that runs agent-written TypeScript.
+//! The code-mode runtime: runs agent-written TypeScript in an embedded deno_core isolate.
+//!
+//! [`Executor`] owns a dedicated thread that keeps one `JsRuntime` bootstrapped ahead of need
+//! (creating one costs ~20-30 ms on QuickJS, which has no snapshot), so a call to
+//! [`Executor::execute`] only loads and runs the script. Every execution gets a fresh isolate:
+//! nothing a script does survives into the next one.
+//!
+//! Boundaries: the isolate reaches MCP only through the bridge protocol (`crate::bridge`
+//! client over a Unix socket); it never sees the manager, the bridge token, the file system
+//! outside the workspace's modules, the network, the environment or processes.
+//!
+//! - `isolate`: building a runtime (extension, bootstrap, heap limit) and running one script.
+//! - `loader`: module resolution confined to the workspace, TypeScript transpiling, source maps.
+//! - `ops`: the few ops the bootstrap JS (`runtime-js/bootstrap.js`) is built on.
+//! - `output`: captured stdout/stderr under the output cap.
+//! - `scan`: which MCP servers a script (and its imports) refers to.
+
+mod isolate;
+mod loader;
+mod ops;
+mod output;
+pub mod scan;
+
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use serde::Serialize;
+
+pub use isolate::MIN_HEAP_MB;
+
+use crate::bridge::BridgeEndpoint;
+use crate::config::CodeExecutionConfig;
+
+/// How long a script may run, how much it may allocate and print, and how many tool calls it
+/// may have in flight at once.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Limits {
+    /// Wall-clock limit for the whole script, tool calls included.
+    pub timeout: Duration,
+    /// Heap limit of the isolate, in MB (MiB).
+    pub memory_limit_mb: u64,
+    /// Cap on stdout + stderr (+ the JSON of the default export), in bytes.
+    pub max_output_bytes: usize,
+    /// Tool calls in flight at once; more wait in a queue.
+    pub max_concurrent_calls: usize,
+}
+
+impl Limits {
+    pub fn from_config(c: &CodeExecutionConfig) -> Limits {
+        Limits {
+            timeout: c.timeout,
+            memory_limit_mb: c.memory_limit_mb,
+            max_output_bytes: c.max_output_bytes,
+            max_concurrent_calls: c.max_concurrent_calls,
+        }
+    }
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits::from_config(&CodeExecutionConfig::default())
+    }
+}
+
+/// The script to run.
+#[derive(Debug, Clone)]
+pub enum Script {
+    /// A file anywhere on disk; what it imports must still resolve inside the workspace.
+    File(PathBuf),
+    /// Source text, run as if it were `<workspace>/main.ts` (so `./servers/<server>/index.ts`
+    /// and `./client.ts` resolve).
+    Inline(String),
+}
+
+/// One execution.
+#[derive(Debug, Clone)]
+pub struct ExecRequest {
+    /// The generated tree's directory; modules may only be imported from inside it.
+    pub workspace: PathBuf,
+    pub script: Script,
+    pub limits: Limits,
+    /// Where tool calls go. Without one, every tool call fails with `bridge_unreachable`.
+    pub bridge: Option<BridgeEndpoint>,
+}
+
+/// What an execution produced. `error` is `None` when the script ran to completion.
+#[derive(Debug, Clone, Serialize)]
+pub struct ExecOutcome {
+    /// `console.log/info/debug/dir/table` output.
+    pub stdout: String,
+    /// `console.warn/error/trace/assert` output.
+    pub stderr: String,
+    /// The default export's value as JSON (a function is called and awaited first); `None` when
+    /// there is no default export or it is `undefined`.
+    pub value: Option<serde_json::Value>,
+    pub error: Option<ExecFailure>,
+    /// Tool calls the script made (successful or not).
+    pub tool_calls: u64,
+    /// Wall-clock time of the script itself (module loading included, isolate creation not).
+    pub duration_ms: f64,
+    /// Bytes of output dropped by the output cap (0 when nothing was cut).
+    pub output_truncated_bytes: u64,
+}
+
+/// Why an execution failed.
+#[derive(Debug, Clone, Serialize)]
+pub struct ExecFailure {
+    pub kind: FailureKind,
+    /// One line: `Error: boom at main.ts:3:9`, `timed out after 2s`, ...
+    pub message: String,
+    /// The stack, with positions mapped back to the TypeScript source.
+    pub stack: Option<String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum FailureKind {
+    /// The script threw (or rejected) and did not catch it.
+    Script,
+    /// A module did not parse or transpile.
+    Compile,
+    /// A module could not be resolved or loaded (outside the workspace, not found, forbidden).
+    Import,
+    /// The wall-clock limit was hit.
+    Timeout,
+    /// The heap limit was hit.
+    Memory,
+}
+
+impl ExecOutcome {
+    fn failed(kind: FailureKind, message: String) -> ExecOutcome {
+        ExecOutcome {
+            stdout: String::new(),
+            stderr: String::new(),
+            value: None,
+            error: Some(ExecFailure { kind, message, stack: None }),
+            tool_calls: 0,
+            duration_ms: 0.0,
+            output_truncated_bytes: 0,
+        }
+    }
+}
+
+/// After the timeout fires, how long to wait for the isolate to unwind before giving up on its
+/// thread (a native call that never returns to the interpreter cannot be interrupted).
+const UNWIND_GRACE: Duration = Duration::from_secs(3);
+
+/// Runs scripts, one at a time, on a dedicated thread that keeps a runtime ready.
+pub struct Executor {
+    worker: Mutex<isolate::Worker>,
+    /// The heap limit the next runtime is prepared with (the last one asked for).
+    prepared_limit_mb: Arc<std::sync::atomic::AtomicU64>,
+}
+
+impl Default for Executor {
+    fn default() -> Self {
+        Executor::new()
+    }
+}
+
+impl Executor {
+    /// Starts the runner thread, which immediately prepares a runtime with the default limits.
+    pub fn new() -> Executor {
+        Executor::with_limits(&Limits::default())
+    }
+
+    /// Like [`Executor::new`], preparing the first runtime for `limits` (the heap limit is fixed
+    /// when an isolate is created; a request with another limit pays for a fresh one).
+    pub fn with_limits(limits: &Limits) -> Executor {
+        let prepared_limit_mb = Arc::new(std::sync::atomic::AtomicU64::new(limits.memory_limit_mb));
+        Executor { worker: Mutex::new(isolate::Worker::spawn(prepared_limit_mb.clone())), prepared_limit_mb }
+    }
+
+    /// Runs one script to completion, failure or limit. Never panics; every problem ends up in
+    /// [`ExecOutcome::error`]. Dropping the returned future stops the script.
+    pub async fn execute(&self, req: ExecRequest) -> ExecOutcome {
+        let timeout = req.limits.timeout;
+        self.prepared_limit_mb.store(req.limits.memory_limit_mb, Ordering::Relaxed);
+        let (job, started, done) = isolate::Job::new(req);
+        let Some(started) = self.submit(job, started) else {
+            return ExecOutcome::failed(
+                FailureKind::Script,
+                "internal error: the script runner is not available".into(),
+            );
+        };
+        let control = match started.await {
+            Ok(control) => control,
+            Err(_) => {
+                self.respawn();
+                return ExecOutcome::failed(FailureKind::Script, "internal error: the script runner stopped".into());
+            }
+        };
+        // From here on, dropping this future (Ctrl-C, a caller's own timeout) stops the script.
+        let guard = StopOnDrop { control: control.clone(), armed: AtomicBool::new(true) };
+        let mut done = done;
+        let outcome = tokio::select! {
+            r = &mut done => r.ok(),
+            _ = tokio::time::sleep(timeout) => {
+                control.stop(isolate::StopReason::Timeout);
+                match tokio::time::timeout(UNWIND_GRACE, &mut done).await {
+                    Ok(r) => r.ok(),
+                    Err(_) => {
+                        // The isolate is stuck in native code: abandon its thread.
+                        tracing::warn!("the script did not stop after its timeout; abandoning its runner thread");
+                        self.respawn();
+                        let mut o = ExecOutcome::failed(FailureKind::Timeout, isolate::timeout_message(timeout));
+                        o.duration_ms = timeout.as_secs_f64() * 1000.0;
+                        Some(o)
+                    }
+                }
+            }
+        };
+        guard.armed.store(false, Ordering::Relaxed);
+        match outcome {
+            Some(o) => o,
+            None => {
+                self.respawn();
+                ExecOutcome::failed(FailureKind::Script, "internal error: the script runner stopped".into())
+            }
+        }
+    }
+
+    fn submit(
+        &self,
+        job: Box<isolate::Job>,
+        started: tokio::sync::oneshot::Receiver<isolate::JobControl>,
+    ) -> Option<tokio::sync::oneshot::Receiver<isolate::JobControl>> {
+        let mut worker = self.worker.lock().unwrap_or_else(|p| p.into_inner());
+        match worker.send(job) {
+            Ok(()) => Some(started),
+            Err(job) => {
+                // The thread died (a panic in the engine): start another and retry once.
+                *worker = isolate::Worker::spawn(self.prepared_limit_mb.clone());
+                worker.send(job).ok().map(|()| started)
+            }
+        }
+    }
+
+    fn respawn(&self) {
+        let mut worker = self.worker.lock().unwrap_or_else(|p| p.into_inner());
+        *worker = isolate::Worker::spawn(self.prepared_limit_mb.clone());
+    }
+}
+
+// `agent run` shares one executor across tasks.
+const _: () = {
+    const fn assert_send_sync<T: Send + Sync>() {}
+    assert_send_sync::<Executor>();
+};
+
+struct StopOnDrop {
+    control: isolate::JobControl,
+    armed: AtomicBool,
+}
+
+impl Drop for StopOnDrop {
+    fn drop(&mut self) {
+        if self.armed.load(Ordering::Relaxed) {
+            self.control.stop(isolate::StopReason::Cancelled);
+        }
+    }
+}

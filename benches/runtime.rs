@@ -1,0 +1,345 @@
+//! Code-execution benchmarks; prints its numbers (run with `cargo bench --bench runtime`).
+//!
+//! 1. Cold start: `agent exec` of a trivial TypeScript file vs `npx tsx` of the same file (the
+//!    runtime the original design used), side by side. Target: agent ≥ 20× faster.
+//! 2. Warm executions in one process, as `agent run` does them (a runtime is prepared while the
+//!    model thinks; the bench leaves a short gap between runs for that). Target: p50 ≤ 5 ms.
+//!    Back-to-back runs, which also pay for creating the next isolate, are shown too.
+//! 3. Per-call overhead: `callMCPTool` in the isolate → bridge socket → manager, vs
+//!    `McpManager::call_tool` from Rust, same fixture tool. Target: ≤ 1.3× the direct cost.
+//! 4. Peak RSS of `agent exec` on a trivial script. Target: ≤ 60 MB.
+//!
+//! Set BENCH_QUICK=1 for fewer iterations.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use agent::bridge::BridgeServer;
+use agent::config::{Config, LoadOptions};
+use agent::mcp::McpManager;
+use agent::runtime::{ExecRequest, Executor, Limits, Script};
+use serde_json::json;
+
+const TSX: (&str, &str) = ("tsx", "4.23.15");
+const TRIVIAL: &str = "const greeting: string = 'hello';\nconsole.log(`${greeting} ${1 + 1}`);\n";
+
+fn main() {
+    let quick = std::env::var_os("BENCH_QUICK").is_some();
+    let dir = tempfile::Builder::new().prefix("agent-bench-").tempdir().expect("tempdir");
+    let script = dir.path().join("trivial.ts");
+    std::fs::write(&script, TRIVIAL).expect("write script");
+    std::fs::create_dir_all(dir.path().join("home")).expect("home");
+
+    // BENCH_ONLY=1,3 runs only those sections.
+    let only = std::env::var("BENCH_ONLY").ok();
+    let run = |n: &str| only.as_deref().is_none_or(|o| o.split(',').any(|x| x.trim() == n));
+
+    println!("== agent runtime benchmarks ({} build)", if cfg!(debug_assertions) { "debug" } else { "release" });
+    if run("1") {
+        cold_start(dir.path(), &script, if quick { 5 } else { 20 });
+    }
+    let tokio = tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("tokio");
+    if run("2") {
+        tokio.block_on(warm_executions(dir.path(), if quick { 30 } else { 200 }));
+    }
+    if run("3") {
+        tokio.block_on(call_overhead(dir.path(), if quick { 300 } else { 2000 }));
+    }
+    if run("4") {
+        peak_rss(dir.path(), &script, if quick { 3 } else { 10 });
+    }
+}
+
+fn agent_bin() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_agent"))
+}
+
+fn fixture_bin() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_agent-fixture-server"))
+}
+
+fn hermetic(cmd: &mut Command, dir: &Path) {
+    cmd.current_dir(dir).env("HOME", dir.join("home")).env_remove("RUST_LOG").stdin(Stdio::null());
+    for (k, _) in std::env::vars() {
+        if k.starts_with("AGENT_") {
+            cmd.env_remove(k);
+        }
+    }
+}
+
+fn time_runs(n: usize, mut make: impl FnMut() -> Command) -> Vec<Duration> {
+    (0..n)
+        .map(|_| {
+            let mut cmd = make();
+            let start = Instant::now();
+            let out = cmd.stdout(Stdio::piped()).stderr(Stdio::piped()).output().expect("run");
+            let took = start.elapsed();
+            assert!(out.status.success(), "{:?} failed: {}", cmd, String::from_utf8_lossy(&out.stderr));
+            assert_eq!(String::from_utf8_lossy(&out.stdout), "hello 2\n");
+            took
+        })
+        .collect()
+}
+
+fn stats(mut v: Vec<Duration>) -> (Duration, Duration, Duration) {
+    v.sort();
+    let p = |q: f64| v[((v.len() - 1) as f64 * q).round() as usize];
+    (p(0.5), p(0.95), v[v.len() - 1])
+}
+
+fn ms(d: Duration) -> String {
+    format!("{:.2} ms", d.as_secs_f64() * 1000.0)
+}
+
+/// Installs tsx once into `<target>/node-tools` (like the tests do for npm packages).
+fn tsx_dir() -> Option<PathBuf> {
+    let target = std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("target"));
+    let dir = target.join("node-tools").join(format!("{}@{}", TSX.0, TSX.1));
+    if dir.join("node_modules/.bin/tsx").exists() {
+        return Some(dir);
+    }
+    std::fs::create_dir_all(&dir).ok()?;
+    let status = Command::new("npm")
+        .args(["install", "--no-audit", "--no-fund", "--loglevel=error", "--prefix"])
+        .arg(&dir)
+        .arg(format!("{}@{}", TSX.0, TSX.1))
+        .status()
+        .ok()?;
+    (status.success() && dir.join("node_modules/.bin/tsx").exists()).then_some(dir)
+}
+
+fn cold_start(dir: &Path, script: &Path, n: usize) {
+    println!("\n-- 1. cold start of a trivial script ({n} runs each, wall clock per process)");
+    let agent = stats(time_runs(n, || {
+        let mut c = Command::new(agent_bin());
+        c.arg("exec").arg(script);
+        hermetic(&mut c, dir);
+        c
+    }));
+    println!("agent exec trivial.ts        p50 {}  p95 {}  max {}", ms(agent.0), ms(agent.1), ms(agent.2));
+    let Some(tsx) = tsx_dir() else {
+        println!("npx tsx: skipped (npm or the tsx package is not available)");
+        return;
+    };
+    let npx = stats(time_runs(n, || {
+        let mut c = Command::new("npx");
+        c.args(["--no-install", "tsx"]).arg(script);
+        hermetic(&mut c, dir);
+        // npx resolves tsx from the install prefix, as from a project's node_modules.
+        c.current_dir(&tsx);
+        c
+    }));
+    println!("npx tsx trivial.ts           p50 {}  p95 {}  max {}", ms(npx.0), ms(npx.1), ms(npx.2));
+    let direct = stats(time_runs(n, || {
+        let mut c = Command::new(tsx.join("node_modules/.bin/tsx"));
+        c.arg(script);
+        hermetic(&mut c, dir);
+        c
+    }));
+    println!("tsx trivial.ts (no npx)      p50 {}  p95 {}  max {}", ms(direct.0), ms(direct.1), ms(direct.2));
+    let ratio = npx.0.as_secs_f64() / agent.0.as_secs_f64();
+    let ratio_direct = direct.0.as_secs_f64() / agent.0.as_secs_f64();
+    println!(
+        "agent exec is {ratio:.1}x faster than npx tsx ({ratio_direct:.1}x than tsx without npx); target >= 20x: {}",
+        verdict(ratio >= 20.0)
+    );
+}
+
+fn verdict(ok: bool) -> &'static str {
+    if ok { "met" } else { "MISSED" }
+}
+
+fn request(dir: &Path, code: &str, bridge: Option<agent::bridge::BridgeEndpoint>) -> ExecRequest {
+    ExecRequest {
+        workspace: dir.join(".kodelet/mcp"),
+        script: Script::Inline(code.to_string()),
+        limits: Limits::default(),
+        bridge,
+    }
+}
+
+async fn warm_executions(dir: &Path, n: usize) {
+    println!("\n-- 2. warm executions in one process ({n} runs, Executor::execute of a trivial script)");
+    let executor = Executor::new();
+    // The first one waits for the thread's first runtime.
+    let first = Instant::now();
+    let o = executor.execute(request(dir, TRIVIAL, None)).await;
+    assert!(o.error.is_none(), "{:?}", o.error);
+    println!("first execution (includes the first isolate's creation): {}", ms(first.elapsed()));
+
+    let mut gapped = Vec::with_capacity(n);
+    for _ in 0..n {
+        // The gap stands for the model's turn, during which the next isolate is prepared.
+        tokio::time::sleep(Duration::from_millis(60)).await;
+        let start = Instant::now();
+        let o = executor.execute(request(dir, TRIVIAL, None)).await;
+        gapped.push(start.elapsed());
+        assert_eq!(o.stdout, "hello 2\n");
+    }
+    let (p50, p95, max) = stats(gapped);
+    println!("with a runtime prepared ahead  p50 {}  p95 {}  max {}", ms(p50), ms(p95), ms(max));
+    println!("target p50 <= 5 ms: {}", verdict(p50 <= Duration::from_millis(5)));
+
+    let mut back_to_back = Vec::with_capacity(n);
+    for _ in 0..n.min(50) {
+        let start = Instant::now();
+        let o = executor.execute(request(dir, TRIVIAL, None)).await;
+        back_to_back.push(start.elapsed());
+        assert!(o.error.is_none());
+    }
+    let (p50, p95, max) = stats(back_to_back);
+    println!(
+        "back to back (each waits for the next isolate's creation)  p50 {}  p95 {}  max {}",
+        ms(p50),
+        ms(p95),
+        ms(max)
+    );
+}
+
+async fn call_overhead(dir: &Path, n: usize) {
+    println!("\n-- 3. per-call overhead, fixture `echo` ({n} calls per measurement)");
+    let yaml = format!("mcp:\n  servers:\n    fixture:\n      command: {:?}\n", fixture_bin().display().to_string());
+    std::fs::write(dir.join("agent.yaml"), yaml).expect("agent.yaml");
+    let opts = LoadOptions { project_dir: Some(dir.to_path_buf()), skip_user_config: true, ..Default::default() };
+    let mut config = Config::load_with_env(&opts, &Default::default()).expect("config");
+    config.mcp.code_execution.workspace_dir = dir.join(".kodelet/mcp");
+    let manager = Arc::new(McpManager::new(&config));
+    let bridge = BridgeServer::start(manager.clone()).await.expect("bridge");
+    let executor = Executor::new();
+    let args = json!({"message": "ping"}).as_object().cloned().expect("object");
+
+    // Warm up both paths (server start, connections, JIT-less interpreter caches).
+    for _ in 0..50 {
+        manager.call_tool("fixture", "echo", args.clone()).await.expect("direct call");
+    }
+    let script = |n: usize, concurrent: bool| {
+        let body = if concurrent {
+            format!(
+                "const all = Array.from({{ length: {n} }}, () => callMCPTool('fixture', 'echo', {{ message: 'ping' }}));\n\
+                 await Promise.all(all);"
+            )
+        } else {
+            format!("for (let i = 0; i < {n}; i++) await callMCPTool('fixture', 'echo', {{ message: 'ping' }});")
+        };
+        format!("const t = performance.now();\n{body}\nexport default performance.now() - t;\n")
+    };
+    let run_script = |code: String| {
+        let req = request(dir, &code, Some(bridge.endpoint().clone()));
+        let executor = &executor;
+        async move {
+            let o = executor.execute(req).await;
+            assert!(o.error.is_none(), "{:?}", o.error);
+            o.value.and_then(|v| v.as_f64()).expect("elapsed ms")
+        }
+    };
+    run_script(script(50, false)).await;
+
+    for concurrent in [false, true] {
+        let label = if concurrent { "16 in flight (Promise.all, default cap)" } else { "sequential" };
+        let mut direct_ms = Vec::new();
+        let mut bridge_ms = Vec::new();
+        let mut client_ms = Vec::new();
+        for _ in 0..3 {
+            let start = Instant::now();
+            if concurrent {
+                let slots = Arc::new(tokio::sync::Semaphore::new(16));
+                let calls = (0..n).map(|_| {
+                    let (m, a, s) = (manager.clone(), args.clone(), slots.clone());
+                    async move {
+                        let _slot = s.acquire().await;
+                        m.call_tool("fixture", "echo", a).await
+                    }
+                });
+                for r in futures::future::join_all(calls).await {
+                    r.expect("direct call");
+                }
+            } else {
+                for _ in 0..n {
+                    manager.call_tool("fixture", "echo", args.clone()).await.expect("direct call");
+                }
+            }
+            direct_ms.push(start.elapsed().as_secs_f64() * 1000.0);
+            bridge_ms.push(run_script(script(n, concurrent)).await);
+            // The socket hop alone: the bridge's Rust client, no isolate.
+            let client = agent::bridge::BridgeClient::new(bridge.endpoint().clone());
+            let body = bytes::Bytes::from(r#"{"server":"fixture","tool":"echo","arguments":{"message":"ping"}}"#);
+            let start = Instant::now();
+            if concurrent {
+                let slots = Arc::new(tokio::sync::Semaphore::new(16));
+                let calls = (0..n).map(|_| {
+                    let (c, b, s) = (client.clone(), body.clone(), slots.clone());
+                    async move {
+                        let _slot = s.acquire().await;
+                        c.call_bytes(b).await
+                    }
+                });
+                for r in futures::future::join_all(calls).await {
+                    r.expect("bridge call");
+                }
+            } else {
+                for _ in 0..n {
+                    client.call_bytes(body.clone()).await.expect("bridge call");
+                }
+            }
+            client_ms.push(start.elapsed().as_secs_f64() * 1000.0);
+        }
+        let best = |v: &[f64]| v.iter().cloned().fold(f64::INFINITY, f64::min);
+        let (d, b, c) = (best(&direct_ms), best(&bridge_ms), best(&client_ms));
+        let per = |total: f64| format!("{:>6.0} calls/s ({:.3} ms/call)", n as f64 / total * 1000.0, total / n as f64);
+        println!("{label}");
+        println!("  direct McpManager::call_tool          {}", per(d));
+        println!("  bridge, Rust client (socket hop only) {}   {:.2}x direct", per(c), c / d);
+        println!(
+            "  callMCPTool in the isolate via bridge  {}   {:.2}x direct; target <= 1.3x: {}",
+            per(b),
+            b / d,
+            verdict(b / d <= 1.3)
+        );
+    }
+    bridge.stop().await;
+    manager.shutdown().await;
+}
+
+fn peak_rss(dir: &Path, script: &Path, n: usize) {
+    println!("\n-- 4. peak RSS of `agent exec trivial.ts` ({n} runs)");
+    // The kernel's rusage for a child spawned from this (large) process also counts the pages
+    // it shared with us before exec; the child's own high-water mark (VmHWM, reset at exec) is
+    // what we want. It is polled until the process exits.
+    let mut peaks = Vec::new();
+    for _ in 0..n {
+        let mut c = Command::new(agent_bin());
+        c.arg("exec").arg(script);
+        hermetic(&mut c, dir);
+        let mut child = c.stdout(Stdio::null()).stderr(Stdio::null()).spawn().expect("spawn");
+        let status_file = format!("/proc/{}/status", child.id());
+        let mut hwm_kb = 0u64;
+        loop {
+            if let Ok(text) = std::fs::read_to_string(&status_file)
+                && let Some(kb) = text
+                    .lines()
+                    .find_map(|l| l.strip_prefix("VmHWM:"))
+                    .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+            {
+                hwm_kb = hwm_kb.max(kb);
+            }
+            if child.try_wait().expect("wait").is_some() {
+                break;
+            }
+            std::thread::sleep(Duration::from_micros(500));
+        }
+        assert!(child.wait().expect("wait").success(), "agent exec failed");
+        peaks.push(hwm_kb as f64 / 1024.0);
+    }
+    peaks.sort_by(f64::total_cmp);
+    let max = peaks[peaks.len() - 1];
+    println!(
+        "peak RSS (VmHWM)  median {:.1} MB  max {:.1} MB; target <= 60 MB: {}",
+        peaks[peaks.len() / 2],
+        max,
+        verdict(max <= 60.0)
+    );
+}

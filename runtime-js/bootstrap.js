@@ -1,0 +1,838 @@
+// The code-mode bootstrap: runs once per isolate, before any script, as the extension's ESM
+// entry point. It installs the globals a script may use (console, timers, TextEncoder/Decoder,
+// URL, structuredClone, callMCPTool) on top of the raw deno_core ops, then removes every path
+// to those ops (`Deno`, `__bootstrap`) from the global object. Everything a script can reach
+// afterwards is defined here; the ops themselves live only in this module's closure.
+//
+// Script code runs after this module and may replace any builtin (Array.prototype.map,
+// JSON.parse, ...). Code here therefore captures the builtins it needs up front and never hands
+// an internal object to a function a script could have replaced.
+//
+// This file is embedded in the binary and must stay 7-bit ASCII.
+
+const core = globalThis.Deno.core;
+const {
+  op_agent_call_tool,
+  op_agent_write,
+  op_agent_register,
+  op_agent_url_parse,
+  op_agent_url_set,
+  op_agent_utf8_valid,
+  op_agent_stack_prefix,
+} = core.ops;
+const coreEncode = core.encode;
+const coreDecode = core.decode;
+const coreStructuredClone = core.structuredClone;
+const coreCreateTimer = core.createTimer;
+const coreCancelTimer = core.cancelTimer;
+
+const {
+  Array: ArrayCtor,
+  ArrayBuffer: ArrayBufferCtor,
+  DataView: DataViewCtor,
+  Date: DateCtor,
+  Error: ErrorCtor,
+  JSON: JSONObj,
+  Map: MapCtor,
+  Number: NumberCtor,
+  Object: ObjectCtor,
+  Promise: PromiseCtor,
+  RangeError: RangeErrorCtor,
+  Reflect: ReflectObj,
+  RegExp: RegExpCtor,
+  Set: SetCtor,
+  String: StringCtor,
+  Symbol: SymbolCtor,
+  TypeError: TypeErrorCtor,
+  Uint8Array: Uint8ArrayCtor,
+  WeakMap: WeakMapCtor,
+  encodeURIComponent: encodeURIComponentFn,
+  decodeURIComponent: decodeURIComponentFn,
+} = globalThis;
+const ArrayIsArray = ArrayCtor.isArray;
+const ObjectDefineProperty = ObjectCtor.defineProperty;
+const ObjectFreeze = ObjectCtor.freeze;
+const ObjectKeys = ObjectCtor.keys;
+const ObjectIs = ObjectCtor.is;
+const ObjectGetPrototypeOf = ObjectCtor.getPrototypeOf;
+const ObjectPrototypeToString = ObjectCtor.prototype.toString;
+const JSONStringify = JSONObj.stringify;
+const JSONParse = JSONObj.parse;
+const ReflectApply = ReflectObj.apply;
+const ArrayBufferIsView = ArrayBufferCtor.isView;
+const StringPrototypeSlice = StringCtor.prototype.slice;
+const StringPrototypeReplaceAll = StringCtor.prototype.replaceAll;
+const StringPrototypeSplit = StringCtor.prototype.split;
+const StringPrototypeIndexOf = StringCtor.prototype.indexOf;
+const StringPrototypeRepeat = StringCtor.prototype.repeat;
+const StringPrototypeCharCodeAt = StringCtor.prototype.charCodeAt;
+const ArrayPrototypeJoin = ArrayCtor.prototype.join;
+const ArrayPrototypePush = ArrayCtor.prototype.push;
+const ArrayPrototypeSplice = ArrayCtor.prototype.splice;
+const MapPrototypeGet = MapCtor.prototype.get;
+const MapPrototypeSet = MapCtor.prototype.set;
+const MapPrototypeDelete = MapCtor.prototype.delete;
+const MapPrototypeEntries = MapCtor.prototype.entries;
+const SetPrototypeValues = SetCtor.prototype.values;
+const SetPrototypeHas = SetCtor.prototype.has;
+const SetPrototypeAdd = SetCtor.prototype.add;
+const SetPrototypeDelete = SetCtor.prototype.delete;
+const WeakMapPrototypeGet = WeakMapCtor.prototype.get;
+const WeakMapPrototypeSet = WeakMapCtor.prototype.set;
+const DatePrototypeToISOString = DateCtor.prototype.toISOString;
+const DatePrototypeGetTime = DateCtor.prototype.getTime;
+const RegExpPrototypeToString = RegExpCtor.prototype.toString;
+const SymbolPrototypeToString = SymbolCtor.prototype.toString;
+const ErrorCaptureStackTrace = ErrorCtor.captureStackTrace;
+const NumberIsNaN = NumberCtor.isNaN;
+const mapSizeGetter = ObjectCtor.getOwnPropertyDescriptor(MapCtor.prototype, "size").get;
+const setSizeGetter = ObjectCtor.getOwnPropertyDescriptor(SetCtor.prototype, "size").get;
+const typedArrayProto = ObjectGetPrototypeOf(Uint8ArrayCtor.prototype);
+const typedArrayLengthGetter = ObjectCtor.getOwnPropertyDescriptor(typedArrayProto, "length").get;
+const typedArrayTag = ObjectCtor.getOwnPropertyDescriptor(typedArrayProto, SymbolCtor.toStringTag).get;
+
+function call(fn, self, ...args) {
+  return ReflectApply(fn, self, args);
+}
+
+function defineGlobal(name, value, writable = true) {
+  ObjectDefineProperty(globalThis, name, {
+    value,
+    writable,
+    enumerable: false,
+    configurable: writable,
+  });
+}
+
+// ---------------------------------------------------------------------------------------------
+// Formatting values for console output.
+//
+// Strings print as they are at the top level; everything else prints like JSON.stringify(value)
+// (compact) where JSON has an answer, so `console.log(obj)` and `console.log(JSON.stringify(obj))`
+// agree on plain data. Values JSON cannot express get a readable form: undefined, NaN, 12n,
+// [Function: f], Map(1) {"a" => 1}, Set(2) {1, 2}, [Circular], errors with their stack.
+
+const MAX_DEPTH = 8;
+
+function stackOf(err) {
+  let stack;
+  try {
+    stack = err.stack;
+  } catch {
+    stack = undefined;
+  }
+  if (typeof stack !== "string" || stack === "") {
+    return `${safeString(err?.name ?? "Error")}: ${safeString(err?.message ?? "")}`;
+  }
+  const prefix = op_agent_stack_prefix();
+  return prefix === "" ? stack : call(StringPrototypeReplaceAll, stack, prefix, "");
+}
+
+function safeString(v) {
+  try {
+    return StringCtor(v);
+  } catch {
+    return "[object]";
+  }
+}
+
+function isError(v) {
+  return v instanceof ErrorCtor || call(ObjectPrototypeToString, v) === "[object Error]";
+}
+
+function typedArrayName(v) {
+  try {
+    return call(typedArrayTag, v);
+  } catch {
+    return undefined;
+  }
+}
+
+function formatValue(v, depth, seen) {
+  switch (typeof v) {
+    case "string":
+      return JSONStringify(v);
+    case "number":
+      if (NumberIsNaN(v) || v === Infinity || v === -Infinity) return StringCtor(v);
+      return ObjectIs(v, -0) ? "-0" : StringCtor(v);
+    case "boolean":
+      return v ? "true" : "false";
+    case "undefined":
+      return "undefined";
+    case "bigint":
+      return `${v}n`;
+    case "symbol":
+      return call(SymbolPrototypeToString, v);
+    case "function": {
+      const name = safeString(v.name ?? "");
+      return name === "" ? "[Function (anonymous)]" : `[Function: ${name}]`;
+    }
+  }
+  if (v === null) return "null";
+  if (call(SetPrototypeHas, seen, v)) return "[Circular]";
+  if (isError(v)) {
+    return depth === 0 ? stackOf(v) : `[${safeString(v.name ?? "Error")}: ${safeString(v.message ?? "")}]`;
+  }
+  if (v instanceof DateCtor) {
+    const t = call(DatePrototypeGetTime, v);
+    return NumberIsNaN(t) ? "Invalid Date" : JSONStringify(call(DatePrototypeToISOString, v));
+  }
+  if (v instanceof RegExpCtor) return call(RegExpPrototypeToString, v);
+  if (v instanceof PromiseCtor) return "Promise {}";
+  if (v instanceof WeakMapCtor) return "WeakMap {}";
+  if (typeof v.toJSON === "function") {
+    let j;
+    try {
+      j = v.toJSON();
+    } catch {
+      j = undefined;
+    }
+    if (typeof j !== "object" || j === null) return formatValue(j, depth, seen);
+    v = j;
+  }
+  if (depth >= MAX_DEPTH) return ArrayIsArray(v) ? "[Array]" : "[Object]";
+  call(SetPrototypeAdd, seen, v);
+  try {
+    const parts = [];
+    if (ArrayIsArray(v)) {
+      for (let i = 0; i < v.length; i++) {
+        const item = v[i];
+        const s = item === undefined || typeof item === "function" || typeof item === "symbol"
+          ? (item === undefined ? "null" : formatValue(item, depth + 1, seen))
+          : formatValue(item, depth + 1, seen);
+        call(ArrayPrototypePush, parts, s);
+      }
+      return `[${call(ArrayPrototypeJoin, parts, ",")}]`;
+    }
+    if (v instanceof MapCtor) {
+      const it = call(MapPrototypeEntries, v);
+      for (let e = it.next(); !e.done; e = it.next()) {
+        call(
+          ArrayPrototypePush,
+          parts,
+          `${formatValue(e.value[0], depth + 1, seen)} => ${formatValue(e.value[1], depth + 1, seen)}`,
+        );
+      }
+      return `Map(${call(mapSizeGetter, v)}) {${call(ArrayPrototypeJoin, parts, ", ")}}`;
+    }
+    if (v instanceof SetCtor) {
+      const it = call(SetPrototypeValues, v);
+      for (let e = it.next(); !e.done; e = it.next()) {
+        call(ArrayPrototypePush, parts, formatValue(e.value, depth + 1, seen));
+      }
+      return `Set(${call(setSizeGetter, v)}) {${call(ArrayPrototypeJoin, parts, ", ")}}`;
+    }
+    const taName = typedArrayName(v);
+    if (taName !== undefined) {
+      const n = call(typedArrayLengthGetter, v);
+      const shown = n > 100 ? 100 : n;
+      for (let i = 0; i < shown; i++) call(ArrayPrototypePush, parts, formatValue(v[i], depth + 1, seen));
+      if (n > shown) call(ArrayPrototypePush, parts, `... ${n - shown} more`);
+      return `${taName}(${n}) [${call(ArrayPrototypeJoin, parts, ",")}]`;
+    }
+    if (v instanceof ArrayBufferCtor) return `ArrayBuffer { byteLength: ${v.byteLength} }`;
+    const keys = ObjectKeys(v);
+    for (let i = 0; i < keys.length; i++) {
+      const key = keys[i];
+      let item;
+      try {
+        item = v[key];
+      } catch (e) {
+        item = e;
+      }
+      // Like JSON.stringify: properties holding undefined or functions are left out.
+      if (item === undefined || typeof item === "function" || typeof item === "symbol") continue;
+      call(ArrayPrototypePush, parts, `${JSONStringify(key)}:${formatValue(item, depth + 1, seen)}`);
+    }
+    return `{${call(ArrayPrototypeJoin, parts, ",")}}`;
+  } finally {
+    call(SetPrototypeDelete, seen, v);
+  }
+}
+
+function formatArg(v) {
+  if (typeof v === "string") return v;
+  return formatValue(v, 0, new SetCtor());
+}
+
+// printf-style directives in a leading string argument, as Node and browsers do.
+function formatArgs(args) {
+  if (args.length === 0) return "";
+  let first = args[0];
+  let rest = 1;
+  if (typeof first === "string" && call(StringPrototypeIndexOf, first, "%") !== -1 && args.length > 1) {
+    let out = "";
+    let i = 0;
+    while (i < first.length) {
+      const c = first[i];
+      if (c === "%" && i + 1 < first.length) {
+        const d = first[i + 1];
+        if (d === "%") {
+          out += "%";
+          i += 2;
+          continue;
+        }
+        if (rest < args.length && "sdifjoOc".includes(d)) {
+          const a = args[rest++];
+          if (d === "s") out += typeof a === "string" ? a : formatArg(a);
+          else if (d === "d" || d === "i") {
+            out += typeof a === "bigint" ? `${a}n` : StringCtor(d === "i" ? NumberCtor.parseInt(a) : NumberCtor(a));
+          } else if (d === "f") out += StringCtor(NumberCtor.parseFloat(a));
+          else if (d === "c") out += "";
+          else out += formatValue(a, 0, new SetCtor());
+          i += 2;
+          continue;
+        }
+      }
+      out += c;
+      i++;
+    }
+    first = out;
+  } else {
+    first = formatArg(first);
+  }
+  const parts = [first];
+  for (let i = rest; i < args.length; i++) call(ArrayPrototypePush, parts, formatArg(args[i]));
+  return call(ArrayPrototypeJoin, parts, " ");
+}
+
+// ---------------------------------------------------------------------------------------------
+// console: log/info/debug/dir/table go to stdout, warn/error/trace/assert to stderr. The Rust
+// side applies the output cap.
+
+const STDOUT = 1;
+const STDERR = 2;
+let groupIndent = "";
+const counts = new MapCtor();
+const timers = new MapCtor();
+
+function emit(stream, text) {
+  if (groupIndent !== "") {
+    text = groupIndent + call(ArrayPrototypeJoin, call(StringPrototypeSplit, text, "\n"), "\n" + groupIndent);
+  }
+  op_agent_write(stream, text + "\n");
+}
+
+const consoleObject = {
+  log: (...args) => emit(STDOUT, formatArgs(args)),
+  info: (...args) => emit(STDOUT, formatArgs(args)),
+  debug: (...args) => emit(STDOUT, formatArgs(args)),
+  dir: (value) => emit(STDOUT, formatArg(value)),
+  dirxml: (...args) => emit(STDOUT, formatArgs(args)),
+  table: (data) => emit(STDOUT, formatArg(data)),
+  warn: (...args) => emit(STDERR, formatArgs(args)),
+  error: (...args) => emit(STDERR, formatArgs(args)),
+  trace: (...args) => {
+    const err = new ErrorCtor(formatArgs(args));
+    ErrorCaptureStackTrace(err, consoleObject.trace);
+    const stack = stackOf(err);
+    emit(STDERR, "Trace" + call(StringPrototypeSlice, stack, 5));
+  },
+  assert: (condition, ...args) => {
+    if (!condition) {
+      emit(STDERR, args.length === 0 ? "Assertion failed" : "Assertion failed: " + formatArgs(args));
+    }
+  },
+  count: (label = "default") => {
+    const key = StringCtor(label);
+    const n = (call(MapPrototypeGet, counts, key) ?? 0) + 1;
+    call(MapPrototypeSet, counts, key, n);
+    emit(STDOUT, `${key}: ${n}`);
+  },
+  countReset: (label = "default") => {
+    call(MapPrototypeDelete, counts, StringCtor(label));
+  },
+  group: (...args) => {
+    if (args.length > 0) emit(STDOUT, formatArgs(args));
+    groupIndent += "  ";
+  },
+  groupCollapsed: (...args) => consoleObject.group(...args),
+  groupEnd: () => {
+    groupIndent = call(StringPrototypeSlice, groupIndent, 2);
+  },
+  time: (label = "default") => {
+    call(MapPrototypeSet, timers, StringCtor(label), globalThis.performance.now());
+  },
+  timeLog: (label = "default", ...args) => {
+    const start = call(MapPrototypeGet, timers, StringCtor(label));
+    if (start === undefined) return;
+    const ms = globalThis.performance.now() - start;
+    emit(STDOUT, `${label}: ${ms.toFixed(3)}ms${args.length ? " " + formatArgs(args) : ""}`);
+  },
+  timeEnd: (label = "default") => {
+    consoleObject.timeLog(label);
+    call(MapPrototypeDelete, timers, StringCtor(label));
+  },
+  clear: () => {},
+};
+defineGlobal("console", consoleObject);
+
+// ---------------------------------------------------------------------------------------------
+// Timers, on deno_core's timer queue (driven by the event loop, so a pending timer keeps the
+// script alive like in Node or Deno).
+
+let nextTimerId = 1;
+const activeTimers = new MapCtor();
+
+function schedule(callback, delay, args, repeat) {
+  if (typeof callback !== "function") {
+    throw new TypeErrorCtor("the callback passed to setTimeout/setInterval must be a function");
+  }
+  const id = nextTimerId++;
+  const wrapped = repeat ? () => ReflectApply(callback, globalThis, args) : () => {
+    call(MapPrototypeDelete, activeTimers, id);
+    ReflectApply(callback, globalThis, args);
+  };
+  const timer = coreCreateTimer(wrapped, NumberCtor(delay) || 0, undefined, repeat, true);
+  call(MapPrototypeSet, activeTimers, id, timer);
+  return id;
+}
+
+function cancel(id) {
+  const timer = call(MapPrototypeGet, activeTimers, id);
+  if (timer !== undefined) {
+    call(MapPrototypeDelete, activeTimers, id);
+    coreCancelTimer(timer);
+  }
+}
+
+defineGlobal("setTimeout", (callback, delay = 0, ...args) => schedule(callback, delay, args, false));
+defineGlobal("setInterval", (callback, delay = 0, ...args) => schedule(callback, delay, args, true));
+defineGlobal("clearTimeout", (id) => cancel(id));
+defineGlobal("clearInterval", (id) => cancel(id));
+
+// ---------------------------------------------------------------------------------------------
+// TextEncoder / TextDecoder (UTF-8 only, which is what the WHATWG encoder supports anyway).
+
+function toBytes(input) {
+  if (input === undefined) return new Uint8ArrayCtor(0);
+  if (input instanceof ArrayBufferCtor) return new Uint8ArrayCtor(input);
+  if (ArrayBufferIsView(input)) return new Uint8ArrayCtor(input.buffer, input.byteOffset, input.byteLength);
+  throw new TypeErrorCtor("TextDecoder.decode expects an ArrayBuffer or an ArrayBufferView");
+}
+
+class TextEncoder {
+  get encoding() {
+    return "utf-8";
+  }
+  encode(input = "") {
+    return coreEncode(StringCtor(input));
+  }
+  encodeInto(source, destination) {
+    const bytes = coreEncode(StringCtor(source));
+    // Copy whole characters only: stop before a UTF-8 sequence that does not fit.
+    let written = bytes.length;
+    if (written > destination.length) {
+      written = destination.length;
+      while (written > 0 && (bytes[written] & 0xc0) === 0x80) written--;
+    }
+    for (let i = 0; i < written; i++) destination[i] = bytes[i];
+    const text = coreDecode(bytes.subarray(0, written));
+    return { read: text.length, written };
+  }
+}
+
+class TextDecoder {
+  #fatal;
+  #ignoreBOM;
+  constructor(label = "utf-8", options = {}) {
+    const l = StringCtor(label).trim().toLowerCase();
+    if (l !== "utf-8" && l !== "utf8" && l !== "unicode-1-1-utf-8") {
+      throw new RangeErrorCtor(`TextDecoder: only utf-8 is supported, not "${label}"`);
+    }
+    this.#fatal = !!options?.fatal;
+    this.#ignoreBOM = !!options?.ignoreBOM;
+  }
+  get encoding() {
+    return "utf-8";
+  }
+  get fatal() {
+    return this.#fatal;
+  }
+  get ignoreBOM() {
+    return this.#ignoreBOM;
+  }
+  decode(input = undefined, _options = undefined) {
+    const bytes = toBytes(input);
+    if (this.#fatal && !op_agent_utf8_valid(bytes)) {
+      throw new TypeErrorCtor("TextDecoder: the encoded data is not valid UTF-8");
+    }
+    const hasBOM = bytes.length >= 3 && bytes[0] === 0xef && bytes[1] === 0xbb && bytes[2] === 0xbf;
+    const text = coreDecode(bytes);
+    // deno_core strips a leading BOM; put it back when asked to keep it.
+    return hasBOM && this.#ignoreBOM ? "\ufeff" + text : text;
+  }
+}
+
+defineGlobal("TextEncoder", TextEncoder);
+defineGlobal("TextDecoder", TextDecoder);
+
+// ---------------------------------------------------------------------------------------------
+// URL and URLSearchParams. Parsing and the component setters are the `url` crate's WHATWG
+// implementation (an op); URLSearchParams is plain JS over application/x-www-form-urlencoded.
+
+const URL_HREF = 0;
+const URL_PARTS = ["href", "origin", "protocol", "username", "password", "host", "hostname", "port", "pathname", "search", "hash"];
+const urlParts = new WeakMapCtor();
+const urlSearch = new WeakMapCtor();
+
+function formDecode(s) {
+  const plus = call(StringPrototypeReplaceAll, s, "+", " ");
+  try {
+    return decodeURIComponentFn(plus);
+  } catch {
+    return plus;
+  }
+}
+
+function formEncode(s) {
+  let out = "";
+  const enc = encodeURIComponentFn(s);
+  for (let i = 0; i < enc.length; i++) {
+    const c = enc[i];
+    if (c === "!") out += "%21";
+    else if (c === "'") out += "%27";
+    else if (c === "(") out += "%28";
+    else if (c === ")") out += "%29";
+    else if (c === "~") out += "%7E";
+    else if (c === "%" && enc[i + 1] === "2" && enc[i + 2] === "0") {
+      out += "+";
+      i += 2;
+    } else out += c;
+  }
+  return out;
+}
+
+class URLSearchParams {
+  #list = [];
+  #url = null;
+  constructor(init = undefined) {
+    if (init === undefined || init === null) return;
+    if (typeof init === "string") {
+      this.#parse(init);
+    } else if (typeof init === "object" && typeof init[SymbolCtor.iterator] === "function") {
+      for (const pair of init) {
+        const p = [...pair];
+        if (p.length !== 2) throw new TypeErrorCtor("URLSearchParams: each pair must have exactly two items");
+        call(ArrayPrototypePush, this.#list, [StringCtor(p[0]), StringCtor(p[1])]);
+      }
+    } else if (typeof init === "object") {
+      for (const key of ObjectKeys(init)) call(ArrayPrototypePush, this.#list, [key, StringCtor(init[key])]);
+    } else {
+      this.#parse(StringCtor(init));
+    }
+  }
+  #parse(s) {
+    this.#list = [];
+    if (s[0] === "?") s = call(StringPrototypeSlice, s, 1);
+    if (s === "") return;
+    for (const part of call(StringPrototypeSplit, s, "&")) {
+      if (part === "") continue;
+      const eq = call(StringPrototypeIndexOf, part, "=");
+      const name = eq === -1 ? part : call(StringPrototypeSlice, part, 0, eq);
+      const value = eq === -1 ? "" : call(StringPrototypeSlice, part, eq + 1);
+      call(ArrayPrototypePush, this.#list, [formDecode(name), formDecode(value)]);
+    }
+  }
+  #update() {
+    if (this.#url !== null) {
+      const q = this.toString();
+      setUrlComponent(this.#url, "search", q === "" ? "" : "?" + q, false);
+    }
+  }
+  static _attach(params, url) {
+    params.#url = url;
+  }
+  static _reparse(params, search) {
+    params.#parse(search);
+  }
+  get size() {
+    return this.#list.length;
+  }
+  append(name, value) {
+    call(ArrayPrototypePush, this.#list, [StringCtor(name), StringCtor(value)]);
+    this.#update();
+  }
+  delete(name, value = undefined) {
+    name = StringCtor(name);
+    for (let i = this.#list.length - 1; i >= 0; i--) {
+      const [n, v] = this.#list[i];
+      if (n === name && (value === undefined || v === StringCtor(value))) call(ArrayPrototypeSplice, this.#list, i, 1);
+    }
+    this.#update();
+  }
+  get(name) {
+    name = StringCtor(name);
+    for (const [n, v] of this.#list) if (n === name) return v;
+    return null;
+  }
+  getAll(name) {
+    name = StringCtor(name);
+    const out = [];
+    for (const [n, v] of this.#list) if (n === name) call(ArrayPrototypePush, out, v);
+    return out;
+  }
+  has(name, value = undefined) {
+    name = StringCtor(name);
+    for (const [n, v] of this.#list) if (n === name && (value === undefined || v === StringCtor(value))) return true;
+    return false;
+  }
+  set(name, value) {
+    name = StringCtor(name);
+    value = StringCtor(value);
+    let found = false;
+    for (let i = 0; i < this.#list.length; i++) {
+      if (this.#list[i][0] !== name) continue;
+      if (found) {
+        call(ArrayPrototypeSplice, this.#list, i, 1);
+        i--;
+      } else {
+        this.#list[i][1] = value;
+        found = true;
+      }
+    }
+    if (!found) call(ArrayPrototypePush, this.#list, [name, value]);
+    this.#update();
+  }
+  sort() {
+    const sorted = [...this.#list].sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0));
+    this.#list = sorted;
+    this.#update();
+  }
+  forEach(callback, thisArg = undefined) {
+    for (const [n, v] of [...this.#list]) ReflectApply(callback, thisArg, [v, n, this]);
+  }
+  *entries() {
+    for (const [n, v] of [...this.#list]) yield [n, v];
+  }
+  *keys() {
+    for (const [n] of [...this.#list]) yield n;
+  }
+  *values() {
+    for (const [, v] of [...this.#list]) yield v;
+  }
+  [SymbolCtor.iterator]() {
+    return this.entries();
+  }
+  toString() {
+    const parts = [];
+    for (const [n, v] of this.#list) call(ArrayPrototypePush, parts, formEncode(n) + "=" + formEncode(v));
+    return call(ArrayPrototypeJoin, parts, "&");
+  }
+}
+
+function setUrlComponent(url, name, value, reparseSearch) {
+  const parts = call(WeakMapPrototypeGet, urlParts, url);
+  const next = op_agent_url_set(parts[URL_HREF], name, StringCtor(value));
+  if (next === null) {
+    if (name === "href") throw new TypeErrorCtor(`Invalid URL: ${value}`);
+    return;
+  }
+  call(WeakMapPrototypeSet, urlParts, url, next);
+  if (reparseSearch) {
+    const params = call(WeakMapPrototypeGet, urlSearch, url);
+    if (params !== undefined) URLSearchParams._reparse(params, next[9]);
+  }
+}
+
+class URL {
+  constructor(url, base = undefined) {
+    const parts = op_agent_url_parse(StringCtor(url), base === undefined ? undefined : StringCtor(base));
+    if (parts === null) {
+      throw new TypeErrorCtor(`Invalid URL: ${StringCtor(url)}${base === undefined ? "" : ` (base ${StringCtor(base)})`}`);
+    }
+    call(WeakMapPrototypeSet, urlParts, this, parts);
+  }
+  static canParse(url, base = undefined) {
+    return op_agent_url_parse(StringCtor(url), base === undefined ? undefined : StringCtor(base)) !== null;
+  }
+  static parse(url, base = undefined) {
+    return URL.canParse(url, base) ? new URL(url, base) : null;
+  }
+  get searchParams() {
+    let params = call(WeakMapPrototypeGet, urlSearch, this);
+    if (params === undefined) {
+      params = new URLSearchParams(call(WeakMapPrototypeGet, urlParts, this)[9]);
+      URLSearchParams._attach(params, this);
+      call(WeakMapPrototypeSet, urlSearch, this, params);
+    }
+    return params;
+  }
+  toString() {
+    return call(WeakMapPrototypeGet, urlParts, this)[URL_HREF];
+  }
+  toJSON() {
+    return call(WeakMapPrototypeGet, urlParts, this)[URL_HREF];
+  }
+}
+for (let i = 0; i < URL_PARTS.length; i++) {
+  const name = URL_PARTS[i];
+  const desc = {
+    get() {
+      return call(WeakMapPrototypeGet, urlParts, this)[i];
+    },
+    enumerable: true,
+    configurable: true,
+  };
+  if (name !== "origin") {
+    desc.set = function (value) {
+      setUrlComponent(this, name, value, name === "search" || name === "href");
+    };
+  }
+  ObjectDefineProperty(URL.prototype, name, desc);
+}
+defineGlobal("URL", URL);
+defineGlobal("URLSearchParams", URLSearchParams);
+
+// ---------------------------------------------------------------------------------------------
+// structuredClone (the engine's serializer, as in browsers).
+
+defineGlobal("structuredClone", (value, options = undefined) => {
+  if (options !== undefined && options?.transfer?.length) {
+    throw new TypeErrorCtor("structuredClone: transfer lists are not supported");
+  }
+  return coreStructuredClone(value);
+});
+
+// ---------------------------------------------------------------------------------------------
+// Tool calls. `__agentCallTool` returns the bridge's raw CallToolResult; `callMCPTool` unwraps it
+// the way the generated client.ts does. The op owns the bridge socket and token; script code
+// only ever sees JSON text going in and coming out.
+
+class BridgeError extends ErrorCtor {
+  constructor(message, detail) {
+    super(message);
+    this.name = "BridgeError";
+    this.code = detail.code;
+    this.status = detail.status ?? null;
+    this.suggestions = detail.suggestions ?? [];
+    this.server = detail.server;
+    this.tool = detail.tool;
+  }
+}
+
+class MCPToolError extends ErrorCtor {
+  constructor(server, tool, result) {
+    const content = ArrayIsArray(result.content) ? result.content : [];
+    const text = joinText(content, false);
+    super(`${server}.${tool} failed: ${text !== undefined && text.trim() !== "" ? text : "the tool reported an error"}`);
+    this.name = "MCPToolError";
+    this.server = server;
+    this.tool = tool;
+    this.content = content;
+    this.structuredContent = result.structuredContent;
+  }
+}
+
+// The text blocks joined by newlines; with `only`, undefined unless every block is text.
+function joinText(content, only) {
+  const texts = [];
+  for (let i = 0; i < content.length; i++) {
+    const b = content[i];
+    if (b !== null && typeof b === "object" && b.type === "text" && typeof b.text === "string") {
+      call(ArrayPrototypePush, texts, b.text);
+    }
+  }
+  if (texts.length === 0 || (only && texts.length !== content.length)) return undefined;
+  return call(ArrayPrototypeJoin, texts, "\n");
+}
+
+async function agentCallTool(server, tool, args = {}) {
+  if (typeof server !== "string" || server === "") {
+    throw new TypeErrorCtor("__agentCallTool: `server` must be a non-empty string");
+  }
+  if (typeof tool !== "string" || tool === "") {
+    throw new TypeErrorCtor("__agentCallTool: `tool` must be a non-empty string");
+  }
+  if (args === undefined || args === null) args = {};
+  if (typeof args !== "object" || ArrayIsArray(args)) {
+    throw new TypeErrorCtor(`${server}.${tool}: arguments must be an object`);
+  }
+  let body;
+  try {
+    body = JSONStringify({ server, tool, arguments: args });
+  } catch (e) {
+    throw new TypeErrorCtor(`${server}.${tool}: arguments are not JSON-serialisable: ${safeString(e?.message)}`);
+  }
+  const answer = await op_agent_call_tool(body);
+  // The op answers "1<CallToolResult JSON>" or "0<error JSON>".
+  const payload = JSONParse(call(StringPrototypeSlice, answer, 1));
+  if (answer[0] === "1") return payload;
+  const err = new BridgeError(payload.message, { ...payload, server, tool });
+  ErrorCaptureStackTrace(err, agentCallTool);
+  throw err;
+}
+
+// Same contract as the generated client.ts: structuredContent when present; otherwise, when every
+// content block is text, the joined text parsed as JSON when it parses, else the text itself;
+// otherwise (images, resources, no content) the content blocks. `isError` throws MCPToolError.
+async function callMCPTool(server, tool, args = {}) {
+  const result = await agentCallTool(server, tool, args);
+  if (result.isError === true) {
+    const err = new MCPToolError(server, tool, result);
+    ErrorCaptureStackTrace(err, callMCPTool);
+    throw err;
+  }
+  if (result.structuredContent !== undefined && result.structuredContent !== null) {
+    return result.structuredContent;
+  }
+  const content = ArrayIsArray(result.content) ? result.content : [];
+  const text = joinText(content, true);
+  if (text === undefined) return content;
+  try {
+    return JSONParse(text);
+  } catch {
+    return text;
+  }
+}
+
+defineGlobal("__agentCallTool", agentCallTool, false);
+defineGlobal("callMCPTool", callMCPTool, false);
+defineGlobal("BridgeError", BridgeError);
+defineGlobal("MCPToolError", MCPToolError);
+
+// ---------------------------------------------------------------------------------------------
+// No network: a clear error instead of "fetch is not defined", since models reach for it first.
+
+defineGlobal("fetch", function fetch() {
+  return PromiseCtor.reject(
+    new TypeErrorCtor(
+      "fetch() is not available: scripts have no network access; call MCP tools through ./servers/<server>/index.ts",
+    ),
+  );
+});
+
+// Atomics.wait blocks the thread in native code where a timeout cannot interrupt it.
+if (globalThis.Atomics !== undefined) {
+  ObjectDefineProperty(globalThis.Atomics, "wait", {
+    value: function wait() {
+      throw new TypeErrorCtor("Atomics.wait is not available in scripts");
+    },
+    writable: false,
+    configurable: false,
+  });
+}
+
+// ---------------------------------------------------------------------------------------------
+// What Rust calls after the main module finished: settle the default export into JSON text.
+// Registered through an op so no script can reach it.
+
+async function settleDefault(namespace) {
+  let value = namespace.default;
+  if (typeof value === "function") value = await value();
+  else value = await value;
+  if (value === undefined) return undefined;
+  const json = JSONStringify(value, (_key, v) => (typeof v === "bigint" ? StringCtor(v) : v));
+  return json;
+}
+
+op_agent_register(settleDefault);
+
+// Last: cut every path from script code to the ops. Also gone: WebAssembly (scripts have
+// nothing to instantiate, and its memory would sit outside the heap accounting), the engine's
+// `gc` hook, and ShadowRealm (deno_core sets up no host hook for it, so it can only throw).
+delete globalThis.Deno;
+delete globalThis.__bootstrap;
+delete globalThis.WebAssembly;
+delete globalThis.gc;
+delete globalThis.ShadowRealm;

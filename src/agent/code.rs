@@ -1,0 +1,470 @@
+//! Code mode, model side: the `code_execution` tool whose description teaches the contract, the
+//! read-only discovery tools over the generated tree (`list_files`, `read_file`, `grep_files`),
+//! and the system prompt that names the servers and where their API lives.
+//!
+//! Discovery is confined to the tree: paths are relative to its root, `..` and absolute paths are
+//! refused, symlinks are resolved and must stay inside, and `logs/` (server stderr) and dot-files
+//! (the generator's manifest) are not part of it. MCP tool definitions are never sent in code mode.
+
+use std::fmt::Write as _;
+use std::path::{Component, Path, PathBuf};
+
+use serde_json::{Value, json};
+
+use super::provider::ToolSpec;
+use crate::config::CodeExecutionConfig;
+use crate::mcp::ToolInfo;
+
+pub const CODE_EXECUTION: &str = "code_execution";
+pub const LIST_FILES: &str = "list_files";
+pub const READ_FILE: &str = "read_file";
+pub const GREP_FILES: &str = "grep_files";
+
+/// Most bytes one `read_file` returns; the model pages with `offset`/`limit`.
+const MAX_READ_BYTES: usize = 48 * 1024;
+/// Most lines one `grep_files` returns.
+const MAX_GREP_RESULTS: usize = 200;
+/// Most entries one `list_files` returns.
+const MAX_LIST_ENTRIES: usize = 1000;
+
+/// One server as the code-mode prompt lists it.
+#[derive(Debug, Clone)]
+pub struct ServerEntry {
+    /// The MCP server name (as configured).
+    pub name: String,
+    /// Its directory under `servers/` in the generated tree.
+    pub dir: String,
+    pub tools: usize,
+}
+
+/// The limits the `code_execution` description states.
+#[derive(Debug, Clone)]
+pub struct LimitsText {
+    pub timeout: String,
+    pub memory_mb: u64,
+    pub max_output: String,
+}
+
+impl LimitsText {
+    pub fn from_config(c: &CodeExecutionConfig) -> LimitsText {
+        LimitsText {
+            timeout: humantime::format_duration(c.timeout).to_string(),
+            memory_mb: c.memory_limit_mb,
+            max_output: crate::cli::output::human_bytes(c.max_output_bytes as u64),
+        }
+    }
+}
+
+/// The servers as code mode lists them: directory name in the generated tree (the generator's
+/// own naming, so the prompt and the tree agree) and tool count.
+pub fn server_entries(servers: &[String], tools: &[ToolInfo]) -> Vec<ServerEntry> {
+    // Name over every server the tools mention too: collision suffixes depend on the whole set.
+    let mut all: Vec<&str> =
+        servers.iter().map(String::as_str).chain(tools.iter().map(|t| t.server.as_str())).collect();
+    all.sort_unstable();
+    all.dedup();
+    let names = crate::codegen::server_names(all);
+    servers
+        .iter()
+        .map(|name| ServerEntry {
+            name: name.clone(),
+            dir: names.get(name).map(|n| n.dir.clone()).unwrap_or_else(|| name.clone()),
+            tools: tools.iter().filter(|t| &t.server == name).count(),
+        })
+        .collect()
+}
+
+/// `code_execution` plus the discovery tools. Descriptions are terse on purpose: they are sent
+/// with every request, and code mode's point is a small fixed cost.
+pub fn tool_specs(limits: &LimitsText) -> Vec<ToolSpec> {
+    vec![
+        ToolSpec {
+            name: CODE_EXECUTION.into(),
+            description: code_execution_description(limits),
+            input_schema: json!({
+                "type": "object",
+                "properties": {
+                    "code": {
+                        "type": "string",
+                        "description": "TypeScript module; runs as ./main.ts at the API tree root."
+                    },
+                    "description": {"type": "string", "description": "What the code does, in a few words."}
+                },
+                "required": ["code"]
+            }),
+        },
+        ToolSpec {
+            name: LIST_FILES.into(),
+            description: "List files of the generated TypeScript API tree (read-only); directories end in `/`. \
+                          Start with `servers/`."
+                .into(),
+            input_schema: json!({
+                "type": "object",
+                "properties": {
+                    "path": {"type": "string", "description": "Directory relative to the tree root (default: root)."},
+                    "recursive": {"type": "boolean"}
+                }
+            }),
+        },
+        ToolSpec {
+            name: READ_FILE.into(),
+            description: "Read a file of the API tree: `servers/<server>/index.ts` lists a server's tools, \
+                          `servers/<server>/<tool>.ts` has a tool's types and docs. Read only what you need."
+                .into(),
+            input_schema: json!({
+                "type": "object",
+                "properties": {
+                    "path": {"type": "string", "description": "Relative to the tree root."},
+                    "offset": {"type": "integer", "description": "First line (1-based)."},
+                    "limit": {"type": "integer", "description": "Number of lines."}
+                },
+                "required": ["path"]
+            }),
+        },
+        ToolSpec {
+            name: GREP_FILES.into(),
+            description: "Search the API tree with a case-insensitive regular expression; returns `path:line: text` \
+                          per matching line."
+                .into(),
+            input_schema: json!({
+                "type": "object",
+                "properties": {
+                    "pattern": {"type": "string"},
+                    "path": {"type": "string", "description": "File or directory to search (default: whole tree)."},
+                    "max_results": {"type": "integer", "description": "Default 50."}
+                },
+                "required": ["pattern"]
+            }),
+        },
+    ]
+}
+
+fn code_execution_description(l: &LimitsText) -> String {
+    format!(
+        "Run a TypeScript module in a sandbox; you get back exactly what it prints.\n\
+         - Import tools from the generated API: `import {{ someTool }} from \"./servers/<server>/index.ts\";`. \
+         Each tool is an async function taking one input object; it resolves to the tool's structured result, \
+         else its text parsed as JSON, else the text.\n\
+         - Only printed output (console.log) comes back. Keep large results in variables, filter and aggregate \
+         them in code, and print only what you need.\n\
+         - Run independent calls concurrently: `await Promise.all([...])`.\n\
+         - A tool error throws `MCPToolError` (from \"./client.ts\"); use try/catch when a failure should not \
+         end the script.\n\
+         - Top-level await works. No file system, network, process or env access; each run is a fresh module.\n\
+         - Limits: {} wall-clock, {} MB memory, {} of output (the rest is cut).\n\
+         - Uncaught errors and limits come back as an error result with message and stack.\n\
+         Check a tool's input and output types with read_file before calling it.",
+        l.timeout, l.memory_mb, l.max_output
+    )
+}
+
+/// The built-in system prompt of code mode.
+pub fn system_prompt(tree: &Path, servers: &[ServerEntry]) -> String {
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "You complete tasks by writing TypeScript that calls MCP tools through a generated API, and running it with \
+         the `{CODE_EXECUTION}` tool."
+    );
+    let _ = writeln!(s, "\nThe API tree is at {} (scripts run at its root). Servers:", tree.display());
+    if servers.is_empty() {
+        let _ = writeln!(s, "  (none: no MCP server is configured)");
+    }
+    for e in servers {
+        s.push_str(&server_line(e));
+    }
+    let _ = writeln!(
+        s,
+        "\nTo find tools, read servers/<server>/index.ts (one line per tool) or use `{GREP_FILES}`; then read only the \
+         <tool>.ts files you need for their exact types. Do the work in as few `{CODE_EXECUTION}` runs as you can, \
+         print only what you need, and give the final answer as plain text without calling a tool."
+    );
+    s
+}
+
+/// One server's line in the system prompt.
+pub fn server_line(e: &ServerEntry) -> String {
+    let plural = if e.tools == 1 { "" } else { "s" };
+    if e.dir == e.name {
+        format!("  servers/{}/ ({} tool{plural})\n", e.dir, e.tools)
+    } else {
+        format!("  servers/{}/ (MCP server `{}`, {} tool{plural})\n", e.dir, e.name, e.tools)
+    }
+}
+
+/// The discovery tools over one tree.
+#[derive(Debug, Clone)]
+pub struct Discovery {
+    root: PathBuf,
+}
+
+impl Discovery {
+    pub fn new(root: &Path) -> Discovery {
+        Discovery { root: std::fs::canonicalize(root).unwrap_or_else(|_| root.to_path_buf()) }
+    }
+
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// Runs one discovery tool; `Err` is an error result for the model.
+    pub fn call(&self, tool: &str, input: &Value) -> Result<String, String> {
+        let s = |k: &str| input.get(k).and_then(Value::as_str);
+        let n = |k: &str| input.get(k).and_then(Value::as_u64);
+        match tool {
+            LIST_FILES => {
+                self.list(s("path").unwrap_or("."), input.get("recursive").and_then(Value::as_bool) == Some(true))
+            }
+            READ_FILE => self.read(s("path").ok_or("`path` is required")?, n("offset"), n("limit")),
+            GREP_FILES => self.grep(
+                s("pattern").ok_or("`pattern` is required")?,
+                s("path").unwrap_or("."),
+                n("max_results").map(|m| m as usize).unwrap_or(50).clamp(1, MAX_GREP_RESULTS),
+            ),
+            other => Err(format!("unknown discovery tool `{other}`")),
+        }
+    }
+
+    /// Resolves a path the model gave: relative, inside the tree, not in `logs/` or a dot-file.
+    fn resolve(&self, rel: &str) -> Result<PathBuf, String> {
+        let p = Path::new(rel.trim());
+        let mut clean = PathBuf::new();
+        for c in p.components() {
+            match c {
+                Component::CurDir => {}
+                Component::Normal(x) => {
+                    let name = x.to_string_lossy();
+                    if name.starts_with('.') {
+                        return Err(format!("`{rel}` is not part of the API tree"));
+                    }
+                    clean.push(x);
+                }
+                Component::ParentDir | Component::RootDir | Component::Prefix(_) => {
+                    return Err(format!(
+                        "`{rel}` is outside the API tree: use a path relative to its root, without `..`"
+                    ));
+                }
+            }
+        }
+        if clean.components().next().is_some_and(|c| c.as_os_str() == "logs") {
+            return Err(format!("`{rel}` is not part of the API tree (logs/ holds server logs)"));
+        }
+        let full = self.root.join(&clean);
+        let real = std::fs::canonicalize(&full).map_err(|_| format!("`{rel}` does not exist in the API tree"))?;
+        if !real.starts_with(&self.root) {
+            return Err(format!("`{rel}` is outside the API tree"));
+        }
+        Ok(real)
+    }
+
+    fn rel<'a>(&self, p: &'a Path) -> std::borrow::Cow<'a, str> {
+        p.strip_prefix(&self.root).unwrap_or(p).to_string_lossy()
+    }
+
+    /// Whether a directory entry is part of the tree (skips dot-files and the top-level `logs/`).
+    fn visible(&self, p: &Path) -> bool {
+        let name = p.file_name().map(|n| n.to_string_lossy()).unwrap_or_default();
+        !(name.starts_with('.') || (p.parent() == Some(self.root.as_path()) && name == "logs"))
+    }
+
+    fn entries(&self, dir: &Path) -> Vec<PathBuf> {
+        let mut out: Vec<PathBuf> = std::fs::read_dir(dir)
+            .map(|rd| rd.flatten().map(|e| e.path()).filter(|p| self.visible(p)).collect())
+            .unwrap_or_default();
+        out.sort();
+        out
+    }
+
+    fn list(&self, rel: &str, recursive: bool) -> Result<String, String> {
+        let dir = self.resolve(rel)?;
+        if !dir.is_dir() {
+            return Err(format!("`{rel}` is a file; use {READ_FILE} to read it"));
+        }
+        let mut lines = Vec::new();
+        let mut stack = vec![dir];
+        let mut more = false;
+        while let Some(d) = stack.pop() {
+            for p in self.entries(&d).into_iter().rev() {
+                if lines.len() >= MAX_LIST_ENTRIES {
+                    more = true;
+                    break;
+                }
+                if p.is_dir() {
+                    lines.push(format!("{}/", self.rel(&p)));
+                    if recursive {
+                        stack.push(p);
+                    }
+                } else {
+                    let size = p.metadata().map(|m| m.len()).unwrap_or(0);
+                    lines.push(format!("{}  ({size} B)", self.rel(&p)));
+                }
+            }
+        }
+        lines.sort();
+        if lines.is_empty() {
+            return Ok(format!("`{rel}` is empty"));
+        }
+        if more {
+            lines.push(format!("[more than {MAX_LIST_ENTRIES} entries; list a subdirectory]"));
+        }
+        Ok(lines.join("\n"))
+    }
+
+    fn read(&self, rel: &str, offset: Option<u64>, limit: Option<u64>) -> Result<String, String> {
+        let path = self.resolve(rel)?;
+        if path.is_dir() {
+            return Err(format!("`{rel}` is a directory; use {LIST_FILES} to list it"));
+        }
+        let text = std::fs::read_to_string(&path).map_err(|e| format!("cannot read `{rel}`: {e}"))?;
+        if text.is_empty() {
+            return Ok(format!("`{rel}` is empty"));
+        }
+        let lines: Vec<&str> = text.split_inclusive('\n').collect();
+        let total = lines.len();
+        let start = offset.unwrap_or(1).max(1) as usize - 1;
+        if start >= total {
+            return Err(format!("`{rel}` has only {total} lines"));
+        }
+        let want = limit.map(|l| l as usize).unwrap_or(usize::MAX);
+        let mut out = String::new();
+        let mut end = start;
+        for line in lines.iter().skip(start).take(want) {
+            if out.len() + line.len() > MAX_READ_BYTES {
+                break;
+            }
+            out.push_str(line);
+            end += 1;
+        }
+        if end < total {
+            let _ = write!(
+                out,
+                "{}[lines {}-{end} of {total}; call {READ_FILE} with offset {} for more]",
+                if out.ends_with('\n') || out.is_empty() { "" } else { "\n" },
+                start + 1,
+                end + 1
+            );
+        }
+        Ok(out)
+    }
+
+    fn grep(&self, pattern: &str, rel: &str, max: usize) -> Result<String, String> {
+        let re = regex::RegexBuilder::new(pattern)
+            .case_insensitive(true)
+            .size_limit(1 << 20)
+            .build()
+            .map_err(|e| format!("invalid pattern: {e}"))?;
+        let start = self.resolve(rel)?;
+        let mut files = Vec::new();
+        let mut stack = vec![start];
+        while let Some(p) = stack.pop() {
+            if p.is_dir() {
+                stack.extend(self.entries(&p));
+            } else {
+                files.push(p);
+            }
+        }
+        files.sort();
+        let mut out = Vec::new();
+        let mut total = 0usize;
+        for f in files {
+            let Ok(text) = std::fs::read_to_string(&f) else { continue };
+            for (i, line) in text.lines().enumerate() {
+                if re.is_match(line) {
+                    total += 1;
+                    if out.len() < max {
+                        let line = super::provider::short(line.trim(), 300);
+                        out.push(format!("{}:{}: {line}", self.rel(&f), i + 1));
+                    }
+                }
+            }
+        }
+        if out.is_empty() {
+            return Ok(format!("no match for `{pattern}`"));
+        }
+        if total > out.len() {
+            out.push(format!("[{} more matches; narrow the pattern or the path]", total - out.len()));
+        }
+        Ok(out.join("\n"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tree() -> tempfile::TempDir {
+        let d = tempfile::tempdir().unwrap();
+        let w = |p: &str, s: &str| {
+            let f = d.path().join(p);
+            std::fs::create_dir_all(f.parent().unwrap()).unwrap();
+            std::fs::write(f, s).unwrap();
+        };
+        w("client.ts", "export class MCPToolError extends Error {}\n");
+        w("servers/fixture/index.ts", "// echo — Echo the message\nexport { echo } from \"./echo.ts\";\n");
+        w(
+            "servers/fixture/echo.ts",
+            "export async function echo(input: EchoInput) {}\nexport interface EchoInput { message: string }\n",
+        );
+        w("logs/fixture.stderr.log", "secret token in a log\n");
+        w(".agent-manifest.json", "{}");
+        d
+    }
+
+    #[test]
+    fn lists_reads_and_greps_inside_the_tree() {
+        let t = tree();
+        let d = Discovery::new(t.path());
+        let root = d.call(LIST_FILES, &json!({})).unwrap();
+        assert_eq!(root, "client.ts  (43 B)\nservers/");
+        let all = d.call(LIST_FILES, &json!({"path": "servers", "recursive": true})).unwrap();
+        assert!(all.contains("servers/fixture/echo.ts"), "{all}");
+        let idx = d.call(READ_FILE, &json!({"path": "./servers/fixture/index.ts"})).unwrap();
+        assert!(idx.starts_with("// echo — Echo"));
+        let part = d.call(READ_FILE, &json!({"path": "servers/fixture/echo.ts", "offset": 2, "limit": 1})).unwrap();
+        assert_eq!(part, "export interface EchoInput { message: string }\n");
+        let first = d.call(READ_FILE, &json!({"path": "servers/fixture/echo.ts", "limit": 1})).unwrap();
+        assert!(first.ends_with("[lines 1-1 of 2; call read_file with offset 2 for more]"), "{first}");
+        let hits = d.call(GREP_FILES, &json!({"pattern": "ECHO\\b.*input"})).unwrap();
+        assert_eq!(hits, "servers/fixture/echo.ts:1: export async function echo(input: EchoInput) {}");
+        assert_eq!(d.call(GREP_FILES, &json!({"pattern": "secret"})).unwrap(), "no match for `secret`");
+    }
+
+    #[test]
+    fn refuses_paths_outside_the_tree() {
+        let t = tree();
+        let outside = tempfile::tempdir().unwrap();
+        std::fs::write(outside.path().join("x.ts"), "outside").unwrap();
+        std::os::unix::fs::symlink(outside.path(), t.path().join("servers/escape")).unwrap();
+        let d = Discovery::new(t.path());
+        for (tool, args) in [
+            (READ_FILE, json!({"path": "../x.ts"})),
+            (READ_FILE, json!({"path": "/etc/passwd"})),
+            (READ_FILE, json!({"path": "servers/escape/x.ts"})),
+            (READ_FILE, json!({"path": "logs/fixture.stderr.log"})),
+            (READ_FILE, json!({"path": ".agent-manifest.json"})),
+            (LIST_FILES, json!({"path": "logs"})),
+            (GREP_FILES, json!({"pattern": "x", "path": "servers/../../"})),
+        ] {
+            let e = d.call(tool, &args).unwrap_err();
+            assert!(e.contains("outside the API tree") || e.contains("not part of the API tree"), "{tool} {args}: {e}");
+        }
+        assert!(d.call(GREP_FILES, &json!({"pattern": "("})).unwrap_err().starts_with("invalid pattern"));
+        assert!(d.call(READ_FILE, &json!({"path": "nope.ts"})).unwrap_err().contains("does not exist"));
+    }
+
+    #[test]
+    fn prompt_names_servers_and_the_tree() {
+        let p = system_prompt(
+            Path::new("/w/.kodelet/mcp"),
+            &[ServerEntry { name: "my-gh".into(), dir: "myGh".into(), tools: 117 }],
+        );
+        assert!(p.contains("/w/.kodelet/mcp"));
+        assert!(p.contains("servers/myGh/ (MCP server `my-gh`, 117 tools)"));
+        let specs = tool_specs(&LimitsText { timeout: "30s".into(), memory_mb: 256, max_output: "100 KB".into() });
+        let names: Vec<&str> = specs.iter().map(|s| s.name.as_str()).collect();
+        assert_eq!(names, [CODE_EXECUTION, LIST_FILES, READ_FILE, GREP_FILES]);
+        for needle in ["./servers/<server>/index.ts", "Promise.all", "MCPToolError", "try/catch", "30s wall-clock"] {
+            assert!(specs[0].description.contains(needle), "{needle}");
+        }
+    }
+}

@@ -1,0 +1,496 @@
+//! Direct mode: every MCP tool becomes one LLM tool.
+//!
+//! Names: `mcp_<server>_<tool>` with every character outside `[a-zA-Z0-9_-]` replaced by `_`
+//! (what both Anthropic and OpenAI accept); names over 64 characters are cut and end in a hash
+//! of the original, and names that still collide get `_2`, `_3`, … in (server, tool) order. The
+//! [`ToolMap`] keeps the way back to the MCP server and tool.
+//!
+//! Schemas are adapted only where providers reject them (see [`adapt_schema`]); results go back as
+//! text, cut with an explicit marker past `agent.max_tool_result_bytes`.
+
+use std::collections::{BTreeMap, HashSet};
+use std::sync::Arc;
+
+use futures::future::BoxFuture;
+use rmcp::model::{CallToolResult, ContentBlock};
+use serde_json::{Map, Value, json};
+
+use super::provider::{ToolCall, ToolSpec};
+use super::session::{ToolHost, ToolOutcome};
+use crate::mcp::{McpManager, ToolInfo};
+
+/// Longest tool name Anthropic and OpenAI accept.
+pub const MAX_NAME_LEN: usize = 64;
+
+/// Which provider's schema rules to satisfy.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SchemaFlavor {
+    Anthropic,
+    /// OpenAI-compatible servers: also inline `$ref`s, which several of them cannot resolve.
+    OpenAi,
+}
+
+/// One MCP tool as the model sees it.
+#[derive(Debug, Clone)]
+pub struct MappedTool {
+    pub llm_name: String,
+    pub server: String,
+    pub tool: String,
+    /// What [`adapt_schema`] changed, for `-v` logs.
+    pub adaptations: Vec<String>,
+}
+
+/// The LLM tool definitions of direct mode and the way back to MCP.
+#[derive(Debug, Clone, Default)]
+pub struct ToolMap {
+    pub specs: Vec<ToolSpec>,
+    pub tools: Vec<MappedTool>,
+    by_name: BTreeMap<String, usize>,
+}
+
+impl ToolMap {
+    /// Maps `tools` (any order; the mapping is made in (server, tool) order so it is stable).
+    pub fn build(tools: &[ToolInfo], flavor: SchemaFlavor) -> ToolMap {
+        let mut sorted: Vec<&ToolInfo> = tools.iter().collect();
+        sorted.sort_by(|a, b| (&a.server, &a.name).cmp(&(&b.server, &b.name)));
+        let mut map = ToolMap::default();
+        let mut taken = HashSet::new();
+        for t in sorted {
+            let llm_name = unique_name(&t.server, &t.name, &mut taken);
+            let (input_schema, adaptations) = adapt_schema(&t.input_schema, flavor);
+            let description = t
+                .description
+                .clone()
+                .filter(|d| !d.trim().is_empty())
+                .or_else(|| t.title.clone())
+                .unwrap_or_else(|| format!("The `{}` tool of the MCP server `{}`.", t.name, t.server));
+            map.by_name.insert(llm_name.clone(), map.tools.len());
+            map.specs.push(ToolSpec { name: llm_name.clone(), description, input_schema });
+            map.tools.push(MappedTool { llm_name, server: t.server.clone(), tool: t.name.clone(), adaptations });
+        }
+        map
+    }
+
+    /// The MCP tool behind an LLM tool name.
+    pub fn resolve(&self, llm_name: &str) -> Option<&MappedTool> {
+        self.by_name.get(llm_name).map(|&i| &self.tools[i])
+    }
+
+    pub fn names(&self) -> impl Iterator<Item = &str> {
+        self.tools.iter().map(|t| t.llm_name.as_str())
+    }
+}
+
+/// `mcp_<server>_<tool>`, sanitised, at most 64 characters, unique within `taken`.
+pub fn unique_name(server: &str, tool: &str, taken: &mut HashSet<String>) -> String {
+    let base = sanitize(&format!("mcp_{server}_{tool}"));
+    let base = if base.len() > MAX_NAME_LEN {
+        // Keep it recognisable and still distinct: a prefix plus a hash of the original names.
+        let hash = format!("{:08x}", fnv1a(format!("{server}\0{tool}").as_bytes()));
+        format!("{}_{hash}", &base[..MAX_NAME_LEN - 9])
+    } else {
+        base
+    };
+    let mut name = base.clone();
+    let mut n = 2;
+    while taken.contains(&name) {
+        let suffix = format!("_{n}");
+        let keep = base.len().min(MAX_NAME_LEN - suffix.len());
+        name = format!("{}{suffix}", &base[..keep]);
+        n += 1;
+    }
+    taken.insert(name.clone());
+    name
+}
+
+/// Every character outside `[a-zA-Z0-9_-]` becomes `_` (the result is ASCII).
+pub fn sanitize(s: &str) -> String {
+    s.chars().map(|c| if c.is_ascii_alphanumeric() || c == '_' || c == '-' { c } else { '_' }).collect()
+}
+
+/// 32-bit FNV-1a: a stable hash (std's hasher may change between releases).
+fn fnv1a(bytes: &[u8]) -> u32 {
+    bytes.iter().fold(0x811c9dc5u32, |h, &b| (h ^ b as u32).wrapping_mul(0x01000193))
+}
+
+/// Adapts an MCP input schema to what providers accept, and says what it changed:
+///
+/// - not an object, or no `type`/a non-object `type` at the top → `type: object` (MCP arguments
+///   are always an object; both APIs require an object schema at the top);
+/// - `anyOf`/`oneOf`/`allOf` at the top (rejected by both) → merged into one object schema:
+///   properties united, `required` kept only where every branch (`anyOf`/`oneOf`) or any
+///   branch (`allOf`) requires it;
+/// - missing `properties` → `{}` (some OpenAI-compatible servers require it);
+/// - `$schema`/`$id` at the top → removed;
+/// - OpenAI flavour: local `$ref`s (`#/$defs/…`, `#/definitions/…`) inlined and the definitions
+///   dropped; a recursive reference is cut at its second occurrence to a described `object`.
+///
+/// The original schema still validates the arguments (the MCP manager checks them), so a
+/// looser adapted schema can only lead to an explained error result, never a bad call.
+pub fn adapt_schema(schema: &Value, flavor: SchemaFlavor) -> (Value, Vec<String>) {
+    let mut notes = Vec::new();
+    let Value::Object(orig) = schema else {
+        notes.push("the input schema was not an object; replaced by an empty object schema".into());
+        return (json!({"type": "object", "properties": {}}), notes);
+    };
+    let mut s = orig.clone();
+    for k in ["$schema", "$id"] {
+        s.remove(k);
+    }
+    for key in ["anyOf", "oneOf", "allOf"] {
+        if let Some(Value::Array(branches)) = s.remove(key) {
+            merge_branches(&mut s, &branches, key == "allOf", orig);
+            notes.push(format!("top-level `{key}` merged into one object schema"));
+        }
+    }
+    match s.get("type") {
+        Some(Value::String(t)) if t == "object" => {}
+        None => {
+            s.insert("type".into(), json!("object"));
+        }
+        Some(other) => {
+            notes.push(format!("top-level type {other} replaced by \"object\""));
+            s.insert("type".into(), json!("object"));
+        }
+    }
+    if !matches!(s.get("properties"), Some(Value::Object(_))) {
+        s.insert("properties".into(), json!({}));
+    }
+    let mut out = Value::Object(s);
+    if flavor == SchemaFlavor::OpenAi && contains_ref(&out) {
+        let root = out.clone();
+        inline_refs(&mut out, &root, &mut Vec::new());
+        if let Value::Object(m) = &mut out {
+            m.remove("$defs");
+            m.remove("definitions");
+        }
+        notes.push("`$ref`s inlined".into());
+    }
+    (out, notes)
+}
+
+fn merge_branches(s: &mut Map<String, Value>, branches: &[Value], all_of: bool, root: &Map<String, Value>) {
+    let root_v = Value::Object(root.clone());
+    let mut props = match s.remove("properties") {
+        Some(Value::Object(p)) => p,
+        _ => Map::new(),
+    };
+    let mut required: Vec<String> = str_list(s.get("required"));
+    let mut common: Option<Vec<String>> = None;
+    for b in branches {
+        let b = match b.get("$ref").and_then(Value::as_str) {
+            Some(r) => resolve_ref(&root_v, r).unwrap_or(b),
+            None => b,
+        };
+        if let Some(Value::Object(p)) = b.get("properties") {
+            for (k, v) in p {
+                props.entry(k.clone()).or_insert_with(|| v.clone());
+            }
+        }
+        let req = str_list(b.get("required"));
+        if all_of {
+            required.extend(req);
+        } else {
+            common = Some(match common {
+                None => req,
+                Some(c) => c.into_iter().filter(|x| req.contains(x)).collect(),
+            });
+        }
+    }
+    required.extend(common.unwrap_or_default());
+    required.dedup();
+    let mut seen = HashSet::new();
+    required.retain(|r| seen.insert(r.clone()));
+    s.insert("properties".into(), Value::Object(props));
+    if required.is_empty() {
+        s.remove("required");
+    } else {
+        s.insert("required".into(), json!(required));
+    }
+}
+
+fn str_list(v: Option<&Value>) -> Vec<String> {
+    v.and_then(Value::as_array)
+        .map(|a| a.iter().filter_map(Value::as_str).map(String::from).collect())
+        .unwrap_or_default()
+}
+
+fn contains_ref(v: &Value) -> bool {
+    match v {
+        Value::Object(m) => m.contains_key("$ref") || m.values().any(contains_ref),
+        Value::Array(a) => a.iter().any(contains_ref),
+        _ => false,
+    }
+}
+
+/// `#/$defs/Name` (JSON Pointer, `~0`/`~1` unescaped) inside `root`.
+fn resolve_ref<'a>(root: &'a Value, r: &str) -> Option<&'a Value> {
+    let path = r.strip_prefix('#')?;
+    if path.is_empty() {
+        return Some(root);
+    }
+    root.pointer(path)
+}
+
+fn inline_refs(v: &mut Value, root: &Value, stack: &mut Vec<String>) {
+    match v {
+        Value::Object(m) => {
+            if let Some(r) = m.get("$ref").and_then(Value::as_str).map(String::from)
+                && let Some(target) = resolve_ref(root, &r)
+            {
+                let name = r.rsplit('/').next().unwrap_or(&r).to_string();
+                let mut replacement = if stack.contains(&r) || stack.len() > 32 {
+                    // Recursion: stop here with a placeholder that still says what goes there.
+                    let mut p = Map::new();
+                    if let Some(t) = target.get("type") {
+                        p.insert("type".into(), t.clone());
+                    }
+                    p.insert("description".into(), json!(format!("A `{name}` (recursive; same shape as above).")));
+                    Value::Object(p)
+                } else {
+                    let mut t = target.clone();
+                    stack.push(r.clone());
+                    inline_refs(&mut t, root, stack);
+                    stack.pop();
+                    t
+                };
+                // Sibling keywords next to `$ref` (e.g. a description) win over the target's.
+                if let Value::Object(rep) = &mut replacement {
+                    for (k, val) in m.iter() {
+                        if k != "$ref" {
+                            rep.insert(k.clone(), val.clone());
+                        }
+                    }
+                }
+                *v = replacement;
+                return;
+            }
+            for (k, child) in m.iter_mut() {
+                if k != "$defs" && k != "definitions" {
+                    inline_refs(child, root, stack);
+                }
+            }
+        }
+        Value::Array(a) => a.iter_mut().for_each(|x| inline_refs(x, root, stack)),
+        _ => {}
+    }
+}
+
+/// A tool result as text for the model: text content as is, `structuredContent` as compact JSON
+/// (unless a text block already holds the same JSON), other content summarised.
+pub fn result_text(result: &CallToolResult) -> String {
+    let mut parts: Vec<String> = Vec::new();
+    let mut structured_shown = false;
+    for block in &result.content {
+        match block {
+            ContentBlock::Text(t) => {
+                if let Some(sc) = &result.structured_content
+                    && serde_json::from_str::<Value>(&t.text).ok().as_ref() == Some(sc)
+                {
+                    structured_shown = true;
+                }
+                parts.push(t.text.clone());
+            }
+            ContentBlock::Image(i) => parts.push(format!("[image: {}, {} bytes]", i.mime_type, b64_len(&i.data))),
+            ContentBlock::Audio(a) => parts.push(format!("[audio: {}, {} bytes]", a.mime_type, b64_len(&a.data))),
+            ContentBlock::Resource(r) => {
+                let v = serde_json::to_value(&r.resource).unwrap_or_default();
+                let uri = v.get("uri").and_then(Value::as_str).unwrap_or("?");
+                match v.get("text").and_then(Value::as_str) {
+                    Some(text) => parts.push(format!("[resource {uri}]\n{text}")),
+                    None => {
+                        let mime = v.get("mimeType").and_then(Value::as_str).unwrap_or("application/octet-stream");
+                        parts.push(format!("[resource: {uri}, {mime}]"));
+                    }
+                }
+            }
+            ContentBlock::ResourceLink(l) => parts.push(format!("[resource link: {}]", l.uri)),
+            #[allow(unreachable_patterns)]
+            _ => parts.push("[unsupported content]".into()),
+        }
+    }
+    if let Some(sc) = &result.structured_content
+        && !structured_shown
+    {
+        parts.push(sc.to_string());
+    }
+    if parts.is_empty() {
+        return "(the tool returned no content)".into();
+    }
+    parts.join("\n")
+}
+
+fn b64_len(data: &str) -> usize {
+    data.trim_end_matches('=').len() * 3 / 4
+}
+
+/// Cuts `text` to at most `max` bytes (on a char boundary) and says how much was left out.
+pub fn cut(text: String, max: usize) -> (String, bool) {
+    if text.len() <= max {
+        return (text, false);
+    }
+    let mut end = max;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    let total = text.len();
+    let mut out = text;
+    out.truncate(end);
+    out.push_str(&format!("\n[result truncated: {} of {total} bytes omitted]", total - end));
+    (out, true)
+}
+
+/// Direct mode's [`ToolHost`]: each call goes to [`McpManager::call_tool`] (argument validation,
+/// timeouts and restarts live there); an MCP failure becomes an error result, never a crash.
+pub struct DirectHost {
+    manager: Arc<McpManager>,
+    map: ToolMap,
+    max_result_bytes: usize,
+}
+
+impl DirectHost {
+    pub fn new(manager: Arc<McpManager>, map: ToolMap, max_result_bytes: usize) -> DirectHost {
+        DirectHost { manager, map, max_result_bytes }
+    }
+
+    pub fn map(&self) -> &ToolMap {
+        &self.map
+    }
+
+    async fn run(&self, call: &ToolCall) -> ToolOutcome {
+        let Some(m) = self.map.resolve(&call.name) else {
+            let hint = crate::cli::output::did_you_mean(&crate::cli::output::suggest(&call.name, self.map.names()));
+            return ToolOutcome {
+                content: format!("unknown tool `{}`{hint}", call.name),
+                is_error: true,
+                ..Default::default()
+            };
+        };
+        let args = call.input.as_object().cloned().unwrap_or_default();
+        let (content, is_error) = match self.manager.call_tool(&m.server, &m.tool, args).await {
+            Ok(r) => (result_text(&r), r.is_error == Some(true)),
+            Err(e) => (e.to_string(), true),
+        };
+        let (content, truncated) = cut(content, self.max_result_bytes);
+        ToolOutcome {
+            content,
+            is_error,
+            server: Some(m.server.clone()),
+            tool: Some(m.tool.clone()),
+            truncated,
+            detail: None,
+            mcp_calls: 1,
+        }
+    }
+}
+
+impl ToolHost for DirectHost {
+    fn specs(&self) -> &[ToolSpec] {
+        &self.map.specs
+    }
+
+    fn call<'a>(&'a self, call: &'a ToolCall) -> BoxFuture<'a, ToolOutcome> {
+        Box::pin(self.run(call))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn info(server: &str, name: &str, schema: Value) -> ToolInfo {
+        ToolInfo {
+            server: server.into(),
+            name: name.into(),
+            title: None,
+            description: Some("d".into()),
+            input_schema: schema,
+            output_schema: None,
+            annotations: None,
+        }
+    }
+
+    #[test]
+    fn names_are_valid_unique_and_stable() {
+        let valid = regex::Regex::new("^[a-zA-Z0-9_-]{1,64}$").unwrap();
+        let long = "x".repeat(80);
+        let tools = vec![
+            info("fixture", "text.upper", json!({})),
+            info("fixture", "text_upper", json!({})),
+            info("my server", "café/ü", json!({})),
+            info("s", &long, json!({})),
+            info("s", &format!("{long}y"), json!({})),
+        ];
+        let map = ToolMap::build(&tools, SchemaFlavor::Anthropic);
+        let names: Vec<&str> = map.names().collect();
+        assert!(names.iter().all(|n| valid.is_match(n)), "{names:?}");
+        let unique: HashSet<&&str> = names.iter().collect();
+        assert_eq!(unique.len(), names.len());
+        assert_eq!(map.resolve("mcp_fixture_text_upper").unwrap().tool, "text.upper");
+        assert_eq!(map.resolve("mcp_fixture_text_upper_2").unwrap().tool, "text_upper");
+        assert_eq!(map.resolve("mcp_my_server_caf___").unwrap().tool, "café/ü");
+        let again = ToolMap::build(&tools.iter().rev().cloned().collect::<Vec<_>>(), SchemaFlavor::Anthropic);
+        assert_eq!(again.names().collect::<Vec<_>>(), names, "order of discovery does not change names");
+        let l1 = map.tools.iter().find(|t| t.tool == long).unwrap();
+        assert_eq!(l1.llm_name.len(), 64);
+    }
+
+    #[test]
+    fn schemas_are_adapted_only_where_needed() {
+        let plain = json!({"type":"object","properties":{"a":{"type":"integer"}},"required":["a"]});
+        assert_eq!(adapt_schema(&plain, SchemaFlavor::OpenAi), (plain.clone(), vec![]));
+
+        let (s, notes) = adapt_schema(&json!({"type":"string"}), SchemaFlavor::Anthropic);
+        assert_eq!(s, json!({"type":"object","properties":{}}));
+        assert_eq!(notes.len(), 1);
+
+        let union = json!({"oneOf":[
+            {"type":"object","properties":{"id":{"type":"string"},"q":{"type":"string"}},"required":["id","q"]},
+            {"type":"object","properties":{"url":{"type":"string"},"q":{"type":"string"}},"required":["url","q"]}]});
+        let (s, _) = adapt_schema(&union, SchemaFlavor::Anthropic);
+        assert_eq!(s["type"], "object");
+        assert_eq!(s["properties"].as_object().unwrap().len(), 3);
+        assert_eq!(s["required"], json!(["q"]));
+        assert!(s.get("oneOf").is_none());
+    }
+
+    #[test]
+    fn refs_are_inlined_for_openai_and_recursion_is_cut() {
+        let schema = json!({
+            "$schema": "https://json-schema.org/draft/2020-12/schema",
+            "type": "object",
+            "$defs": {
+                "Mode": {"type": "string", "enum": ["fast", "thorough"]},
+                "Node": {"type": "object", "properties": {"children": {"type": "array", "items": {"$ref": "#/$defs/Node"}}}}
+            },
+            "properties": {
+                "mode": {"anyOf": [{"$ref": "#/$defs/Mode"}, {"type": "null"}]},
+                "tree": {"$ref": "#/$defs/Node", "description": "root"}
+            }
+        });
+        let (anthropic, _) = adapt_schema(&schema, SchemaFlavor::Anthropic);
+        assert!(anthropic.get("$defs").is_some(), "Anthropic resolves $ref itself");
+        assert!(anthropic.get("$schema").is_none());
+        let (s, notes) = adapt_schema(&schema, SchemaFlavor::OpenAi);
+        assert!(!contains_ref(&s), "{s}");
+        assert!(s.get("$defs").is_none());
+        assert_eq!(s["properties"]["mode"]["anyOf"][0]["enum"], json!(["fast", "thorough"]));
+        assert_eq!(s["properties"]["tree"]["description"], "root");
+        let inner = &s["properties"]["tree"]["properties"]["children"]["items"];
+        assert_eq!(inner["type"], "object");
+        assert!(inner["description"].as_str().unwrap().contains("recursive"), "{inner}");
+        assert!(notes.iter().any(|n| n.contains("inlined")));
+    }
+
+    #[test]
+    fn results_are_text_and_cut_with_a_marker() {
+        let r = CallToolResult::structured(json!({"sum": 3}));
+        assert_eq!(result_text(&r), r#"{"sum":3}"#);
+        let r = CallToolResult::success(vec![ContentBlock::text("hi"), ContentBlock::image("AAAA", "image/png")]);
+        assert_eq!(result_text(&r), "hi\n[image: image/png, 3 bytes]");
+        let (s, cut_) = cut("héllo world".to_string(), 2);
+        assert!(cut_);
+        assert_eq!(s, "h\n[result truncated: 11 of 12 bytes omitted]");
+        assert_eq!(cut("ok".into(), 2), ("ok".to_string(), false));
+    }
+}

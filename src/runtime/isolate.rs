@@ -1,0 +1,560 @@
+//! One isolate, one script: the runner thread, runtime creation, the limits, and turning what
+//! the engine reports into an [`ExecOutcome`].
+//!
+//! The runner thread owns a current-thread tokio runtime (the ops' futures and the bridge
+//! client's connections run on it) and always holds the next `JsRuntime`, bootstrapped before
+//! the job that will use it arrives. A runtime runs exactly one script and is then dropped.
+//!
+//! Stopping a script (timeout, heap limit, cancellation) goes through [`JobControl::stop`], callable
+//! from any thread: it flags the reason, asks the engine to terminate (a busy loop unwinds at its
+//! next interrupt check), and wakes the event loop (a script idle on a hung tool call stops too).
+//! It also registers an "external op" with deno_core first: after a termination the module
+//! evaluation stays pending forever, and without a pending op deno_core would print TLA-stall
+//! warnings to the process's stderr while we wind down.
+
+use std::future::Future;
+use std::path::{Path, PathBuf};
+use std::pin::pin;
+use std::rc::Rc;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::task::Poll;
+use std::time::{Duration, Instant};
+
+use deno_core::error::{CoreError, CoreErrorKind, JsError};
+use deno_core::futures::task::AtomicWaker;
+use deno_core::{ExternalOpsTracker, JsRuntime, ModuleSpecifier, RuntimeOptions, v8};
+use tokio::sync::oneshot;
+
+use super::loader::{TranspileCache, WorkspaceLoader, normalize};
+use super::ops::{JobState, SettleFn};
+use super::output::OutputSink;
+use super::{ExecFailure, ExecOutcome, ExecRequest, FailureKind, Script};
+use crate::bridge::BridgeClient;
+
+const MIB: usize = 1024 * 1024;
+
+/// Heap limits below this leave no room for the bootstrap (`agent exec` refuses them up front).
+pub const MIN_HEAP_MB: u64 = 16;
+
+/// Once the heap limit is hit, the isolate gets this much more to unwind in (allocations past
+/// it fail inside the script, which is already being terminated).
+const UNWIND_HEADROOM: usize = 16 * MIB;
+
+/// A job for the runner thread, with the channels its caller waits on.
+pub(crate) struct Job {
+    req: ExecRequest,
+    started: oneshot::Sender<JobControl>,
+    done: oneshot::Sender<ExecOutcome>,
+}
+
+impl Job {
+    pub(crate) fn new(req: ExecRequest) -> (Box<Job>, oneshot::Receiver<JobControl>, oneshot::Receiver<ExecOutcome>) {
+        let (started, started_rx) = oneshot::channel();
+        let (done, done_rx) = oneshot::channel();
+        (Box::new(Job { req, started, done }), started_rx, done_rx)
+    }
+}
+
+/// The handle to the runner thread.
+pub(crate) struct Worker {
+    tx: std::sync::mpsc::Sender<Box<Job>>,
+}
+
+impl Worker {
+    pub(crate) fn spawn(limit_mb: Arc<AtomicU64>) -> Worker {
+        let (tx, rx) = std::sync::mpsc::channel::<Box<Job>>();
+        let spawned = std::thread::Builder::new().name("agent-js".into()).spawn(move || runner_thread(rx, limit_mb));
+        if let Err(e) = spawned {
+            // `send` will fail and the executor reports the runner as unavailable.
+            tracing::error!("cannot start the script runner thread: {e}");
+        }
+        Worker { tx }
+    }
+
+    pub(crate) fn send(&self, job: Box<Job>) -> Result<(), Box<Job>> {
+        self.tx.send(job).map_err(|e| e.0)
+    }
+}
+
+fn runner_thread(rx: std::sync::mpsc::Receiver<Box<Job>>, limit_mb: Arc<AtomicU64>) {
+    let tokio_rt = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
+        Ok(rt) => rt,
+        Err(e) => {
+            tracing::error!("cannot start the script runner's event loop: {e}");
+            return;
+        }
+    };
+    let _enter = tokio_rt.enter();
+    if let Some(dir) = engine_bytecode_cache_dir() {
+        prune_bytecode_cache(&dir, BYTECODE_CACHE_KEEP);
+    }
+    let cache = TranspileCache::default();
+    let mut next: Option<Result<Prepared, String>> = None;
+    loop {
+        if next.is_none() {
+            next = Some(Prepared::new(limit_mb.load(Ordering::Relaxed), &cache));
+        }
+        let Ok(job) = rx.recv() else { return };
+        let wanted = job.req.limits.memory_limit_mb;
+        let prepared = match next.take() {
+            Some(Ok(p)) if p.limit_mb == wanted => Ok(p),
+            _ => Prepared::new(wanted, &cache),
+        };
+        let mut prepared = match prepared {
+            Ok(p) => p,
+            Err(e) => {
+                let _ = job.started.send(JobControl::inert());
+                // The bootstrap itself needs a few MB; a smaller heap limit fails here.
+                let failure = if wanted < MIN_HEAP_MB {
+                    ExecOutcome::failed(
+                        FailureKind::Memory,
+                        format!(
+                            "{} while starting the runtime (it needs at least {MIN_HEAP_MB} MB)",
+                            memory_message(wanted)
+                        ),
+                    )
+                } else {
+                    ExecOutcome::failed(
+                        FailureKind::Script,
+                        format!("internal error: cannot create a JavaScript runtime: {e}"),
+                    )
+                };
+                let _ = job.done.send(failure);
+                continue;
+            }
+        };
+        let Job { req, started, done } = *job;
+        let outcome = tokio_rt.block_on(prepared.run(req, started));
+        let _ = done.send(outcome);
+        // Freeing the isolate (possibly a full heap) happens after the caller has its answer.
+        drop(prepared);
+    }
+}
+
+/// The QuickJS backend (v8x) keeps compiled bytecode of every script and module it compiles in
+/// `$XDG_CACHE_HOME/v8x/quickjs-bytecode` (or `~/.cache/...`, or `V82JSC_BC_CACHE_DIR`), which
+/// speeds up creating isolates by ~15 ms but would grow by one file per distinct script forever.
+/// Each runner thread trims it to the newest entries when it starts.
+const BYTECODE_CACHE_KEEP: usize = 512;
+
+fn engine_bytecode_cache_dir() -> Option<PathBuf> {
+    if !cfg!(feature = "quickjs") || std::env::var_os("V82JSC_NO_BC_CACHE").is_some() {
+        return None;
+    }
+    if let Some(dir) = std::env::var_os("V82JSC_BC_CACHE_DIR") {
+        return Some(PathBuf::from(dir));
+    }
+    let base = std::env::var_os("XDG_CACHE_HOME")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))?;
+    Some(base.join("v8x/quickjs-bytecode"))
+}
+
+/// Deletes the oldest `.qbc` files (and leftover `.tmp` files) beyond the newest `keep / 2` once
+/// there are more than `keep`, so trimming happens rarely and hot entries are rebuilt rarely.
+pub(crate) fn prune_bytecode_cache(dir: &Path, keep: usize) {
+    let Ok(entries) = std::fs::read_dir(dir) else { return };
+    let mut files: Vec<(std::time::SystemTime, PathBuf)> = Vec::new();
+    for e in entries.flatten() {
+        let path = e.path();
+        match path.extension().and_then(|x| x.to_str()) {
+            Some("qbc") => {
+                let modified = e.metadata().and_then(|m| m.modified()).unwrap_or(std::time::UNIX_EPOCH);
+                files.push((modified, path));
+            }
+            Some("tmp") => {
+                let _ = std::fs::remove_file(&path);
+            }
+            _ => {}
+        }
+    }
+    if files.len() <= keep {
+        return;
+    }
+    files.sort_by_key(|f| std::cmp::Reverse(f.0));
+    for (_, path) in files.into_iter().skip(keep / 2) {
+        let _ = std::fs::remove_file(path);
+    }
+}
+
+/// Why a script is being stopped from outside.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum StopReason {
+    Timeout,
+    Cancelled,
+}
+
+#[derive(Default)]
+struct Flags {
+    timed_out: AtomicBool,
+    cancelled: AtomicBool,
+    out_of_memory: AtomicBool,
+}
+
+impl Flags {
+    fn any(&self) -> bool {
+        self.timed_out.load(Ordering::SeqCst)
+            || self.cancelled.load(Ordering::SeqCst)
+            || self.out_of_memory.load(Ordering::SeqCst)
+    }
+}
+
+/// Stops a running script from any thread.
+#[derive(Clone)]
+pub(crate) struct JobControl {
+    inner: Option<Arc<ControlInner>>,
+}
+
+struct ControlInner {
+    flags: Arc<Flags>,
+    isolate: v8::IsolateHandle,
+    tracker: ExternalOpsTracker,
+    waker: Arc<AtomicWaker>,
+    stopped: AtomicBool,
+}
+
+impl JobControl {
+    /// A control for a job that never got an isolate.
+    fn inert() -> JobControl {
+        JobControl { inner: None }
+    }
+
+    pub(crate) fn stop(&self, reason: StopReason) {
+        let Some(c) = &self.inner else { return };
+        match reason {
+            StopReason::Timeout => c.flags.timed_out.store(true, Ordering::SeqCst),
+            StopReason::Cancelled => c.flags.cancelled.store(true, Ordering::SeqCst),
+        }
+        c.terminate();
+    }
+}
+
+impl ControlInner {
+    fn terminate(&self) {
+        if !self.stopped.swap(true, Ordering::SeqCst) {
+            self.tracker.ref_op();
+        }
+        self.isolate.terminate_execution();
+        self.waker.wake();
+    }
+}
+
+/// A bootstrapped runtime waiting for its script.
+struct Prepared {
+    runtime: JsRuntime,
+    loader: Rc<WorkspaceLoader>,
+    control: Arc<ControlInner>,
+    limit_mb: u64,
+}
+
+impl Prepared {
+    fn new(limit_mb: u64, cache: &TranspileCache) -> Result<Prepared, String> {
+        let loader = Rc::new(WorkspaceLoader::new(cache.clone()));
+        let heap_limit = usize::try_from(limit_mb).unwrap_or(usize::MAX / MIB).saturating_mul(MIB);
+        let mut runtime = JsRuntime::try_new(RuntimeOptions {
+            module_loader: Some(loader.clone()),
+            extensions: vec![super::ops::extension()],
+            create_params: Some(v8::CreateParams::default().heap_limits(0, heap_limit)),
+            ..Default::default()
+        })
+        .map_err(|e| e.to_string())?;
+        let flags = Arc::new(Flags::default());
+        let (tracker, waker) = {
+            let state = runtime.op_state();
+            let state = state.borrow();
+            (state.external_ops_tracker.clone(), state.waker.clone())
+        };
+        let control = Arc::new(ControlInner {
+            flags: flags.clone(),
+            isolate: runtime.v8_isolate().thread_safe_handle(),
+            tracker,
+            waker,
+            stopped: AtomicBool::new(false),
+        });
+        let on_limit = control.clone();
+        runtime.add_near_heap_limit_callback(move |current, _initial| {
+            // Terminate once, with some room to unwind; later calls keep the limit where it is so
+            // memory stays bounded while the script is being stopped.
+            if on_limit.flags.out_of_memory.swap(true, Ordering::SeqCst) {
+                return current;
+            }
+            on_limit.terminate();
+            current.saturating_add(UNWIND_HEADROOM)
+        });
+        Ok(Prepared { runtime, loader, control, limit_mb })
+    }
+
+    async fn run(&mut self, req: ExecRequest, started: oneshot::Sender<JobControl>) -> ExecOutcome {
+        let start = Instant::now();
+        let workspace = absolute(&req.workspace);
+        self.loader.set_root(workspace.clone());
+        let stack_prefix = ModuleSpecifier::from_directory_path(&workspace).map(|u| u.to_string()).unwrap_or_default();
+        self.runtime.op_state().borrow_mut().put(JobState {
+            bridge: req.bridge.clone().map(BridgeClient::new),
+            call_slots: Rc::new(tokio::sync::Semaphore::new(req.limits.max_concurrent_calls.max(1))),
+            tool_calls: 0,
+            output: OutputSink::new(req.limits.max_output_bytes),
+            stack_prefix: stack_prefix.clone(),
+        });
+        let _ = started.send(JobControl { inner: Some(self.control.clone()) });
+
+        let result = self.run_script(&req, &workspace).await;
+
+        let flags = &self.control.flags;
+        let error = if flags.out_of_memory.load(Ordering::SeqCst) {
+            Some(plain_failure(FailureKind::Memory, memory_message(req.limits.memory_limit_mb)))
+        } else if flags.timed_out.load(Ordering::SeqCst) {
+            Some(plain_failure(FailureKind::Timeout, timeout_message(req.limits.timeout)))
+        } else if flags.cancelled.load(Ordering::SeqCst) {
+            Some(plain_failure(FailureKind::Script, "the script was cancelled".into()))
+        } else {
+            match result.as_ref().err() {
+                // One allocation past the hard limit fails inside the engine before the
+                // near-limit callback would fire; that is the heap limit too.
+                Some(e) if e.kind == FailureKind::Script && e.message.starts_with("InternalError: out of memory") => {
+                    Some(plain_failure(FailureKind::Memory, memory_message(req.limits.memory_limit_mb)))
+                }
+                other => other.cloned(),
+            }
+        };
+        let json = result.ok().flatten();
+
+        let state = self.runtime.op_state();
+        let mut state = state.borrow_mut();
+        let Some(mut job) = state.try_take::<JobState>() else {
+            return ExecOutcome::failed(FailureKind::Script, "internal error: the script state is gone".into());
+        };
+        let value = match json {
+            Some(text) if error.is_none() => {
+                if job.output.reserve(text.len()) {
+                    serde_json::from_str(&text).ok()
+                } else {
+                    None
+                }
+            }
+            _ => None,
+        };
+        let (stdout, stderr, omitted) = job.output.finish();
+        ExecOutcome {
+            stdout,
+            stderr,
+            value,
+            error: error.map(|e| rewrite_failure(e, &stack_prefix)),
+            tool_calls: job.tool_calls,
+            duration_ms: start.elapsed().as_secs_f64() * 1000.0,
+            output_truncated_bytes: omitted,
+        }
+    }
+
+    /// Loads, evaluates and settles the script. `Ok(Some(json))` is the default export's value.
+    async fn run_script(&mut self, req: &ExecRequest, workspace: &Path) -> Result<Option<String>, ExecFailure> {
+        let (path, source) = match &req.script {
+            Script::Inline(code) => (workspace.join("main.ts"), code.clone()),
+            Script::File(path) => {
+                let path = absolute(path);
+                let path = std::fs::canonicalize(&path).unwrap_or(path);
+                match std::fs::read_to_string(&path) {
+                    Ok(text) => (path, text),
+                    Err(e) => {
+                        return Err(plain_failure(FailureKind::Import, format!("cannot read {}: {e}", path.display())));
+                    }
+                }
+            }
+        };
+        let specifier = ModuleSpecifier::from_file_path(&path)
+            .map_err(|()| plain_failure(FailureKind::Import, format!("{} is not a valid path", path.display())))?;
+        let code = self.loader.transpile_entry(&specifier, source).map_err(|f| plain_failure(f.kind, f.message))?;
+
+        let flags = self.control.flags.clone();
+        let loaded = guarded(&flags, self.runtime.load_main_es_module_from_code(&specifier, code)).await?;
+        let module = match loaded {
+            Ok(id) => id,
+            Err(e) => {
+                return Err(match self.loader.take_failure() {
+                    Some(f) => plain_failure(f.kind, f.message),
+                    None => core_failure(FailureKind::Import, e, workspace),
+                });
+            }
+        };
+        let evaluation = self.runtime.mod_evaluate(module);
+        if let Err(e) = guarded(&flags, self.runtime.run_event_loop(Default::default())).await? {
+            return Err(core_failure(FailureKind::Script, e, workspace));
+        }
+        if let Err(e) = guarded(&flags, evaluation).await? {
+            return Err(core_failure(FailureKind::Script, e, workspace));
+        }
+
+        // The default export: a function is called, a promise awaited, then JSON.
+        let settle = self.runtime.op_state().borrow().try_borrow::<SettleFn>().map(|s| s.0.clone());
+        let Some(settle) = settle else { return Ok(None) };
+        let namespace =
+            self.runtime.get_module_namespace(module).map_err(|e| core_failure(FailureKind::Script, e, workspace))?;
+        let namespace: v8::Global<v8::Value> = {
+            deno_core::scope!(scope, &mut self.runtime);
+            let local = v8::Local::new(scope, namespace);
+            v8::Global::new(scope, v8::Local::<v8::Value>::from(local))
+        };
+        let call = self.runtime.call_with_args(&settle, &[namespace]);
+        let settled = guarded(&flags, self.runtime.with_event_loop_promise(Box::pin(call), Default::default())).await?;
+        let value = settled.map_err(|e| core_failure(FailureKind::Script, e, workspace))?;
+        deno_core::scope!(scope, &mut self.runtime);
+        let local = v8::Local::new(scope, value);
+        if local.is_undefined() {
+            return Ok(None);
+        }
+        Ok(Some(local.to_rust_string_lossy(scope)))
+    }
+}
+
+/// Polls `fut` until it finishes or the job is stopped (flags set by [`JobControl::stop`] or
+/// the heap-limit callback); the stop wins, since a terminated isolate never settles.
+async fn guarded<F: Future>(flags: &Flags, fut: F) -> Result<F::Output, ExecFailure> {
+    let mut fut = pin!(fut);
+    std::future::poll_fn(|cx| {
+        if flags.any() {
+            return Poll::Ready(Err(plain_failure(FailureKind::Script, "stopped".into())));
+        }
+        match fut.as_mut().poll(cx) {
+            Poll::Ready(v) if !flags.any() => Poll::Ready(Ok(v)),
+            Poll::Ready(_) => Poll::Ready(Err(plain_failure(FailureKind::Script, "stopped".into()))),
+            Poll::Pending => Poll::Pending,
+        }
+    })
+    .await
+}
+
+fn plain_failure(kind: FailureKind, message: String) -> ExecFailure {
+    ExecFailure { kind, message, stack: None }
+}
+
+pub(crate) fn timeout_message(timeout: Duration) -> String {
+    format!("timed out after {}", humantime::format_duration(timeout))
+}
+
+fn memory_message(limit_mb: u64) -> String {
+    format!("memory limit of {limit_mb} MB exceeded")
+}
+
+/// A deno_core error as one line plus the mapped stack.
+fn core_failure(kind: FailureKind, e: CoreError, workspace: &Path) -> ExecFailure {
+    match e.into_kind() {
+        CoreErrorKind::Js(js) => js_failure(kind, &js, workspace),
+        other => plain_failure(kind, other.to_string()),
+    }
+}
+
+fn js_failure(kind: FailureKind, js: &JsError, workspace: &Path) -> ExecFailure {
+    let name = js.name.clone().unwrap_or_default();
+    let message = js.message.clone().unwrap_or_default();
+    let mut line = match (name.is_empty(), message.is_empty()) {
+        (false, false) => format!("{name}: {message}"),
+        (false, true) => name.clone(),
+        _ => js.exception_message.trim_start_matches("Uncaught ").to_string(),
+    };
+    // The line to blame: the first frame in the script's own code. Errors raised inside the
+    // runtime (fetch, callMCPTool) or the generated tree (client.ts wrapping a bridge error) are
+    // about the script line that called them; the full stack still has every frame.
+    let in_file = |f: &&deno_core::error::JsStackFrame| f.file_name.as_deref().is_some_and(|n| !n.starts_with("ext:"));
+    let generated = generated_paths(workspace);
+    let own_code = |f: &&deno_core::error::JsStackFrame| {
+        let name = f.file_name.as_deref().unwrap_or_default();
+        !generated.iter().any(|g| name.starts_with(g.as_str()))
+    };
+    let script_frame = js.frames.iter().filter(in_file).find(own_code).or_else(|| js.frames.iter().find(in_file));
+    if let Some(frame) = script_frame {
+        let file = frame.file_name.as_deref().unwrap_or_default();
+        match (frame.line_number, frame.column_number) {
+            (Some(l), Some(c)) => line.push_str(&format!(" at {file}:{l}:{c}")),
+            (Some(l), None) => line.push_str(&format!(" at {file}:{l}")),
+            _ => {}
+        }
+    }
+    if name == "ReferenceError"
+        && let Some(hint) = missing_global_hint(&message)
+    {
+        line.push_str(&format!(" ({hint})"));
+    }
+    let stack = js.stack.as_deref().map(|s| s.lines().filter(|l| !is_internal_frame(l)).collect::<Vec<_>>().join("\n"));
+    ExecFailure { kind, message: line, stack }
+}
+
+/// File URL prefixes of the generated tree's own modules (`client.ts`, `servers/...`, `index.ts`).
+fn generated_paths(workspace: &Path) -> Vec<String> {
+    ["client.ts", "index.ts", "servers/"]
+        .iter()
+        .filter_map(|rel| ModuleSpecifier::from_directory_path(workspace).ok()?.join(rel).ok())
+        .map(|u| u.to_string())
+        .collect()
+}
+
+/// A stack line inside the runtime's own JS, which tells a script author nothing.
+fn is_internal_frame(line: &str) -> bool {
+    let l = line.trim_start();
+    l.starts_with("at ") && (l.contains("(ext:") || l.starts_with("at ext:"))
+}
+
+/// Scripts written for Node or Deno reach for globals that deliberately do not exist here.
+fn missing_global_hint(message: &str) -> Option<&'static str> {
+    let name = message.strip_suffix(" is not defined")?;
+    match name {
+        "process" | "Deno" | "require" | "module" | "__dirname" | "__filename" | "Buffer" | "Bun" => Some(
+            "scripts run without file system, network, environment or process access; \
+             call MCP tools through ./servers/<server>/index.ts",
+        ),
+        _ => None,
+    }
+}
+
+/// Workspace file URLs read as paths relative to the workspace; other file URLs as paths.
+fn rewrite_failure(mut f: ExecFailure, prefix: &str) -> ExecFailure {
+    let rewrite = |s: &str| {
+        let s = if prefix.is_empty() { s.to_string() } else { s.replace(prefix, "") };
+        s.replace("file://", "")
+    };
+    f.message = rewrite(&f.message);
+    f.stack = f.stack.map(|s| rewrite(&s));
+    f
+}
+
+fn absolute(path: &Path) -> PathBuf {
+    let abs = if path.is_absolute() {
+        path.to_path_buf()
+    } else {
+        std::env::current_dir().map(|d| d.join(path)).unwrap_or_else(|_| path.to_path_buf())
+    };
+    std::fs::canonicalize(&abs).unwrap_or_else(|_| normalize(&abs))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_bytecode_cache_is_trimmed_to_the_newest_entries() {
+        let dir = tempfile::tempdir().unwrap();
+        let old = std::time::SystemTime::now() - Duration::from_secs(3600);
+        for i in 0..10 {
+            let p = dir.path().join(format!("{i:016x}.qbc"));
+            std::fs::write(&p, b"x").unwrap();
+            // Files 0..5 are an hour old, 5..10 fresh.
+            if i < 5 {
+                std::fs::File::options().write(true).open(&p).unwrap().set_modified(old).unwrap();
+            }
+        }
+        std::fs::write(dir.path().join("stale.tmp"), b"x").unwrap();
+        std::fs::write(dir.path().join("other.txt"), b"x").unwrap();
+        prune_bytecode_cache(dir.path(), 20);
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 11, "under the limit only .tmp goes");
+        prune_bytecode_cache(dir.path(), 8);
+        let left: Vec<String> =
+            std::fs::read_dir(dir.path()).unwrap().flatten().map(|e| e.file_name().to_string_lossy().into()).collect();
+        assert!(left.contains(&"other.txt".to_string()), "only cache files are touched");
+        let kept: Vec<&String> = left.iter().filter(|n| n.ends_with(".qbc")).collect();
+        assert_eq!(kept.len(), 4, "{left:?}");
+        for name in kept {
+            let i = u64::from_str_radix(name.trim_end_matches(".qbc"), 16).unwrap();
+            assert!(i >= 5, "an old entry survived: {name}");
+        }
+    }
+}

@@ -1,0 +1,399 @@
+//! Module resolution and loading for scripts: everything resolves inside the workspace.
+//!
+//! Only relative (`./x.ts`, `../x.ts`) and absolute paths are accepted, and the file they name
+//! (after following symlinks) must lie inside the workspace directory. URL specifiers (`node:`,
+//! `npm:`, `jsr:`, `http(s):`, `file:`, ...) and bare package names fail with a message that says
+//! why. The entry script itself may live anywhere; it is handed over as source text.
+//!
+//! `.ts`/`.mts` modules are transpiled (type-stripped) with deno_ast on load, keeping source maps
+//! so stack traces point at TypeScript lines. Transpiled output is cached across executions by
+//! path, size and modification time.
+
+use std::borrow::Cow;
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::path::{Component, Path, PathBuf};
+use std::rc::Rc;
+use std::time::SystemTime;
+
+use deno_core::{
+    ModuleLoadOptions, ModuleLoadReferrer, ModuleLoadResponse, ModuleLoader, ModuleSource, ModuleSourceCode,
+    ModuleSpecifier, ModuleType, ResolutionKind,
+};
+use deno_error::JsErrorBox;
+
+use super::FailureKind;
+use crate::cli::output::suggest;
+
+/// Transpiled modules shared by every isolate of one runner thread.
+pub(crate) type TranspileCache = Rc<RefCell<HashMap<PathBuf, Cached>>>;
+
+pub(crate) struct Cached {
+    modified: Option<SystemTime>,
+    len: u64,
+    code: String,
+    source_map: Option<Vec<u8>>,
+}
+
+/// A failed resolution or load, remembered so a failed static import is reported as such.
+#[derive(Debug, Clone)]
+pub(crate) struct LoadFailure {
+    pub kind: FailureKind,
+    pub message: String,
+}
+
+/// The directory scripts may import from, fixed when a job starts.
+struct Job {
+    /// Canonical when the directory exists (so symlinks cannot lead out of it).
+    root: PathBuf,
+}
+
+pub(crate) struct WorkspaceLoader {
+    job: RefCell<Option<Job>>,
+    cache: TranspileCache,
+    source_maps: RefCell<HashMap<String, Vec<u8>>>,
+    failure: RefCell<Option<LoadFailure>>,
+}
+
+impl WorkspaceLoader {
+    pub(crate) fn new(cache: TranspileCache) -> WorkspaceLoader {
+        WorkspaceLoader {
+            job: RefCell::new(None),
+            cache,
+            source_maps: RefCell::new(HashMap::new()),
+            failure: RefCell::new(None),
+        }
+    }
+
+    /// Confines this loader to `root` (the workspace, absolute).
+    pub(crate) fn set_root(&self, root: PathBuf) {
+        *self.job.borrow_mut() = Some(Job { root });
+    }
+
+    /// The first resolution or load failure of this job, if any.
+    pub(crate) fn take_failure(&self) -> Option<LoadFailure> {
+        self.failure.borrow_mut().take()
+    }
+
+    fn fail(&self, kind: FailureKind, message: String) -> JsErrorBox {
+        let mut slot = self.failure.borrow_mut();
+        if slot.is_none() {
+            *slot = Some(LoadFailure { kind, message: message.clone() });
+        }
+        JsErrorBox::type_error(message)
+    }
+
+    fn root(&self) -> PathBuf {
+        self.job.borrow().as_ref().map(|j| j.root.clone()).unwrap_or_default()
+    }
+
+    /// Transpiles the entry script (source text) and remembers its source map. `Err` is a
+    /// compile failure, already recorded.
+    pub(crate) fn transpile_entry(&self, specifier: &ModuleSpecifier, text: String) -> Result<String, LoadFailure> {
+        let path = specifier.to_file_path().unwrap_or_default();
+        let kind = media_kind(&path).unwrap_or(MediaKind::TypeScript);
+        match self.transpile(specifier, text, kind) {
+            Ok(code) => Ok(code),
+            Err(message) => {
+                let failure = LoadFailure { kind: FailureKind::Compile, message };
+                *self.failure.borrow_mut() = Some(failure.clone());
+                Err(failure)
+            }
+        }
+    }
+
+    fn transpile(&self, specifier: &ModuleSpecifier, text: String, kind: MediaKind) -> Result<String, String> {
+        if kind == MediaKind::JavaScript {
+            return Ok(text);
+        }
+        let (code, map) = transpile_ts(specifier, text).map_err(|e| self.rewrite_urls(&e))?;
+        if let Some(map) = map {
+            self.source_maps.borrow_mut().insert(specifier.to_string(), map);
+        }
+        Ok(code)
+    }
+
+    /// Replaces `file://<workspace>/` in diagnostics by nothing, so they read `main.ts:3:9`.
+    fn rewrite_urls(&self, text: &str) -> String {
+        let root = self.root();
+        match ModuleSpecifier::from_directory_path(&root) {
+            Ok(url) => text.replace(url.as_str(), ""),
+            Err(()) => text.to_string(),
+        }
+    }
+
+    fn resolve_path(&self, specifier: &str, referrer: &str) -> Result<ModuleSpecifier, JsErrorBox> {
+        let root = self.root();
+        let referrer_path = ModuleSpecifier::parse(referrer).ok().and_then(|u| u.to_file_path().ok());
+        let from = referrer_path.as_deref().map(|p| display_path(&root, p)).unwrap_or_else(|| "the script".into());
+        let deny =
+            |why: String| self.fail(FailureKind::Import, format!("cannot import \"{specifier}\" from {from}: {why}"));
+
+        if let Some(scheme) = url_scheme(specifier) {
+            return Err(deny(scheme_reason(&scheme)));
+        }
+        if !(specifier.starts_with("./") || specifier.starts_with("../") || specifier.starts_with('/')) {
+            return Err(deny(
+                "package imports are not available; import relative paths inside the workspace, \
+                 such as \"./servers/<server>/index.ts\""
+                    .into(),
+            ));
+        }
+        let base =
+            referrer_path.as_deref().and_then(Path::parent).map(Path::to_path_buf).unwrap_or_else(|| root.clone());
+        let joined =
+            normalize(&if specifier.starts_with('/') { PathBuf::from(specifier) } else { base.join(specifier) });
+        if !joined.starts_with(&root) {
+            return Err(deny(format!(
+                "{} is outside the workspace {}; scripts may only import modules inside it",
+                joined.display(),
+                root.display()
+            )));
+        }
+        let Some(found) = candidates(&joined).into_iter().find(|p| p.is_file()) else {
+            return Err(deny(not_found(&root, &joined)));
+        };
+        let real = std::fs::canonicalize(&found).map_err(|e| deny(format!("cannot read {}: {e}", found.display())))?;
+        if !real.starts_with(&root) {
+            return Err(deny(format!(
+                "{} leads outside the workspace (to {}); scripts may only import modules inside it",
+                display_path(&root, &found),
+                real.display()
+            )));
+        }
+        if media_kind(&real).is_none() {
+            return Err(deny(format!(
+                "{} is not a module scripts can import (only .ts, .mts, .js and .mjs files)",
+                display_path(&root, &real)
+            )));
+        }
+        ModuleSpecifier::from_file_path(&real).map_err(|()| deny(format!("{} is not a valid path", real.display())))
+    }
+
+    fn load_module(&self, specifier: &ModuleSpecifier) -> Result<ModuleSource, JsErrorBox> {
+        let root = self.root();
+        let path = specifier
+            .to_file_path()
+            .map_err(|()| self.fail(FailureKind::Import, format!("cannot load {specifier}: not a file")))?;
+        // Resolution already checked this; checking the real path again here keeps load() safe on
+        // its own (and against a symlink swapped in between).
+        let path = std::fs::canonicalize(&path).unwrap_or(path);
+        if !path.starts_with(&root) {
+            return Err(
+                self.fail(FailureKind::Import, format!("cannot load {}: outside the workspace", path.display()))
+            );
+        }
+        let kind = media_kind(&path)
+            .ok_or_else(|| self.fail(FailureKind::Import, format!("cannot load {}: not a module", path.display())))?;
+        let meta = std::fs::metadata(&path)
+            .map_err(|e| self.fail(FailureKind::Import, format!("cannot read {}: {e}", display_path(&root, &path))))?;
+        let modified = meta.modified().ok();
+        if let Some(hit) = self.cache.borrow().get(&path)
+            && hit.len == meta.len()
+            && hit.modified == modified
+            && modified.is_some()
+        {
+            if let Some(map) = &hit.source_map {
+                self.source_maps.borrow_mut().insert(specifier.to_string(), map.clone());
+            }
+            return Ok(module_source(specifier, hit.code.clone()));
+        }
+        let text = std::fs::read_to_string(&path)
+            .map_err(|e| self.fail(FailureKind::Import, format!("cannot read {}: {e}", display_path(&root, &path))))?;
+        let code = self.transpile(specifier, text, kind).map_err(|m| self.fail(FailureKind::Compile, m))?;
+        let source_map = self.source_maps.borrow().get(specifier.as_str()).cloned();
+        self.cache.borrow_mut().insert(path, Cached { modified, len: meta.len(), code: code.clone(), source_map });
+        Ok(module_source(specifier, code))
+    }
+}
+
+fn module_source(specifier: &ModuleSpecifier, code: String) -> ModuleSource {
+    ModuleSource::new(ModuleType::JavaScript, ModuleSourceCode::String(code.into()), specifier, None)
+}
+
+impl ModuleLoader for WorkspaceLoader {
+    fn resolve(
+        &self,
+        specifier: &str,
+        referrer: &str,
+        kind: ResolutionKind,
+    ) -> Result<ModuleSpecifier, deno_core::error::ModuleLoaderError> {
+        // The entry is loaded from source under its own file URL; it resolves to itself.
+        if kind == ResolutionKind::MainModule
+            && let Ok(url) = ModuleSpecifier::parse(specifier)
+            && url.scheme() == "file"
+        {
+            return Ok(url);
+        }
+        self.resolve_path(specifier, referrer)
+    }
+
+    fn load(
+        &self,
+        specifier: &ModuleSpecifier,
+        _referrer: Option<&ModuleLoadReferrer>,
+        _options: ModuleLoadOptions,
+    ) -> ModuleLoadResponse {
+        ModuleLoadResponse::Sync(self.load_module(specifier))
+    }
+
+    fn get_source_map(&self, specifier: &str) -> Option<Cow<'_, [u8]>> {
+        self.source_maps.borrow().get(specifier).map(|m| Cow::Owned(m.clone()))
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum MediaKind {
+    TypeScript,
+    JavaScript,
+}
+
+fn media_kind(path: &Path) -> Option<MediaKind> {
+    let name = path.file_name()?.to_str()?;
+    if name.ends_with(".d.ts") || name.ends_with(".d.mts") {
+        return None;
+    }
+    match path.extension()?.to_str()? {
+        "ts" | "mts" => Some(MediaKind::TypeScript),
+        "js" | "mjs" => Some(MediaKind::JavaScript),
+        _ => None,
+    }
+}
+
+/// Strips types; returns the JavaScript and its source map.
+fn transpile_ts(specifier: &ModuleSpecifier, text: String) -> Result<(String, Option<Vec<u8>>), String> {
+    let parsed = deno_ast::parse_module(deno_ast::ParseParams {
+        specifier: specifier.clone(),
+        text: text.into(),
+        media_type: deno_ast::MediaType::TypeScript,
+        capture_tokens: false,
+        scope_analysis: false,
+        maybe_syntax: None,
+    })
+    .map_err(|e| e.to_string())?;
+    let emitted = parsed
+        .transpile(
+            &deno_ast::TranspileOptions {
+                imports_not_used_as_values: deno_ast::ImportsNotUsedAsValues::Remove,
+                ..Default::default()
+            },
+            &deno_ast::TranspileModuleOptions { module_kind: None },
+            &deno_ast::EmitOptions {
+                source_map: deno_ast::SourceMapOption::Separate,
+                inline_sources: false,
+                ..Default::default()
+            },
+        )
+        .map_err(|e| e.to_string())?
+        .into_source();
+    Ok((emitted.text, emitted.source_map.map(String::into_bytes)))
+}
+
+/// `node` for `node:fs`, `https` for `https://x`; `None` for paths. A one-letter "scheme" is
+/// not one (Windows drive letters never reach here, but `c:` is not a module scheme anyway).
+fn url_scheme(specifier: &str) -> Option<String> {
+    let colon = specifier.find(':')?;
+    let scheme = &specifier[..colon];
+    let valid = scheme.len() > 1
+        && scheme.starts_with(|c: char| c.is_ascii_alphabetic())
+        && scheme.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.'));
+    valid.then(|| scheme.to_ascii_lowercase())
+}
+
+fn scheme_reason(scheme: &str) -> String {
+    let tail = "scripts may only import relative paths inside the workspace";
+    match scheme {
+        "node" => format!("node: modules are not available (no file system, network or process access); {tail}"),
+        "npm" | "jsr" => format!("{scheme}: packages are not available; {tail}"),
+        "http" | "https" => format!("remote modules are not available (no network access); {tail}"),
+        "file" => format!("file: URLs are not allowed; {tail}"),
+        other => format!("{other}: specifiers are not allowed; {tail}"),
+    }
+}
+
+/// What the import might have meant: the path as written plus the usual extension fallbacks.
+fn candidates(path: &Path) -> Vec<PathBuf> {
+    let mut out = vec![path.to_path_buf()];
+    if media_kind(path).is_none() {
+        let s = path.as_os_str().to_string_lossy();
+        out.push(PathBuf::from(format!("{s}.ts")));
+        out.push(PathBuf::from(format!("{s}.js")));
+        out.push(path.join("index.ts"));
+        out.push(path.join("index.js"));
+    }
+    out
+}
+
+fn not_found(root: &Path, path: &Path) -> String {
+    let mut msg = format!("no such module {} in the workspace", display_path(root, path));
+    // Suggest from the deepest existing ancestor: a typo in the server or tool name.
+    let mut missing = path;
+    while let Some(parent) = missing.parent() {
+        if parent.is_dir() {
+            let wanted = missing.file_name().and_then(|n| n.to_str()).unwrap_or("");
+            let names: Vec<String> = std::fs::read_dir(parent)
+                .map(|rd| rd.flatten().filter_map(|e| e.file_name().to_str().map(str::to_string)).collect())
+                .unwrap_or_default();
+            let close = suggest(wanted, names.iter().map(String::as_str));
+            if let Some(best) = close.first() {
+                msg.push_str(&format!("; did you mean {}?", display_path(root, &parent.join(best))));
+            }
+            break;
+        }
+        if !parent.starts_with(root) {
+            break;
+        }
+        missing = parent;
+    }
+    msg
+}
+
+/// `a/./b/../c` → `a/c`, without touching the file system.
+pub(crate) fn normalize(path: &Path) -> PathBuf {
+    let mut out = PathBuf::new();
+    for c in path.components() {
+        match c {
+            Component::ParentDir => {
+                out.pop();
+            }
+            Component::CurDir => {}
+            other => out.push(other.as_os_str()),
+        }
+    }
+    out
+}
+
+fn display_path(root: &Path, path: &Path) -> String {
+    match path.strip_prefix(root) {
+        Ok(rel) if !root.as_os_str().is_empty() => rel.display().to_string(),
+        _ => path.display().to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn schemes() {
+        assert_eq!(url_scheme("node:fs").as_deref(), Some("node"));
+        assert_eq!(url_scheme("https://x.y/z.ts").as_deref(), Some("https"));
+        assert_eq!(url_scheme("./a:b.ts"), None);
+        assert_eq!(url_scheme("/etc/passwd"), None);
+        assert_eq!(url_scheme("lodash"), None);
+    }
+
+    #[test]
+    fn normalizes_lexically() {
+        assert_eq!(normalize(Path::new("/ws/a/../b/./c.ts")), PathBuf::from("/ws/b/c.ts"));
+        assert_eq!(normalize(Path::new("/ws/../../etc/passwd")), PathBuf::from("/etc/passwd"));
+    }
+
+    #[test]
+    fn media_kinds() {
+        assert_eq!(media_kind(Path::new("a.ts")), Some(MediaKind::TypeScript));
+        assert_eq!(media_kind(Path::new("a.mjs")), Some(MediaKind::JavaScript));
+        assert_eq!(media_kind(Path::new("a.d.ts")), None);
+        assert_eq!(media_kind(Path::new("passwd")), None);
+    }
+}

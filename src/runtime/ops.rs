@@ -1,0 +1,178 @@
+//! The ops under the bootstrap JS: the whole surface script code can ever reach (indirectly,
+//! through the functions `runtime-js/bootstrap.js` builds on them; the ops themselves are not
+//! reachable from scripts). Tool calls, captured output, URL parsing, UTF-8 validation, and the
+//! registration of the bootstrap's private "settle the default export" function.
+//!
+//! Per-execution state lives in the `OpState` as [`JobState`], put there when a job starts.
+
+use std::cell::RefCell;
+use std::rc::Rc;
+
+use bytes::Bytes;
+use deno_core::{OpState, op2, v8};
+use serde_json::json;
+
+use super::output::{OutputSink, Stream};
+use crate::bridge::BridgeClient;
+
+/// What the ops of one execution share.
+pub(crate) struct JobState {
+    pub bridge: Option<BridgeClient>,
+    /// Caps tool calls in flight; the rest queue here.
+    pub call_slots: Rc<tokio::sync::Semaphore>,
+    pub tool_calls: u64,
+    pub output: OutputSink,
+    /// `file:///…/workspace/`: cut from stack traces printed by `console` so they read `main.ts:3:9`.
+    pub stack_prefix: String,
+}
+
+/// The bootstrap's `settleDefault(namespace)`, registered once per isolate.
+pub(crate) struct SettleFn(pub v8::Global<v8::Function>);
+
+deno_core::extension!(
+    agent_runtime,
+    ops = [
+        op_agent_call_tool,
+        op_agent_write,
+        op_agent_register,
+        op_agent_url_parse,
+        op_agent_url_set,
+        op_agent_utf8_valid,
+        op_agent_stack_prefix,
+    ],
+);
+
+/// The extension with the bootstrap module embedded in the binary.
+pub(crate) fn extension() -> deno_core::Extension {
+    const SPECIFIER: &str = "ext:agent_runtime/bootstrap.js";
+    let mut ext = agent_runtime::init();
+    ext.esm_files = std::borrow::Cow::Owned(vec![deno_core::ExtensionFileSource::new(
+        SPECIFIER,
+        deno_core::ascii_str_include!(concat!(env!("CARGO_MANIFEST_DIR"), "/runtime-js/bootstrap.js")),
+    )]);
+    ext.esm_entry_point = Some(SPECIFIER);
+    ext
+}
+
+/// One tool call through the bridge. Answers `"1" + CallToolResult JSON` or `"0" + error JSON`
+/// (`{code, status, message, suggestions}`): never an exception, so the bootstrap decides how
+/// failures look to scripts.
+#[op2]
+#[string]
+async fn op_agent_call_tool(state: Rc<RefCell<OpState>>, #[string] body: String) -> String {
+    let (bridge, slots) = {
+        let mut s = state.borrow_mut();
+        let job = s.borrow_mut::<JobState>();
+        job.tool_calls += 1;
+        (job.bridge.clone(), job.call_slots.clone())
+    };
+    let Some(bridge) = bridge else {
+        return error_answer("bridge_unreachable", None, "no MCP bridge: tool calls are not available here", &[]);
+    };
+    // The semaphore is never closed, so acquiring only waits for a free slot.
+    let _slot = slots.acquire().await;
+    match bridge.call_bytes(Bytes::from(body)).await {
+        Ok(bytes) => {
+            let mut answer = String::with_capacity(bytes.len() + 1);
+            answer.push('1');
+            answer.push_str(&String::from_utf8_lossy(&bytes));
+            answer
+        }
+        Err(e) => error_answer(e.code_str(), e.status, &e.message, &e.suggestions),
+    }
+}
+
+fn error_answer(code: &str, status: Option<u16>, message: &str, suggestions: &[String]) -> String {
+    let body = json!({ "code": code, "status": status, "message": message, "suggestions": suggestions });
+    format!("0{body}")
+}
+
+/// Console output: stream 1 is stdout, anything else stderr.
+#[op2(fast)]
+fn op_agent_write(state: &mut OpState, #[smi] stream: u32, #[string] text: &str) {
+    let stream = if stream == 1 { Stream::Stdout } else { Stream::Stderr };
+    state.borrow_mut::<JobState>().output.write(stream, text);
+}
+
+#[op2(fast)]
+fn op_agent_register(scope: &mut v8::PinScope, state: &mut OpState, settle: v8::Local<v8::Function>) {
+    state.put(SettleFn(v8::Global::new(scope, settle)));
+}
+
+#[op2]
+#[string]
+fn op_agent_stack_prefix(state: &mut OpState) -> String {
+    state.try_borrow::<JobState>().map(|j| j.stack_prefix.clone()).unwrap_or_default()
+}
+
+#[op2(fast)]
+fn op_agent_utf8_valid(#[buffer] bytes: &[u8]) -> bool {
+    std::str::from_utf8(bytes).is_ok()
+}
+
+/// The WHATWG components of a URL, in the order the bootstrap's `URL` class reads them.
+fn url_parts(u: &deno_core::url::Url) -> Vec<String> {
+    use deno_core::url::quirks;
+    vec![
+        quirks::href(u).to_string(),
+        quirks::origin(u),
+        quirks::protocol(u).to_string(),
+        quirks::username(u).to_string(),
+        quirks::password(u).to_string(),
+        quirks::host(u).to_string(),
+        quirks::hostname(u).to_string(),
+        quirks::port(u).to_string(),
+        quirks::pathname(u).to_string(),
+        quirks::search(u).to_string(),
+        quirks::hash(u).to_string(),
+    ]
+}
+
+/// `new URL(url, base)`: the components, or null when it does not parse.
+#[op2]
+#[serde]
+fn op_agent_url_parse(#[string] url: String, #[string] base: Option<String>) -> Option<Vec<String>> {
+    use deno_core::url::Url;
+    let parsed = match base {
+        Some(base) => Url::parse(&base).and_then(|b| b.join(&url)),
+        None => Url::parse(&url),
+    };
+    parsed.ok().map(|u| url_parts(&u))
+}
+
+/// A URL component setter: the new components, or null when the new href does not parse
+/// (the other setters ignore invalid values, as the URL standard says).
+#[op2]
+#[serde]
+fn op_agent_url_set(#[string] href: String, #[string] name: String, #[string] value: String) -> Option<Vec<String>> {
+    use deno_core::url::{Url, quirks};
+    let mut u = Url::parse(&href).ok()?;
+    match name.as_str() {
+        "href" => {
+            quirks::set_href(&mut u, &value).ok()?;
+        }
+        "protocol" => {
+            let _ = quirks::set_protocol(&mut u, &value);
+        }
+        "username" => {
+            let _ = quirks::set_username(&mut u, &value);
+        }
+        "password" => {
+            let _ = quirks::set_password(&mut u, &value);
+        }
+        "host" => {
+            let _ = quirks::set_host(&mut u, &value);
+        }
+        "hostname" => {
+            let _ = quirks::set_hostname(&mut u, &value);
+        }
+        "port" => {
+            let _ = quirks::set_port(&mut u, &value);
+        }
+        "pathname" => quirks::set_pathname(&mut u, &value),
+        "search" => quirks::set_search(&mut u, &value),
+        "hash" => quirks::set_hash(&mut u, &value),
+        _ => return None,
+    }
+    Some(url_parts(&u))
+}

@@ -1,0 +1,183 @@
+//! Which MCP servers a script refers to, found without running it: imports of
+//! `servers/<dir>/...` inside the workspace (followed through the script's own relative imports),
+//! and literal `callMCPTool("<server>", ...)` / `__agentCallTool("<server>", ...)` calls.
+//!
+//! This is a text scan, deliberately forgiving: a match inside a comment only starts a server
+//! that was not needed, and a server named at run time is still started on demand by the bridge.
+//! It never reads outside the workspace (the entry script aside) and never reads generated
+//! server files (their directory already names the server).
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+
+use super::loader::normalize;
+
+/// At most this many workspace files are scanned per script (imports are followed transitively).
+const MAX_FILES: usize = 200;
+
+/// What a script refers to.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct ScriptRefs {
+    /// Directory names under `<workspace>/servers/` the script imports from.
+    pub server_dirs: BTreeSet<String>,
+    /// Server names in literal `callMCPTool("...")` / `__agentCallTool("...")` calls.
+    pub called_servers: BTreeSet<String>,
+}
+
+/// Scans `source` (the entry script, living at `entry_path`) and the workspace modules it
+/// imports. `workspace` should be absolute.
+pub fn scan(source: &str, entry_path: &Path, workspace: &Path) -> ScriptRefs {
+    let root = std::fs::canonicalize(workspace).unwrap_or_else(|_| normalize(workspace));
+    let servers_dir = root.join("servers");
+    let mut refs = ScriptRefs::default();
+    let mut seen: BTreeSet<PathBuf> = BTreeSet::new();
+    let mut queue: Vec<(PathBuf, String)> = vec![(entry_path.to_path_buf(), source.to_string())];
+    while let Some((path, text)) = queue.pop() {
+        for name in called_servers(&text) {
+            refs.called_servers.insert(name);
+        }
+        let base = path.parent().map(Path::to_path_buf).unwrap_or_else(|| root.clone());
+        for spec in import_specifiers(&text) {
+            if !(spec.starts_with("./") || spec.starts_with("../") || spec.starts_with('/')) {
+                continue;
+            }
+            let target = normalize(&base.join(&spec));
+            if let Ok(rest) = target.strip_prefix(&servers_dir) {
+                if let Some(dir) = rest.components().next().and_then(|c| c.as_os_str().to_str()) {
+                    refs.server_dirs.insert(dir.trim_end_matches(".ts").to_string());
+                }
+                continue;
+            }
+            if !target.starts_with(&root) || seen.len() >= MAX_FILES {
+                continue;
+            }
+            let file = [target.clone(), PathBuf::from(format!("{}.ts", target.display())), target.join("index.ts")]
+                .into_iter()
+                .find(|p| p.is_file());
+            let Some(file) = file else { continue };
+            let Ok(real) = std::fs::canonicalize(&file) else { continue };
+            if !real.starts_with(&root) || !seen.insert(real.clone()) {
+                continue;
+            }
+            if let Ok(text) = std::fs::read_to_string(&real) {
+                queue.push((real, text));
+            }
+        }
+    }
+    refs
+}
+
+/// The string literals after `from`, `import` and `import(` (static, side-effect, re-export and
+/// dynamic imports).
+fn import_specifiers(text: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    for keyword in ["from", "import"] {
+        let mut at = 0;
+        while let Some(pos) = text[at..].find(keyword) {
+            let start = at + pos;
+            at = start + keyword.len();
+            let before_ok = text[..start].chars().next_back().is_none_or(|c| !is_ident(c));
+            if !before_ok {
+                continue;
+            }
+            let rest = text[at..].trim_start();
+            let rest = rest.strip_prefix('(').map(str::trim_start).unwrap_or(rest);
+            if let Some(lit) = string_literal(rest) {
+                out.push(lit);
+            }
+        }
+    }
+    out
+}
+
+/// Server names in `callMCPTool("server"` and `__agentCallTool("server"` (a type argument such
+/// as `callMCPTool<Out>("server"` is skipped).
+fn called_servers(text: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    for func in ["callMCPTool", "__agentCallTool"] {
+        let mut at = 0;
+        while let Some(pos) = text[at..].find(func) {
+            let start = at + pos;
+            at = start + func.len();
+            if text[..start].chars().next_back().is_some_and(is_ident) {
+                continue;
+            }
+            let mut rest = text[at..].trim_start();
+            if let Some(generic) = rest.strip_prefix('<') {
+                let Some(close) = generic.find('>') else { continue };
+                rest = generic[close + 1..].trim_start();
+            }
+            let Some(args) = rest.strip_prefix('(') else { continue };
+            if let Some(lit) = string_literal(args.trim_start()) {
+                out.push(lit);
+            }
+        }
+    }
+    out
+}
+
+fn is_ident(c: char) -> bool {
+    c.is_alphanumeric() || c == '_' || c == '$'
+}
+
+/// The content of a '...', "..." or `...` literal at the start of `s` (no escapes, no `${`).
+fn string_literal(s: &str) -> Option<String> {
+    let quote = s.chars().next().filter(|c| matches!(c, '"' | '\'' | '`'))?;
+    let body = &s[1..];
+    let end = body.find(quote)?;
+    let lit = &body[..end];
+    (!lit.contains('\\') && !lit.contains("${") && !lit.contains('\n')).then(|| lit.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn finds_imports_and_literal_calls() {
+        let src = r#"
+            import { echo } from "./servers/fixture/index.ts";
+            import * as gh from './servers/github/index.ts';
+            export { x } from "./lib.ts";
+            const m = await import("./servers/dyn/echo.ts");
+            import "./side.ts";
+            const r = await callMCPTool<{sum: number}>("everything", "add", {});
+            await __agentCallTool('other', "t", {});
+            myCallMCPTool("nope", "x");
+            callMCPTool(server, "x");
+        "#;
+        let specs = import_specifiers(src);
+        for s in [
+            "./servers/fixture/index.ts",
+            "./servers/github/index.ts",
+            "./lib.ts",
+            "./servers/dyn/echo.ts",
+            "./side.ts",
+        ] {
+            assert!(specs.contains(&s.to_string()), "{s} missing from {specs:?}");
+        }
+        let mut called = called_servers(src);
+        called.sort();
+        assert_eq!(called, vec!["everything", "other"]);
+    }
+
+    #[test]
+    fn follows_relative_imports_inside_the_workspace_only() {
+        let dir = tempfile::tempdir().unwrap();
+        let ws = dir.path().join("ws");
+        std::fs::create_dir_all(ws.join("lib")).unwrap();
+        std::fs::write(
+            ws.join("lib/util.ts"),
+            "import { a } from '../servers/alpha/index.ts';\ncallMCPTool('beta', 't');",
+        )
+        .unwrap();
+        std::fs::write(dir.path().join("outside.ts"), "import '../ws/servers/never/index.ts';").unwrap();
+        let refs = scan(
+            "import { u } from './lib/util.ts';\nimport '../outside.ts';\nimport './servers/gamma/x.ts';",
+            &ws.join("main.ts"),
+            &ws,
+        );
+        assert_eq!(refs.server_dirs.iter().cloned().collect::<Vec<_>>(), vec!["alpha", "gamma"]);
+        assert_eq!(refs.called_servers.iter().cloned().collect::<Vec<_>>(), vec!["beta"]);
+    }
+}

@@ -1,0 +1,325 @@
+//! The Unix-socket bridge, end to end: a real `BridgeServer` in front of a real `McpManager`
+//! and the fixture server, spoken to with raw HTTP over the socket (the protocol other runtimes
+//! use), and the socket's life cycle around the real `agent` binary.
+
+mod support;
+
+use std::os::unix::fs::PermissionsExt;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use agent::bridge::protocol::CallRequest;
+use agent::bridge::{BridgeClient, BridgeServer};
+use agent::config::{Config, LoadOptions};
+use agent::mcp::McpManager;
+use agent::runtime::{ExecRequest, Executor, Limits, Script};
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full, StreamBody};
+use hyper::body::Frame;
+use hyper_util::client::legacy::Client;
+use hyperlocal::UnixClientExt;
+use serde_json::{Value, json};
+use support::{Project, fixture_stdio_yaml};
+
+struct Setup {
+    _project: Project,
+    manager: Arc<McpManager>,
+    bridge: BridgeServer,
+}
+
+async fn setup(servers_yaml: &str) -> Setup {
+    let project = Project::with_servers(servers_yaml);
+    let opts =
+        LoadOptions { project_dir: Some(project.path().to_path_buf()), skip_user_config: true, ..Default::default() };
+    let mut config = Config::load_with_env(&opts, &Default::default()).unwrap();
+    config.mcp.code_execution.workspace_dir = project.path().join(".kodelet/mcp");
+    let manager = Arc::new(McpManager::new(&config));
+    let bridge = BridgeServer::start(manager.clone()).await.unwrap();
+    Setup { _project: project, manager, bridge }
+}
+
+impl Setup {
+    async fn finish(self) {
+        self.bridge.stop().await;
+        self.manager.shutdown().await;
+    }
+}
+
+/// One raw HTTP request over the socket: (status, JSON body).
+async fn raw(socket: &Path, method: &str, path: &str, token: Option<&str>, body: impl Into<Bytes>) -> (u16, Value) {
+    let client: Client<hyperlocal::UnixConnector, Full<Bytes>> = Client::unix();
+    let mut req = hyper::Request::builder()
+        .method(method)
+        .uri(hyper::Uri::from(hyperlocal::Uri::new(socket, path)))
+        .header("content-type", "application/json");
+    if let Some(t) = token {
+        req = req.header("authorization", format!("Bearer {t}"));
+    }
+    let resp = client.request(req.body(Full::new(body.into())).unwrap()).await.unwrap();
+    let status = resp.status().as_u16();
+    let bytes = resp.into_body().collect().await.unwrap().to_bytes();
+    (status, serde_json::from_slice(&bytes).unwrap_or(Value::Null))
+}
+
+fn call_body(server: &str, tool: &str, args: Value) -> Vec<u8> {
+    serde_json::to_vec(&json!({"server": server, "tool": tool, "arguments": args})).unwrap()
+}
+
+#[tokio::test]
+async fn call_tools_and_health() {
+    let s = setup(&fixture_stdio_yaml("fixture", &[])).await;
+    let ep = s.bridge.endpoint().clone();
+    let (status, body) = raw(&ep.socket, "GET", "/health", None, Bytes::new()).await;
+    assert_eq!((status, body), (200, json!({"ok": true})));
+    let (status, body) =
+        raw(&ep.socket, "POST", "/call", Some(&ep.token), call_body("fixture", "add", json!({"a": 2, "b": 3}))).await;
+    assert_eq!(status, 200);
+    assert_eq!(body["structuredContent"], json!({"sum": 5}));
+    assert_eq!(body["isError"], false);
+    assert!(body["content"].is_array());
+    let (status, body) =
+        raw(&ep.socket, "POST", "/call", Some(&ep.token), call_body("fixture", "fail", json!({}))).await;
+    assert_eq!((status, &body["isError"]), (200, &json!(true)), "a tool error is still a 200");
+    let (status, body) = raw(&ep.socket, "GET", "/tools", Some(&ep.token), Bytes::new()).await;
+    assert_eq!(status, 200);
+    assert!(body.as_array().unwrap().iter().any(|t| t["server"] == "fixture" && t["name"] == "echo"), "{body}");
+    s.finish().await;
+}
+
+#[tokio::test]
+async fn wrong_or_missing_token_is_401() {
+    let s = setup(&fixture_stdio_yaml("fixture", &[])).await;
+    let ep = s.bridge.endpoint().clone();
+    let body = call_body("fixture", "echo", json!({"message": "x"}));
+    for token in [None, Some("0000"), Some(&format!("{}0", ep.token)[..]), Some(&ep.token[1..])] {
+        let (status, resp) = raw(&ep.socket, "POST", "/call", token, body.clone()).await;
+        assert_eq!(status, 401, "{token:?}");
+        assert_eq!(resp["error"]["code"], "unauthorized");
+    }
+    let (status, _) = raw(&ep.socket, "GET", "/tools", Some("nope"), Bytes::new()).await;
+    assert_eq!(status, 401);
+    assert_eq!(s.bridge.calls(), 0, "nothing reached the manager");
+    s.finish().await;
+}
+
+#[tokio::test]
+async fn bad_json_and_bad_shapes_are_400() {
+    let s = setup(&fixture_stdio_yaml("fixture", &[])).await;
+    let ep = s.bridge.endpoint().clone();
+    for body in [&b"{not json"[..], b"[]", b"{\"server\": \"fixture\"}", b"{\"server\": 1, \"tool\": \"echo\"}", b""] {
+        let (status, resp) = raw(&ep.socket, "POST", "/call", Some(&ep.token), body.to_vec()).await;
+        assert_eq!(status, 400, "{}", String::from_utf8_lossy(body));
+        assert_eq!(resp["error"]["code"], "bad_request");
+        assert!(resp["error"]["message"].as_str().unwrap().starts_with("invalid request body"), "{resp}");
+    }
+    let (status, resp) =
+        raw(&ep.socket, "POST", "/call", Some(&ep.token), call_body("fixture", "add", json!({"a": "two"}))).await;
+    assert_eq!(status, 400);
+    assert_eq!(resp["error"]["code"], "invalid_arguments");
+    let (status, resp) = raw(&ep.socket, "GET", "/call", Some(&ep.token), Bytes::new()).await;
+    assert_eq!((status, resp["error"]["code"].as_str()), (405, Some("method_not_allowed")));
+    let (status, resp) = raw(&ep.socket, "GET", "/nope", Some(&ep.token), Bytes::new()).await;
+    assert_eq!((status, resp["error"]["code"].as_str()), (404, Some("not_found")));
+    s.finish().await;
+}
+
+#[tokio::test]
+async fn oversized_bodies_are_413() {
+    let s = setup(&fixture_stdio_yaml("fixture", &[])).await;
+    let ep = s.bridge.endpoint().clone();
+    let limit = agent::bridge::protocol::MAX_REQUEST_BYTES;
+    let big = format!(r#"{{"server":"fixture","tool":"echo","arguments":{{"message":"{}"}}}}"#, "x".repeat(limit));
+    let (status, resp) = raw(&ep.socket, "POST", "/call", Some(&ep.token), big.into_bytes()).await;
+    assert_eq!(status, 413);
+    assert_eq!(resp["error"]["code"], "payload_too_large");
+    // Without a Content-Length (chunked), the limit is enforced while reading.
+    let client: Client<hyperlocal::UnixConnector, StreamBody<_>> = Client::unix();
+    let chunks =
+        (0..(limit / (1 << 20) + 2)).map(|_| Ok::<_, std::io::Error>(Frame::data(Bytes::from(vec![b' '; 1 << 20]))));
+    let req = hyper::Request::post(hyper::Uri::from(hyperlocal::Uri::new(&ep.socket, "/call")))
+        .header("authorization", format!("Bearer {}", ep.token))
+        .body(StreamBody::new(futures::stream::iter(chunks)))
+        .unwrap();
+    let resp = client.request(req).await.unwrap();
+    assert_eq!(resp.status().as_u16(), 413);
+    assert_eq!(s.bridge.calls(), 0);
+    s.finish().await;
+}
+
+#[tokio::test]
+async fn unknown_server_or_tool_is_404_with_suggestions() {
+    let s = setup(&fixture_stdio_yaml("fixture", &[])).await;
+    let ep = s.bridge.endpoint().clone();
+    let (status, resp) =
+        raw(&ep.socket, "POST", "/call", Some(&ep.token), call_body("fixture", "ech", json!({}))).await;
+    assert_eq!(status, 404);
+    assert_eq!(resp["error"]["code"], "unknown_tool");
+    assert_eq!(resp["error"]["suggestions"], json!(["echo"]));
+    assert!(resp["error"]["message"].as_str().unwrap().contains("did you mean `fixture.echo`?"), "{resp}");
+    let (status, resp) =
+        raw(&ep.socket, "POST", "/call", Some(&ep.token), call_body("fixtur", "echo", json!({}))).await;
+    assert_eq!(status, 404);
+    assert_eq!(resp["error"]["code"], "unknown_server");
+    assert_eq!(resp["error"]["suggestions"], json!(["fixture"]));
+    s.finish().await;
+}
+
+#[tokio::test]
+async fn call_timeout_is_504_and_a_crash_is_502() {
+    let s = setup(&format!("{}      call_timeout: 500ms\n", fixture_stdio_yaml("fixture", &[]))).await;
+    let ep = s.bridge.endpoint().clone();
+    let (status, resp) =
+        raw(&ep.socket, "POST", "/call", Some(&ep.token), call_body("fixture", "sleep", json!({"ms": 10000}))).await;
+    assert_eq!(status, 504);
+    assert_eq!(resp["error"]["code"], "timeout");
+    assert!(resp["error"]["message"].as_str().unwrap().contains("timed out after 500ms"), "{resp}");
+    let (status, resp) =
+        raw(&ep.socket, "POST", "/call", Some(&ep.token), call_body("fixture", "crash", json!({}))).await;
+    assert_eq!(status, 502);
+    assert_eq!(resp["error"]["code"], "server_error");
+    s.finish().await;
+}
+
+#[tokio::test]
+async fn a_hundred_concurrent_clients() {
+    let s = setup(&fixture_stdio_yaml("fixture", &[])).await;
+    let ep = s.bridge.endpoint().clone();
+    // Warm the server up, then 100 clients, each with its own connection, at once.
+    BridgeClient::new(ep.clone()).call(&req("echo", json!({"message": "warm"}))).await.unwrap();
+    let started = Instant::now();
+    let calls = (0..100).map(|i| {
+        let client = BridgeClient::new(ep.clone());
+        async move { client.call(&req("add", json!({"a": i, "b": 1000}))).await }
+    });
+    let results = futures::future::join_all(calls).await;
+    for (i, r) in results.into_iter().enumerate() {
+        assert_eq!(r.unwrap()["structuredContent"], json!({"sum": i + 1000}));
+    }
+    // And 100 that each take 300 ms: served side by side, not one after another (30 s).
+    let calls = (0..100).map(|_| {
+        let client = BridgeClient::new(ep.clone());
+        async move { client.call(&req("sleep", json!({"ms": 300}))).await }
+    });
+    let results = futures::future::join_all(calls).await;
+    assert!(results.iter().all(Result::is_ok));
+    assert!(started.elapsed() < Duration::from_secs(15), "{:?}", started.elapsed());
+    assert_eq!(s.bridge.calls(), 201);
+    s.finish().await;
+}
+
+fn req(tool: &str, args: Value) -> CallRequest {
+    CallRequest { server: "fixture".into(), tool: tool.into(), arguments: args.as_object().cloned().unwrap() }
+}
+
+#[tokio::test]
+async fn socket_permissions_stale_sockets_and_cleanup() {
+    let s = setup(&fixture_stdio_yaml("fixture", &[])).await;
+    let socket = s.bridge.endpoint().socket.clone();
+    let dir = socket.parent().unwrap().to_path_buf();
+    let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode(&socket), 0o600);
+    assert_eq!(mode(&dir), 0o700);
+    assert_eq!(s.bridge.endpoint().token.len(), 64);
+    s.finish().await;
+    assert!(!socket.exists() && !dir.exists(), "socket or its directory left behind");
+
+    // A stale socket at an explicit path is replaced; a regular file is refused.
+    let tmp = tempfile::tempdir().unwrap();
+    let path = tmp.path().join("b.sock");
+    drop(std::os::unix::net::UnixListener::bind(&path).unwrap());
+    assert!(path.exists(), "a stale socket file");
+    let manager = Arc::new(McpManager::new(&Config::default()));
+    let bridge = BridgeServer::start_at(manager.clone(), &path).await.unwrap();
+    let (status, _) = raw(&path, "GET", "/health", None, Bytes::new()).await;
+    assert_eq!(status, 200);
+    bridge.stop().await;
+    assert!(!path.exists());
+    std::fs::write(&path, "not a socket").unwrap();
+    let err = BridgeServer::start_at(manager, &path).await.err().unwrap();
+    assert!(err.to_string().contains("exists and is not a socket"), "{err}");
+}
+
+#[tokio::test]
+async fn the_token_is_not_reachable_from_a_script() {
+    let s = setup(&fixture_stdio_yaml("fixture", &[])).await;
+    let ep = s.bridge.endpoint().clone();
+    let executor = Executor::new();
+    // Collect every string reachable from the global object after a tool call went through.
+    let script = "await callMCPTool('fixture', 'echo', { message: 'hello' });\n\
+                  const seen = new Set<unknown>();\n\
+                  const strings = new Set<string>();\n\
+                  const queue: unknown[] = [globalThis];\n\
+                  while (queue.length) {\n\
+                    const v = queue.pop();\n\
+                    if (typeof v === 'string') { strings.add(v); continue; }\n\
+                    if ((typeof v !== 'object' && typeof v !== 'function') || v === null || seen.has(v)) continue;\n\
+                    seen.add(v);\n\
+                    for (const key of Reflect.ownKeys(v as object)) {\n\
+                      if (typeof key === 'string') strings.add(key);\n\
+                      try { queue.push((v as any)[key]); } catch {}\n\
+                    }\n\
+                    queue.push(Object.getPrototypeOf(v));\n\
+                  }\n\
+                  export default [...strings];\n";
+    let limits = Limits { max_output_bytes: 10 << 20, ..Limits::default() };
+    let outcome = executor
+        .execute(ExecRequest {
+            workspace: s._project.path().join(".kodelet/mcp"),
+            script: Script::Inline(script.into()),
+            limits,
+            bridge: Some(ep.clone()),
+        })
+        .await;
+    assert!(outcome.error.is_none(), "{:?}", outcome.error);
+    assert_eq!(outcome.tool_calls, 1);
+    let strings = outcome.value.unwrap();
+    let strings = strings.as_array().unwrap();
+    assert!(strings.len() > 1000, "only {} strings", strings.len());
+    assert!(strings.iter().any(|v| v == "callMCPTool"), "the walk should see the globals");
+    for v in strings {
+        let v = v.as_str().unwrap();
+        assert!(!v.contains(&ep.token), "the token is reachable");
+        assert!(!v.contains(ep.socket.to_str().unwrap()), "the socket path is reachable");
+    }
+    s.finish().await;
+}
+
+#[test]
+fn the_socket_is_gone_after_agent_exec_exits() {
+    let p = Project::with_servers(&fixture_stdio_yaml("fixture", &[]));
+    let tmp = p.path().join("tmp");
+    std::fs::create_dir_all(&tmp).unwrap();
+    // While the script runs its bridge directory exists (private) ...
+    let out = p
+        .cmd(&["exec", "-"])
+        .env("TMPDIR", &tmp)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .and_then(|mut child| {
+            use std::io::Write;
+            let mut stdin = child.stdin.take().unwrap();
+            stdin.write_all(
+                b"console.log(await callMCPTool('fixture', 'echo', { message: 'via the bridge' }));\n\
+                  await new Promise((r) => setTimeout(r, 500));\n\
+                  export default 'done';\n",
+            )?;
+            drop(stdin);
+            let deadline = Instant::now() + Duration::from_secs(10);
+            let mut seen = None;
+            while Instant::now() < deadline && seen.is_none() {
+                seen = std::fs::read_dir(&tmp).unwrap().flatten().map(|e| e.path()).next();
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            let dir = seen.expect("no bridge directory while the script ran");
+            assert_eq!(std::fs::metadata(&dir).unwrap().permissions().mode() & 0o777, 0o700);
+            child.wait_with_output()
+        })
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "via the bridge\n\"done\"\n");
+    // ... and after exit nothing is left.
+    assert_eq!(std::fs::read_dir(&tmp).unwrap().count(), 0, "bridge directory left behind");
+}

@@ -1,0 +1,812 @@
+//! `agent exec` end to end: the real binary running TypeScript in the embedded isolate, calling
+//! the rmcp fixture server and server-everything through the generated tree (`agent mcp
+//! generate`) and the bridge; every limit (and that the next run still works); escape attempts;
+//! which servers start and when the tree is regenerated; output and exit codes.
+
+mod support;
+
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+use support::{Project, Run, everything_yaml, fixture_stdio_yaml, pids_matching};
+
+fn unique_tag(name: &str) -> String {
+    let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default().subsec_nanos();
+    format!("{name}-{}-{nanos}", std::process::id())
+}
+
+const WS: &str = ".kodelet/mcp";
+
+/// Generates the TypeScript tree with the real `agent mcp generate` (starts the servers once).
+fn generate(p: &Project) {
+    let r = p.run(&["mcp", "generate"]);
+    r.assert_ok();
+}
+
+fn fixture_project() -> Project {
+    let p = Project::with_fixture();
+    generate(&p);
+    p
+}
+
+fn exec_stdin(p: &Project, script: &str, flags: &[&str]) -> Run {
+    let mut args = vec!["exec"];
+    args.extend_from_slice(flags);
+    args.push("-");
+    p.run_stdin(&args, script)
+}
+
+fn exec_json(p: &Project, script: &str, flags: &[&str]) -> Value {
+    let mut all = vec!["--json"];
+    all.extend_from_slice(flags);
+    let r = exec_stdin(p, script, &all);
+    serde_json::from_str(&r.stdout).unwrap_or_else(|e| panic!("not JSON ({e}):\n{}\n{}", r.stdout, r.stderr))
+}
+
+/// A script that must keep working after a limit was hit.
+fn assert_next_run_works(p: &Project) {
+    let r = exec_stdin(
+        p,
+        "import { echo } from './servers/fixture/index.ts';\nconsole.log(await echo({ message: 'still alive' }));",
+        &[],
+    );
+    r.assert_ok();
+    assert_eq!(r.stdout, "still alive\n");
+}
+
+// ---------------------------------------------------------------------------------------------
+// Running scripts
+
+#[test]
+fn a_script_calls_the_fixture_through_the_tree_and_prints() {
+    let p = fixture_project();
+    p.write(
+        "job.ts",
+        "import { echo, add } from './.kodelet/mcp/servers/fixture/index.ts';\n\
+         interface Sum { sum: number }\n\
+         const s: Sum = await add({ a: 2, b: 40 });\n\
+         console.log('echo:', await echo({ message: 'hi' }));\n\
+         console.error('to stderr');\n\
+         export default { sum: s.sum, items: [1, 'two'] };\n",
+    );
+    let r = p.run(&["exec", "job.ts"]);
+    r.assert_ok();
+    assert_eq!(r.stdout, "echo: hi\n{\n  \"sum\": 42,\n  \"items\": [\n    1,\n    \"two\"\n  ]\n}\n");
+    assert_eq!(r.stderr, "to stderr\n");
+}
+
+#[test]
+fn stdin_scripts_run_as_workspace_main_ts_and_json_has_every_field() {
+    let p = fixture_project();
+    let out = exec_json(
+        &p,
+        "import { add } from './servers/fixture/index.ts';\n\
+         const r = await callMCPTool('fixture', 'add', { a: 1, b: 2 });\n\
+         console.log(import.meta.url.endsWith('/.kodelet/mcp/main.ts'));\n\
+         export default async () => (await add({ a: r.sum, b: 10 })).sum;\n",
+        &[],
+    );
+    assert_eq!(out["stdout"], "true\n");
+    assert_eq!(out["stderr"], "");
+    assert_eq!(out["value"], 13);
+    assert_eq!(out["error"], Value::Null);
+    assert_eq!(out["tool_calls"], 2);
+    assert_eq!(out["output_truncated_bytes"], 0);
+    assert!(out["duration_ms"].as_f64().unwrap() > 0.0);
+}
+
+#[test]
+fn server_everything_through_the_tree() {
+    let p = Project::with_servers(&everything_yaml("everything"));
+    generate(&p);
+    let out = exec_json(
+        &p,
+        "import * as ev from './servers/everything/index.ts';\n\
+         import { everything } from './index.ts';\n\
+         const echoed = await ev.echo({ message: 'hello everything' });\n\
+         const sum = await everything.getSum({ a: 20, b: 22 });\n\
+         const structured = await ev.getStructuredContent({ location: 'New York' });\n\
+         const all = await Promise.all([1, 2, 3].map((i) => ev.getSum({ a: i, b: i })));\n\
+         export default { echoed, sum, structured: typeof structured, all };\n",
+        &[],
+    );
+    assert_eq!(out["error"], Value::Null, "{out}");
+    assert_eq!(out["value"]["echoed"], "Echo: hello everything");
+    assert!(out["value"]["sum"].to_string().contains("42"), "{out}");
+    assert_eq!(out["value"]["structured"], "object", "{out}");
+    assert_eq!(out["tool_calls"], 6);
+}
+
+#[test]
+fn promise_all_of_200_calls_matches_sequential_and_beats_it_with_sleep() {
+    let p = fixture_project();
+    let out = exec_json(
+        &p,
+        "import { echo, add, sleep } from './servers/fixture/index.ts';\n\
+         const n = 200;\n\
+         const seq = [];\n\
+         for (let i = 0; i < n; i++) seq.push(await add({ a: i, b: i }));\n\
+         const par = await Promise.all(Array.from({ length: n }, (_, i) => add({ a: i, b: i })));\n\
+         const echoes = await Promise.all(Array.from({ length: n }, (_, i) => echo({ message: `m${i}` })));\n\
+         let t = performance.now();\n\
+         for (let i = 0; i < 10; i++) await sleep({ ms: 100 });\n\
+         const sequentialMs = performance.now() - t;\n\
+         t = performance.now();\n\
+         await Promise.all(Array.from({ length: 10 }, () => sleep({ ms: 100 })));\n\
+         const concurrentMs = performance.now() - t;\n\
+         export default { same: JSON.stringify(seq) === JSON.stringify(par), last: par[n - 1], \
+                          echoesOk: echoes.every((e, i) => e === `m${i}`), sequentialMs, concurrentMs };\n",
+        &["--timeout", "60s"],
+    );
+    assert_eq!(out["error"], Value::Null, "{out}");
+    let v = &out["value"];
+    assert_eq!(v["same"], true);
+    assert_eq!(v["last"], json!({"sum": 398}));
+    assert_eq!(v["echoesOk"], true);
+    assert_eq!(out["tool_calls"], 620);
+    let (seq, conc) = (v["sequentialMs"].as_f64().unwrap(), v["concurrentMs"].as_f64().unwrap());
+    assert!(seq >= 1000.0, "10 sequential 100 ms sleeps took {seq} ms");
+    assert!(conc < seq / 2.0, "concurrent {conc} ms vs sequential {seq} ms");
+}
+
+#[test]
+fn concurrent_calls_are_capped_by_max_concurrent_calls() {
+    let p = Project::new();
+    p.write_config(&format!(
+        "mcp:\n  code_execution:\n    max_concurrent_calls: 2\n  servers:\n{}",
+        fixture_stdio_yaml("fixture", &[])
+    ));
+    generate(&p);
+    // Warm the server first so its start-up does not count; then 6 calls of 300 ms with 2 in
+    // flight need at least three rounds.
+    let out = exec_json(
+        &p,
+        "import { sleep } from './servers/fixture/index.ts';\n\
+         await sleep({ ms: 1 });\n\
+         const t = performance.now();\n\
+         await Promise.all(Array.from({ length: 6 }, () => sleep({ ms: 300 })));\n\
+         export default performance.now() - t;\n",
+        &[],
+    );
+    assert_eq!(out["error"], Value::Null, "{out}");
+    let ms = out["value"].as_f64().unwrap();
+    assert!(ms >= 880.0, "6 x 300 ms with at most 2 in flight finished in {ms} ms");
+}
+
+#[test]
+fn tool_errors_and_bridge_errors_reach_the_script() {
+    let p = fixture_project();
+    let out = exec_json(
+        &p,
+        "const seen: Record<string, unknown> = {};\n\
+         try { await callMCPTool('fixture', 'fail', {}); } catch (e: any) { seen.fail = [e.name, e.message]; }\n\
+         try { await callMCPTool('fixture', 'ech', { message: 'x' }); } catch (e: any) { seen.unknownTool = [e.name, e.code, e.status, e.suggestions]; }\n\
+         try { await callMCPTool('fixtur', 'echo', {}); } catch (e: any) { seen.unknownServer = [e.code, e.status, e.suggestions]; }\n\
+         try { await callMCPTool('fixture', 'add', { a: 'x' }); } catch (e: any) { seen.invalid = [e.code, e.status]; }\n\
+         const raw = await __agentCallTool('fixture', 'fail', {});\n\
+         seen.raw = raw.isError;\n\
+         export default seen;\n",
+        &[],
+    );
+    assert_eq!(out["error"], Value::Null, "{out}");
+    let v = &out["value"];
+    assert_eq!(v["fail"][0], "MCPToolError");
+    assert!(v["fail"][1].as_str().unwrap().starts_with("fixture.fail failed: "), "{v}");
+    assert_eq!(v["unknownTool"], json!(["BridgeError", "unknown_tool", 404, ["echo"]]));
+    assert_eq!(v["unknownServer"], json!(["unknown_server", 404, ["fixture"]]));
+    assert_eq!(v["invalid"], json!(["invalid_arguments", 400]));
+    assert_eq!(v["raw"], true);
+    assert_eq!(out["tool_calls"], 5);
+}
+
+#[test]
+fn errors_point_at_typescript_lines_with_a_mapped_stack() {
+    let p = Project::new();
+    p.write(
+        "err.ts",
+        "type Input = {\n  n: number;\n};\n\ninterface Unused { x: string }\n\nfunction explode(i: Input): never {\n  throw new Error(`bad ${i.n}`);\n}\n\nexplode({ n: 7 });\n",
+    );
+    let r = p.run(&["exec", "err.ts"]);
+    r.assert_code(1);
+    let file = p.path().join("err.ts").canonicalize().unwrap();
+    assert_eq!(r.stderr, format!("error: Error: bad 7 at {}:8:9\n", file.display()));
+    let r = p.run(&["-v", "exec", "err.ts"]);
+    assert!(r.stderr.contains(&format!("    at explode ({}:8:9)\n", file.display())), "{}", r.stderr);
+    assert!(r.stderr.contains(&format!("    at {}:11:1", file.display())), "{}", r.stderr);
+    // Inside the workspace, positions read relative to it.
+    let out = exec_json(&p, "\n\nconst x: number = 1;\nthrow new TypeError('nope ' + x);\n", &[]);
+    assert_eq!(out["error"]["kind"], "script");
+    assert_eq!(out["error"]["message"], "TypeError: nope 1 at main.ts:4:7");
+    assert!(out["error"]["stack"].as_str().unwrap().contains("at main.ts:4:7"), "{out}");
+}
+
+#[test]
+fn compile_errors_and_unhandled_rejections() {
+    let p = Project::new();
+    let out = exec_json(&p, "const a: number = ;\n", &[]);
+    assert_eq!(out["error"]["kind"], "compile");
+    let msg = out["error"]["message"].as_str().unwrap();
+    assert!(msg.contains("Expression expected") && msg.contains("main.ts:1:19"), "{msg}");
+    let out =
+        exec_json(&p, "Promise.reject(new RangeError('later'));\nawait new Promise((r) => setTimeout(r, 10));\n", &[]);
+    assert_eq!(out["error"]["kind"], "script");
+    assert!(out["error"]["message"].as_str().unwrap().starts_with("RangeError: later"), "{out}");
+    // A top-level await that can never settle is reported at once, not after the timeout.
+    let started = Instant::now();
+    let out = exec_json(&p, "await new Promise(() => {});\n", &["--timeout", "20s"]);
+    assert!(started.elapsed() < Duration::from_secs(10));
+    assert_eq!(out["error"]["kind"], "script");
+    assert!(out["error"]["message"].as_str().unwrap().contains("never resolved"), "{out}");
+}
+
+#[test]
+fn globals_work() {
+    let p = Project::new();
+    let out = exec_json(
+        &p,
+        "const u = new URL('../c?x=1#h', 'https://user:pw@example.com:8080/a/b');\n\
+         u.searchParams.set('y', 'a b&c');\n\
+         u.hash = 'top';\n\
+         const enc = new TextEncoder().encode('héllo €');\n\
+         let fired = 0;\n\
+         const id = setTimeout(() => { fired = -1; }, 5);\n\
+         clearTimeout(id);\n\
+         await new Promise((r) => setTimeout(() => { fired++; r(null); }, 10));\n\
+         let ticks = 0;\n\
+         await new Promise((r) => { const iv = setInterval(() => { if (++ticks === 3) { clearInterval(iv); r(null); } }, 1); });\n\
+         const cloned = structuredClone({ m: new Map([[1, { d: new Date(5) }]]), s: new Set([1]) });\n\
+         let fatal = '';\n\
+         try { new TextDecoder('utf-8', { fatal: true }).decode(new Uint8Array([0xff])); } catch (e: any) { fatal = e.name; }\n\
+         enum Color { Red = 'r', Green = 'g' }\n\
+         export default {\n\
+           href: u.href, host: u.host, origin: u.origin, q: u.searchParams.get('y'),\n\
+           bytes: enc.length, text: new TextDecoder().decode(enc), fired, ticks,\n\
+           map: cloned.m instanceof Map && cloned.m.get(1).d instanceof Date && cloned.m.get(1).d.getTime(),\n\
+           set: cloned.s.has(1), fatal, color: Color.Green,\n\
+           params: [...new URLSearchParams('a=1&a=2&b=%20x').entries()],\n\
+           badUrl: URL.canParse('not a url'),\n\
+         };\n",
+        &[],
+    );
+    assert_eq!(out["error"], Value::Null, "{out}");
+    assert_eq!(
+        out["value"],
+        json!({
+            "href": "https://user:pw@example.com:8080/c?x=1&y=a+b%26c#top",
+            "host": "example.com:8080", "origin": "https://example.com:8080", "q": "a b&c",
+            "bytes": 10, "text": "héllo €", "fired": 1, "ticks": 3, "map": 5, "set": true,
+            "fatal": "TypeError", "color": "g",
+            "params": [["a", "1"], ["a", "2"], ["b", " x"]], "badUrl": false,
+        })
+    );
+}
+
+#[test]
+fn console_formats_values_like_json_and_splits_streams() {
+    let p = Project::new();
+    let out = exec_json(
+        &p,
+        "const o: any = { a: 1, s: 'x', n: null, u: undefined, nested: { arr: [1, [2]] } };\n\
+         o.self = o;\n\
+         console.log(o);\n\
+         console.log('%s is %d', 'answer', 42, 'extra');\n\
+         console.info(new Map([['k', [1]]]), new Set(['v']), 10n, Symbol('s'), () => 1, function named() {});\n\
+         console.debug([undefined, NaN, -0]);\n\
+         console.warn('careful');\n\
+         console.error(new Error('shown with stack'));\n",
+        &[],
+    );
+    assert_eq!(
+        out["stdout"],
+        "{\"a\":1,\"s\":\"x\",\"n\":null,\"nested\":{\"arr\":[1,[2]]},\"self\":[Circular]}\n\
+         answer is 42 extra\n\
+         Map(1) {\"k\" => [1]} Set(1) {\"v\"} 10n Symbol(s) [Function (anonymous)] [Function: named]\n\
+         [null,NaN,-0]\n"
+    );
+    let stderr = out["stderr"].as_str().unwrap();
+    assert!(stderr.starts_with("careful\nError: shown with stack\n    at main.ts:8:15"), "{stderr}");
+}
+
+// ---------------------------------------------------------------------------------------------
+// Limits: each ends with its own clear error, and the next run works
+
+#[test]
+fn an_infinite_loop_times_out() {
+    let p = fixture_project();
+    let started = Instant::now();
+    let r = exec_stdin(&p, "let i = 0;\nwhile (true) { i++; }\n", &["--timeout", "1s"]);
+    r.assert_code(1);
+    assert_eq!(r.stderr, "error: timed out after 1s\n");
+    assert!(started.elapsed() < Duration::from_secs(15), "{:?}", started.elapsed());
+    // A bare number is seconds; a loop that catches everything is still stopped.
+    let out = exec_json(
+        &p,
+        "for (;;) { try { while (true) {} } catch (e) { console.log('caught'); } }\n",
+        &["--timeout", "1"],
+    );
+    assert_eq!(out["error"]["kind"], "timeout");
+    assert_eq!(out["error"]["message"], "timed out after 1s");
+    assert_eq!(out["stdout"], "");
+    assert_next_run_works(&p);
+}
+
+#[test]
+fn an_infinite_microtask_loop_times_out() {
+    let p = fixture_project();
+    let out = exec_json(
+        &p,
+        "const spin = () => queueMicrotask(spin);\nspin();\nwhile (true) { await Promise.resolve(); }\n",
+        &["--timeout", "1s"],
+    );
+    assert_eq!(out["error"]["kind"], "timeout", "{out}");
+    assert_eq!(out["error"]["message"], "timed out after 1s");
+    assert_next_run_works(&p);
+}
+
+#[test]
+fn unbounded_allocation_hits_the_memory_limit() {
+    let p = fixture_project();
+    let r = exec_stdin(
+        &p,
+        "const keep = [];\nwhile (true) { keep.push(new Array(100000).fill(1)); }\n",
+        &["--memory-limit", "64MB"],
+    );
+    r.assert_code(1);
+    assert_eq!(r.stderr, "error: memory limit of 64 MB exceeded\n");
+    for script in [
+        // strings, with the out-of-memory errors caught
+        "const a = []; for (;;) { try { while (true) a.push('x'.repeat(1e6) + Math.random()); } catch {} }",
+        // array buffers count too
+        "const a = []; while (true) a.push(new Uint8Array(1 << 24));",
+        // one huge allocation
+        "const x = new Array(1e9).fill(0); console.log(x.length);",
+        // an array doubling its storage: one reallocation jumps past the limit
+        "const a = []; while (true) a.push(1);",
+    ] {
+        let out = exec_json(&p, script, &["--memory-limit", "64", "--timeout", "60s"]);
+        assert_eq!(out["error"]["kind"], "memory", "{script}: {out}");
+        assert_eq!(out["error"]["message"], "memory limit of 64 MB exceeded");
+    }
+    assert_next_run_works(&p);
+}
+
+#[test]
+fn huge_output_is_cut_with_a_marker() {
+    let p = fixture_project();
+    let r = exec_stdin(&p, "for (let i = 0; i < 100000; i++) console.log('line ' + i);\n", &["--max-output", "1KB"]);
+    r.assert_code(1);
+    assert!(r.stdout.len() < 1100, "{} bytes printed", r.stdout.len());
+    let total: usize = (0..100000).map(|i| format!("line {i}\n").len()).sum();
+    let omitted = total - 1024;
+    assert!(r.stdout.ends_with(&format!("\n[output truncated: {omitted} bytes omitted]\n")), "{}", r.stdout);
+    assert!(r.stdout.starts_with("line 0\nline 1\n"));
+    assert!(r.stderr.contains("error: output limit of 1.0 KB exceeded"), "{}", r.stderr);
+    // The default cap is 100 KB; a 5 MB tool result printed whole is cut too.
+    let out = exec_json(&p, "import { big } from './servers/fixture/index.ts';\nconsole.log(await big());\n", &[]);
+    assert_eq!(out["error"], Value::Null);
+    let stdout = out["stdout"].as_str().unwrap();
+    assert!(stdout.len() < 100 * 1024 + 100);
+    assert!(out["output_truncated_bytes"].as_u64().unwrap() > 4_000_000, "{}", out["output_truncated_bytes"]);
+    assert!(stdout.ends_with(&format!("[output truncated: {} bytes omitted]\n", out["output_truncated_bytes"])));
+    assert_next_run_works(&p);
+}
+
+#[test]
+fn a_hanging_tool_call_is_abandoned_at_the_timeout() {
+    let tag = unique_tag("hang");
+    let p = Project::with_servers(&fixture_stdio_yaml("fixture", &["--tag", &tag]));
+    generate(&p);
+    let started = Instant::now();
+    let r = exec_stdin(
+        &p,
+        "import { sleep } from './servers/fixture/index.ts';\nconsole.log('before');\nawait sleep({ ms: 600000 });\nconsole.log('never');\n",
+        &["--timeout", "2s"],
+    );
+    r.assert_code(1);
+    assert_eq!(r.stdout, "before\n");
+    assert_eq!(r.stderr, "error: timed out after 2s\n");
+    assert!(started.elapsed() < Duration::from_secs(20), "{:?}", started.elapsed());
+    std::thread::sleep(Duration::from_millis(100));
+    assert!(pids_matching(&tag).is_empty(), "server left running");
+    assert_next_run_works(&p);
+}
+
+#[test]
+fn a_server_crashing_mid_call_is_a_clear_error() {
+    let p = fixture_project();
+    let r = exec_stdin(&p, "import { crash } from './servers/fixture/index.ts';\nawait crash();\n", &["-v"]);
+    r.assert_code(1);
+    assert!(
+        r.stderr.contains(
+            "\nerror: MCPBridgeError: server `fixture` failed during `crash`: the server exited during the call \
+             (Transport closed) (stderr: fixture: crashing on purpose) at main.ts:2:1\n"
+        ),
+        "{}",
+        r.stderr
+    );
+    // The mapped stack runs through the generated tree back to the script's line.
+    assert!(r.stderr.contains("    at async crash (servers/fixture/crash.ts:"), "{}", r.stderr);
+    assert!(r.stderr.contains("    at async main.ts:2:1"), "{}", r.stderr);
+    // Within one script, the next call restarts the server.
+    let out = exec_json(
+        &p,
+        "import { crash, echo } from './servers/fixture/index.ts';\n\
+         let code = '';\n\
+         try { await crash(); } catch (e: any) { code = `${e.name} ${e.code}`; }\n\
+         export default [code, await echo({ message: 'back' })];\n",
+        &[],
+    );
+    assert_eq!(out["value"], json!(["MCPBridgeError server_error", "back"]), "{out}");
+    assert_next_run_works(&p);
+}
+
+#[tokio::test]
+async fn one_executor_survives_limits_and_cancellation_and_isolates_runs() {
+    use agent::runtime::{ExecRequest, Executor, FailureKind, Limits, Script};
+    let p = Project::new();
+    let executor = Executor::new();
+    let req = |code: &str, limits: Limits| ExecRequest {
+        workspace: p.path().join(WS),
+        script: Script::Inline(code.into()),
+        limits,
+        bridge: None,
+    };
+    let short = Limits { timeout: Duration::from_millis(500), ..Limits::default() };
+    let o = executor.execute(req("globalThis.leak = 41; while (true) {}", short.clone())).await;
+    assert_eq!(o.error.as_ref().map(|e| e.kind), Some(FailureKind::Timeout));
+    assert_eq!(o.error.unwrap().message, "timed out after 500ms");
+    let small = Limits { memory_limit_mb: 32, ..Limits::default() };
+    let o = executor.execute(req("const a = []; while (true) a.push(new Array(1e5).fill(0));", small)).await;
+    assert_eq!(o.error.as_ref().map(|e| e.message.as_str()), Some("memory limit of 32 MB exceeded"));
+    // Dropping the future stops the script; the executor is ready again at once.
+    let dropped =
+        tokio::time::timeout(Duration::from_millis(200), executor.execute(req("for (;;) {}", Limits::default())));
+    assert!(dropped.await.is_err());
+    let started = Instant::now();
+    let o = executor.execute(req("export default typeof (globalThis as any).leak;", short)).await;
+    assert!(o.error.is_none(), "{:?}", o.error);
+    assert_eq!(o.value, Some(json!("undefined")), "globals must not leak between runs");
+    assert!(started.elapsed() < Duration::from_secs(5));
+    // A heap limit too small for the runtime itself fails cleanly, and the next run is fine.
+    let tiny = Limits { memory_limit_mb: 1, ..Limits::default() };
+    let o = executor.execute(req("console.log('hi')", tiny)).await;
+    let e = o.error.unwrap();
+    assert_eq!(e.kind, FailureKind::Memory);
+    assert!(e.message.starts_with("memory limit of 1 MB exceeded while starting the runtime"), "{}", e.message);
+    let o = executor.execute(req("console.log('hi')", Limits::default())).await;
+    assert_eq!(o.stdout, "hi\n", "{:?}", o.error);
+    // Without a bridge, tool calls fail with a clear code.
+    let o = executor
+        .execute(req(
+            "try { await callMCPTool('x', 'y', {}); } catch (e: any) { console.log(e.name, e.code, e.message); }",
+            Limits::default(),
+        ))
+        .await;
+    assert_eq!(o.stdout, "BridgeError bridge_unreachable no MCP bridge: tool calls are not available here\n");
+    assert_eq!(o.tool_calls, 1);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Escape attempts
+
+#[test]
+fn imports_outside_the_workspace_or_by_url_fail_clearly() {
+    let p = fixture_project();
+    p.write("outside.ts", "export const secret = 1;\n");
+    p.write(&format!("{WS}/lib/ok.ts"), "export const ok = 'inside';\n");
+    std::os::unix::fs::symlink("/etc/passwd", p.path().join(WS).join("passwd.ts")).unwrap();
+    let cases: &[(&str, &str)] = &[
+        ("import x from '/etc/passwd'; console.log(x);", "/etc/passwd is outside the workspace"),
+        ("import { secret } from '../outside.ts'; console.log(secret);", "outside.ts is outside the workspace"),
+        ("import { secret } from '../../outside.ts'; console.log(secret);", "outside.ts is outside the workspace"),
+        ("import x from './passwd.ts'; console.log(x);", "passwd.ts leads outside the workspace (to /etc/passwd)"),
+        ("import fs from 'node:fs'; console.log(fs);", "node: modules are not available"),
+        ("import { readFile } from 'fs'; console.log(readFile);", "package imports are not available"),
+        ("import x from 'npm:left-pad'; console.log(x);", "npm: packages are not available"),
+        ("import x from 'jsr:@std/fs'; console.log(x);", "jsr: packages are not available"),
+        ("import x from 'https://deno.land/x/mod.ts'; console.log(x);", "remote modules are not available"),
+        ("import x from 'http://localhost/x.ts'; console.log(x);", "remote modules are not available"),
+        ("import x from 'file:///etc/passwd'; console.log(x);", "file: URLs are not allowed"),
+        ("import { core } from 'ext:core/mod.js'; console.log(core);", "ext: specifiers are not allowed"),
+        ("import x from 'data:text/javascript,export default 1'; console.log(x);", "data: specifiers are not allowed"),
+        ("import { ok } from './lib/nope.ts'; console.log(ok);", "no such module lib/nope.ts in the workspace"),
+    ];
+    for (script, expected) in cases {
+        let r = exec_stdin(&p, script, &[]);
+        r.assert_code(1);
+        assert!(r.stderr.starts_with("error: cannot import "), "{script}: {}", r.stderr);
+        assert!(r.stderr.contains(expected), "{script}: expected {expected:?} in\n{}", r.stderr);
+        assert!(!r.stdout.contains("root:"), "{script} leaked {}", r.stdout);
+    }
+    let out = exec_json(&p, "import { ok } from './lib/ok.ts';\nconsole.log(ok);\n", &[]);
+    assert_eq!(out["stdout"], "inside\n");
+    // A typo in a server directory gets a suggestion; the kind says it was an import.
+    let out = exec_json(&p, "import { echo } from './servers/fixtur/index.ts';\nconsole.log(echo);\n", &[]);
+    assert_eq!(out["error"]["kind"], "import");
+    assert!(out["error"]["message"].as_str().unwrap().ends_with("did you mean servers/fixture?"), "{out}");
+}
+
+#[test]
+fn no_file_network_environment_or_process_access() {
+    let p = fixture_project();
+    let out = exec_json(
+        &p,
+        "const attempts: Record<string, () => unknown> = {\n\
+           fetch: () => fetch('https://example.com'),\n\
+           fetchFile: () => fetch('file:///etc/passwd'),\n\
+           processEnv: () => (globalThis as any).process.env.HOME,\n\
+           processBare: () => eval('process.env'),\n\
+           require: () => eval(\"require('fs')\"),\n\
+           denoRead: () => eval(\"Deno.readTextFileSync('/etc/passwd')\"),\n\
+           denoCoreOps: () => eval('Deno.core.ops'),\n\
+           dynamicNodeFs: () => import('node:fs'),\n\
+           dynamicFile: () => import('file:///etc/passwd'),\n\
+           dynamicEtc: () => import('/etc/passwd'),\n\
+           dynamicOutside: () => import('../../outside.ts'),\n\
+           xhr: () => new (globalThis as any).XMLHttpRequest(),\n\
+           worker: () => new (globalThis as any).Worker('./x.ts'),\n\
+           webSocket: () => new (globalThis as any).WebSocket('ws://localhost'),\n\
+           wasm: () => (globalThis as any).WebAssembly.Memory,\n\
+           shadowRealm: () => new (globalThis as any).ShadowRealm(),\n\
+           atomicsWait: () => Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0),\n\
+           bootstrap: () => (globalThis as any).__bootstrap.core.ops,\n\
+         };\n\
+         const results: Record<string, string> = {};\n\
+         for (const [name, attempt] of Object.entries(attempts)) {\n\
+           try { const v = await attempt(); results[name] = 'SUCCEEDED: ' + String(v); }\n\
+           catch (e: any) { results[name] = `${e.name}: ${e.message}`; }\n\
+         }\n\
+         export default results;\n",
+        &[],
+    );
+    assert_eq!(out["error"], Value::Null, "{out}");
+    let v = out["value"].as_object().unwrap();
+    let expect = |name: &str, needle: &str| {
+        let got = v[name].as_str().unwrap();
+        assert!(got.contains(needle), "{name}: expected {needle:?}, got {got:?}");
+    };
+    expect("fetch", "fetch() is not available: scripts have no network access");
+    expect("fetchFile", "fetch() is not available");
+    expect("processEnv", "TypeError");
+    expect("processBare", "ReferenceError: process is not defined");
+    expect("require", "ReferenceError: require is not defined");
+    expect("denoRead", "ReferenceError: Deno is not defined");
+    expect("denoCoreOps", "ReferenceError: Deno is not defined");
+    expect("dynamicNodeFs", "node: modules are not available");
+    expect("dynamicFile", "file: URLs are not allowed");
+    expect("dynamicEtc", "/etc/passwd is outside the workspace");
+    expect("dynamicOutside", "outside.ts is outside the workspace");
+    expect("xhr", "TypeError");
+    expect("worker", "TypeError");
+    expect("webSocket", "TypeError");
+    expect("wasm", "TypeError");
+    expect("shadowRealm", "TypeError");
+    expect("atomicsWait", "Atomics.wait is not available");
+    expect("bootstrap", "TypeError");
+    for (name, got) in v {
+        assert!(!got.as_str().unwrap().starts_with("SUCCEEDED"), "{name}: {got}");
+    }
+    // Uncaught, the error names what is missing and why.
+    let r = exec_stdin(&p, "console.log(process.env.HOME);\n", &[]);
+    r.assert_code(1);
+    assert!(
+        r.stderr.starts_with("error: ReferenceError: process is not defined at main.ts:1:13 (scripts run without file system, network, environment or process access"),
+        "{}",
+        r.stderr
+    );
+    let r = exec_stdin(&p, "await fetch('https://example.com');\n", &[]);
+    assert!(r.stderr.starts_with("error: TypeError: fetch() is not available"), "{}", r.stderr);
+    assert!(r.stderr.contains("at main.ts:1:7"), "{}", r.stderr);
+}
+
+#[test]
+fn no_path_from_script_code_to_raw_ops_or_the_bridge_token() {
+    let p = fixture_project();
+    // Walk everything reachable from globalThis: own properties (strings and symbols, getters
+    // included), prototypes, and the properties of every function found on the way.
+    let out = exec_json(
+        &p,
+        "await callMCPTool('fixture', 'echo', { message: 'warm the bridge up' });\n\
+         const seen = new Set<unknown>();\n\
+         const found: string[] = [];\n\
+         const hexStrings: string[] = [];\n\
+         const queue: [unknown, string][] = [[globalThis, 'globalThis']];\n\
+         while (queue.length) {\n\
+           const [v, path] = queue.pop()!;\n\
+           if ((typeof v !== 'object' && typeof v !== 'function') || v === null || seen.has(v)) continue;\n\
+           seen.add(v);\n\
+           if (typeof v === 'function' && /^op_/.test(v.name)) found.push(path);\n\
+           for (const key of Reflect.ownKeys(v as object)) {\n\
+             const name = typeof key === 'symbol' ? key.toString() : key;\n\
+             if (/^op_|^ops$|^__bootstrap$|^Deno$|token/i.test(name)) found.push(path + '.' + name);\n\
+             let child: unknown;\n\
+             try { child = (v as any)[key]; } catch { continue; }\n\
+             if (typeof child === 'string' && /^[0-9a-f]{64}$/.test(child)) hexStrings.push(path + '.' + name);\n\
+             queue.push([child, path + '.' + name]);\n\
+           }\n\
+           queue.push([Object.getPrototypeOf(v), path + '.__proto__']);\n\
+         }\n\
+         export default { objects: seen.size, found, hexStrings };\n",
+        &[],
+    );
+    assert_eq!(out["error"], Value::Null, "{out}");
+    assert!(out["value"]["objects"].as_u64().unwrap() > 500, "{out}");
+    assert_eq!(out["value"]["found"], json!([]), "{out}");
+    assert_eq!(out["value"]["hexStrings"], json!([]), "{out}");
+}
+
+#[test]
+fn globals_the_bridge_depends_on_cannot_be_replaced() {
+    let p = fixture_project();
+    let out = exec_json(
+        &p,
+        "'use strict';\n\
+         const results: string[] = [];\n\
+         try { (globalThis as any).__agentCallTool = () => 'hijacked'; } catch (e: any) { results.push(e.name); }\n\
+         try { delete (globalThis as any).__agentCallTool; } catch (e: any) { results.push(e.name); }\n\
+         try { Object.defineProperty(globalThis, 'callMCPTool', { value: 1 }); } catch (e: any) { results.push(e.name); }\n\
+         export default { results, still: await callMCPTool('fixture', 'echo', { message: 'ok' }) };\n",
+        &[],
+    );
+    assert_eq!(out["value"], json!({"results": ["TypeError", "TypeError", "TypeError"], "still": "ok"}), "{out}");
+}
+
+// ---------------------------------------------------------------------------------------------
+// Servers, usage errors, Ctrl-C
+
+#[test]
+fn only_the_servers_a_script_refers_to_are_started() {
+    let (a, b) = (unique_tag("needed"), unique_tag("unneeded"));
+    let p = Project::with_servers(&format!(
+        "{}{}",
+        fixture_stdio_yaml("fixture", &["--tag", &a]),
+        fixture_stdio_yaml("other", &["--tag", &b])
+    ));
+    generate(&p);
+    // Generating started both; from here on, a server start shows as a new log file.
+    std::fs::remove_dir_all(p.path().join(WS).join("logs")).unwrap();
+    // No server: nothing starts.
+    let r = exec_stdin(&p, "console.log(1 + 1);\n", &["-v"]);
+    r.assert_ok();
+    assert_eq!(r.stdout, "2\n");
+    assert!(!p.path().join(WS).join("logs").exists(), "a script without tool calls started a server");
+    // One server imported: only that one starts.
+    let script = "import { echo } from './servers/fixture/index.ts';\n\
+                  const t0 = Date.now();\n\
+                  while (Date.now() - t0 < 300) await new Promise((r) => setTimeout(r, 20));\n\
+                  console.log(await echo({ message: 'x' }));\n";
+    let child = p
+        .cmd(&["exec", "-"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    {
+        use std::io::Write;
+        let mut stdin = child.stdin.as_ref().unwrap();
+        stdin.write_all(script.as_bytes()).unwrap();
+    }
+    let mut child = child;
+    drop(child.stdin.take());
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while pids_matching(&a).is_empty() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    assert!(!pids_matching(&a).is_empty(), "the imported server never started");
+    assert!(pids_matching(&b).is_empty(), "a server the script does not use was started");
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "x\n");
+    assert!(pids_matching(&a).is_empty() && pids_matching(&b).is_empty());
+    // A literal callMCPTool("other", ...) counts too.
+    let r = exec_stdin(&p, "console.log(await callMCPTool('other', 'echo', { message: 'lit' }));\n", &[]);
+    r.assert_ok();
+    assert_eq!(r.stdout, "lit\n");
+}
+
+#[test]
+fn the_tree_is_generated_when_missing_and_regenerated_when_tools_change() {
+    let p = Project::with_fixture();
+    let ws = p.path().join(WS);
+    // A script that calls no server does not touch the tree.
+    exec_stdin(&p, "console.log('no tools');\n", &[]).assert_ok();
+    assert!(!ws.exists(), "the workspace was created for a script without tool calls");
+    // No tree yet: it is generated before the script runs.
+    let script = "import { add } from './servers/fixture/index.ts';\nconsole.log((await add({ a: 20, b: 22 })).sum);\n";
+    let r = exec_stdin(&p, script, &[]);
+    r.assert_ok();
+    assert_eq!(r.stdout, "42\n");
+    assert!(ws.join(".agent-manifest.json").is_file() && ws.join("servers/fixture/add.ts").is_file());
+    // Up to date: nothing is rewritten.
+    let echo = ws.join("servers/fixture/echo.ts");
+    let mtime = std::fs::metadata(&echo).unwrap().modified().unwrap();
+    std::thread::sleep(Duration::from_millis(20));
+    exec_stdin(&p, script, &[]).assert_ok();
+    assert_eq!(std::fs::metadata(&echo).unwrap().modified().unwrap(), mtime, "an up-to-date tree was rewritten");
+    // A tree generated from an older tool list (no `add`) is regenerated before the script runs.
+    let tools = p.run(&["mcp", "list", "--json"]).json();
+    let stale: Vec<&Value> = tools.as_array().unwrap().iter().filter(|t| t["name"] != "add").collect();
+    std::fs::write(p.path().join("stale.json"), serde_json::to_vec(&stale).unwrap()).unwrap();
+    p.run(&["mcp", "generate", "--from-tools", "stale.json"]).assert_ok();
+    assert!(!ws.join("servers/fixture/add.ts").exists());
+    let r = exec_stdin(&p, script, &[]);
+    r.assert_ok();
+    assert_eq!(r.stdout, "42\n");
+    assert!(ws.join("servers/fixture/add.ts").is_file(), "the stale tree was not regenerated");
+
+    // With regenerate_on_startup off, a stale tree stays as it is.
+    p.run(&["mcp", "generate", "--from-tools", "stale.json"]).assert_ok();
+    p.write_config(&format!(
+        "mcp:\n  code_execution:\n    regenerate_on_startup: false\n  servers:\n{}",
+        fixture_stdio_yaml("fixture", &[])
+    ));
+    let out = exec_json(&p, script, &[]);
+    assert_eq!(out["error"]["kind"], "import", "{out}");
+    assert!(out["error"]["message"].as_str().unwrap().contains("does not provide an export named"), "{out}");
+    assert!(!ws.join("servers/fixture/add.ts").exists());
+}
+
+#[test]
+fn usage_errors_exit_2() {
+    let p = Project::new();
+    let r = p.run(&["exec", "missing.ts"]);
+    r.assert_code(2);
+    assert_eq!(r.stderr, "error: no such file: missing.ts\n");
+    p.write("ok.ts", "console.log('ok')\n");
+    for (flags, expected) in [
+        (&["--timeout", "soon"][..], "error: --timeout: invalid duration \"soon\""),
+        (&["--timeout", "0"][..], "error: --timeout: the timeout must be greater than zero"),
+        (&["--memory-limit", "lots"][..], "error: --memory-limit: invalid size"),
+        (&["--memory-limit", "1"][..], "error: --memory-limit: 1 MB is too small"),
+        (&["--max-output", "5 parsecs"][..], "error: --max-output: invalid size unit"),
+    ] {
+        let mut args = vec!["exec"];
+        args.extend_from_slice(flags);
+        args.push("ok.ts");
+        let r = p.run(&args);
+        r.assert_code(2);
+        assert!(r.stderr.starts_with(expected), "{flags:?}: {}", r.stderr);
+    }
+    let r = p.run(&["exec", "ok.ts"]);
+    r.assert_ok();
+    assert_eq!(r.stdout, "ok\n");
+}
+
+#[test]
+fn ctrl_c_stops_the_script_removes_the_socket_and_stops_servers() {
+    let tag = unique_tag("exec-sigint");
+    let p = Project::with_servers(&fixture_stdio_yaml("fixture", &["--tag", &tag]));
+    generate(&p);
+    let tmp = p.path().join("tmp");
+    std::fs::create_dir_all(&tmp).unwrap();
+    let mut child = p
+        .cmd(&["exec", "-"])
+        .env("TMPDIR", &tmp)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    {
+        use std::io::Write;
+        let mut stdin = child.stdin.take().unwrap();
+        stdin.write_all(b"import { sleep } from './servers/fixture/index.ts';\nawait sleep({ ms: 60000 });\n").unwrap();
+    }
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while pids_matching(&tag).is_empty() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(!pids_matching(&tag).is_empty(), "server never started");
+    let sockets: Vec<_> = std::fs::read_dir(&tmp).unwrap().flatten().map(|e| e.path().join("bridge.sock")).collect();
+    assert_eq!(sockets.len(), 1, "{sockets:?}");
+    assert!(sockets[0].exists());
+    std::thread::sleep(Duration::from_millis(300));
+    // SAFETY: sending a signal to our own child.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(130), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(String::from_utf8_lossy(&out.stderr), "interrupted\n");
+    assert_eq!(std::fs::read_dir(&tmp).unwrap().count(), 0, "bridge directory left behind");
+    std::thread::sleep(Duration::from_millis(100));
+    assert!(pids_matching(&tag).is_empty(), "server left running after Ctrl-C");
+}
