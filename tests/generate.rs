@@ -50,6 +50,22 @@ fn for_snapshot(text: &str) -> String {
     text.replace(env!("CARGO_PKG_VERSION"), "[version]")
 }
 
+/// How many tools the project's servers have, and how many declare an output schema, as
+/// `agent mcp list --json` reports them (the fixture grows; the tests follow it).
+fn listed_counts(p: &Project) -> (usize, usize) {
+    let r = p.run(&["mcp", "list", "--json"]);
+    r.assert_ok();
+    let list = r.json();
+    let tools = list.as_array().unwrap();
+    (tools.len(), tools.iter().filter(|t| t["outputSchema"].is_object()).count())
+}
+
+/// Files of a one-server tree: the tools, the server's index, and the top-level files
+/// (client.ts, globals.d.ts, index.ts, example.ts, tsconfig.json, README.md, the manifest).
+fn tree_files(tools: usize) -> usize {
+    tools + 1 + 7
+}
+
 fn mtime(p: &Path) -> SystemTime {
     std::fs::metadata(p).unwrap().modified().unwrap()
 }
@@ -60,13 +76,18 @@ fn mtime(p: &Path) -> SystemTime {
 #[test]
 fn fixture_tree_has_the_documented_files_and_compiles() {
     let p = Project::with_fixture();
+    let (n, typed) = listed_counts(&p);
+    assert!(n >= 10 && typed >= 2, "{n} {typed}");
     let r = p.run(&["mcp", "generate"]);
     r.assert_ok();
     assert!(
-        r.stdout.contains("Generated 10 tools on 1 server (2 with an output schema, 0 degraded) in .kodelet/mcp\n"),
+        r.stdout.contains(&format!(
+            "Generated {n} tools on 1 server ({typed} with an output schema, 0 degraded) in .kodelet/mcp\n"
+        )),
         "{}",
         r.stdout
     );
+    assert!(r.stdout.contains(&format!("Files: {} written, 0 unchanged, 0 deleted\n", tree_files(n))), "{}", r.stdout);
     let dir = p.path().join(".kodelet/mcp");
     for f in
         ["client.ts", "index.ts", "example.ts", "tsconfig.json", "README.md", "globals.d.ts", ".agent-manifest.json"]
@@ -81,7 +102,7 @@ fn fixture_tree_has_the_documented_files_and_compiles() {
     let upper = read(dir.join("servers/fixture/textUpper.ts"));
     assert!(upper.contains(r#"callMCPTool<TextUpperOutput>("fixture", "text.upper", input)"#), "{upper}");
     let readme = read(dir.join("README.md"));
-    assert!(readme.contains("- `fixture`: 10 tools, listed in `servers/fixture/index.ts`"), "{readme}");
+    assert!(readme.contains(&format!("- `fixture`: {n} tools, listed in `servers/fixture/index.ts`")), "{readme}");
     assert!(readme.contains("Only what the script prints"));
     assert!(readme.contains("Promise.all"));
     assert!(readme.contains("MCPToolError"));
@@ -131,8 +152,31 @@ try {
 }
 
 #[test]
+fn the_generated_example_and_tree_run_under_agent_exec() {
+    let p = Project::with_fixture();
+    let (n, _) = listed_counts(&p);
+    p.run(&["mcp", "generate"]).assert_ok();
+    let r = p.run(&["exec", ".kodelet/mcp/example.ts"]);
+    r.assert_ok();
+    assert!(r.stdout.starts_with(&format!("fixture: {n} tools\n")), "{}", r.stdout);
+
+    let script = r#"
+import { add, fail, textUpper } from "./servers/fixture/index.ts";
+import { MCPToolError } from "./client.ts";
+const { sum } = await add({ a: 20, b: 22 });
+let failed = "";
+try { await fail(); } catch (e) { if (e instanceof MCPToolError) failed = e.tool; }
+console.log(sum, await textUpper({ text: "ok" }), failed);
+"#;
+    let r = p.run_stdin(&["exec", "-"], script);
+    r.assert_ok();
+    assert_eq!(r.stdout, "42 OK fail\n");
+}
+
+#[test]
 fn regenerating_rewrites_nothing_and_prints_json_on_request() {
     let p = Project::with_fixture();
+    let (n, typed) = listed_counts(&p);
     p.run(&["mcp", "generate", "--output", "api"]).assert_ok();
     let dir = p.path().join("api");
     let old = SystemTime::UNIX_EPOCH + Duration::from_secs(1_000_000_000);
@@ -143,11 +187,11 @@ fn regenerating_rewrites_nothing_and_prints_json_on_request() {
     r.assert_ok();
     let report = r.json();
     assert_eq!(report["files_written"], 0, "{report}");
-    assert_eq!(report["files_unchanged"], 18);
+    assert_eq!(report["files_unchanged"], tree_files(n));
     assert_eq!(report["files_deleted"], 0);
     assert_eq!(report["servers"], 1);
-    assert_eq!(report["tools"], 10);
-    assert_eq!(report["with_output_schema"], 2);
+    assert_eq!(report["tools"], n);
+    assert_eq!(report["with_output_schema"], typed);
     assert_eq!(report["degraded"], serde_json::json!([]));
     assert_eq!(report["output_dir"], "api");
     assert_eq!(report["per_server"][0]["directory"], "fixture");
@@ -160,6 +204,7 @@ fn regenerating_rewrites_nothing_and_prints_json_on_request() {
 fn a_failing_server_is_reported_and_its_files_are_kept() {
     let both = format!("{}{}", fixture_stdio_yaml("fixture", &[]), fixture_stdio_yaml("other", &[]));
     let p = Project::with_servers(&both);
+    let per_server = listed_counts(&p).0 / 2;
     p.run(&["mcp", "generate"]).assert_ok();
     let dir = p.path().join(".kodelet/mcp");
     let echo = dir.join("servers/other/echo.ts");
@@ -175,7 +220,9 @@ fn a_failing_server_is_reported_and_its_files_are_kept() {
     assert!(r.stderr.contains("server `other` failed to start"), "{}", r.stderr);
     assert!(r.stderr.contains("their previously generated files were kept"), "{}", r.stderr);
     assert!(
-        r.stdout.contains("  other      10 tools  (failed to start: files from the last generation kept)\n"),
+        r.stdout.contains(&format!(
+            "  other    {per_server:>4} tools  (failed to start: files from the last generation kept)\n"
+        )),
         "{}",
         r.stdout
     );
@@ -219,6 +266,7 @@ fn usage_errors_exit_2_with_a_precise_message() {
 #[test]
 fn clean_removes_only_generated_files() {
     let p = Project::with_fixture();
+    let (n, _) = listed_counts(&p);
     p.run(&["mcp", "generate"]).assert_ok();
     let dir = p.path().join(".kodelet/mcp");
     p.write(".kodelet/mcp/main.ts", "console.log('mine');\n");
@@ -229,7 +277,7 @@ fn clean_removes_only_generated_files() {
     let r = p.run(&["mcp", "generate", "--clean", "--json"]);
     r.assert_ok();
     let report = r.json();
-    assert_eq!(report["files_written"], 18, "{report}");
+    assert_eq!(report["files_written"], tree_files(n), "{report}");
     assert_eq!(report["files_deleted"], 1);
     assert!(!dir.join("servers/gone").exists());
     assert_eq!(read(dir.join("main.ts")), "console.log('mine');\n");
@@ -238,6 +286,27 @@ fn clean_removes_only_generated_files() {
 
 // ---------------------------------------------------------------------------------------------
 // Saved tool lists
+
+#[test]
+fn a_saved_tool_list_reproduces_the_live_tree_byte_for_byte() {
+    let p = Project::with_fixture();
+    p.run(&["mcp", "generate"]).assert_ok();
+    let dir = p.path().join(".kodelet/mcp");
+    let live: Vec<(PathBuf, String)> = walk(&dir).into_iter().map(|f| (f.clone(), read(&f))).collect();
+    let listed = p.run(&["mcp", "list", "--json"]);
+    listed.assert_ok();
+    p.write("tools.json", &listed.stdout);
+    std::fs::remove_dir_all(&dir).unwrap();
+
+    let r = p.run(&["mcp", "generate", "--from-tools", "tools.json"]);
+    r.assert_ok();
+    let offline: Vec<(PathBuf, String)> = walk(&dir).into_iter().map(|f| (f.clone(), read(&f))).collect();
+    assert_eq!(live.len(), offline.len());
+    for ((a, x), (b, y)) in live.iter().zip(&offline) {
+        assert_eq!(a, b);
+        assert!(x == y, "{} differs", a.display());
+    }
+}
 
 #[test]
 fn github_corpus_generates_offline_and_compiles() {
@@ -340,12 +409,18 @@ fn hostile_metadata_compiles_and_appears_only_escaped() {
     assert_compiles(&tsc, &dir, "import * as all from \"./index.ts\";\nconsole.log(Object.keys(all));\n");
 }
 
+/// Every file under `dir` but the manifest and the MCP manager's `logs/` (it logs server stderr
+/// under the workspace), sorted.
 fn walk(dir: &Path) -> Vec<PathBuf> {
     let mut out = Vec::new();
-    for e in std::fs::read_dir(dir).unwrap().flatten() {
+    let mut entries: Vec<_> = std::fs::read_dir(dir).unwrap().flatten().collect();
+    entries.sort_by_key(|e| e.file_name());
+    for e in entries {
         let p = e.path();
         if p.is_dir() {
-            out.extend(walk(&p));
+            if p.file_name().is_some_and(|n| n != "logs") {
+                out.extend(walk(&p));
+            }
         } else if p.file_name().is_some_and(|n| n != ".agent-manifest.json") {
             out.push(p);
         }
