@@ -18,7 +18,7 @@
 //! The original MCP names are kept in the calls (`callMCPTool("server", "tool", ...)`) and in
 //! the TSDoc; these names only exist on the TypeScript side.
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 
 /// Words that cannot name a function or namespace in an ES module (strict mode, `await`),
 /// plus identifiers the generated files themselves use.
@@ -174,18 +174,23 @@ pub fn tool_names<'a>(tools: impl IntoIterator<Item = &'a str>) -> BTreeMap<Stri
     let mut used: HashSet<String> = HashSet::new();
     used.insert("index".into());
     let mut out = BTreeMap::new();
+    // Where the search for a free suffix resumes, per base: names are never freed, so every
+    // smaller suffix is still taken (this keeps thousands of colliding names linear).
+    let mut next: HashMap<String, usize> = HashMap::new();
     for name in sorted {
         let base = camel_case(name, "tool");
-        let names = (1..)
+        let start = next.get(&base).copied().unwrap_or(1);
+        let (k, names) = (start..)
             .map(|k| {
                 let candidate = if k == 1 { base.clone() } else { format!("{base}_{k}") };
                 let function = if is_reserved(&candidate) { format!("{candidate}_") } else { candidate };
-                ToolNames::from_function(function)
+                (k, ToolNames::from_function(function))
             })
-            .find(|n| {
+            .find(|(_, n)| {
                 [&n.function, &n.input_type, &n.output_type].iter().all(|s| !used.contains(&s.to_ascii_lowercase()))
             })
-            .unwrap_or_else(|| ToolNames::from_function(base.clone()));
+            .unwrap_or_else(|| (start, ToolNames::from_function(base.clone())));
+        next.insert(base, k + 1);
         for s in [&names.function, &names.input_type, &names.output_type] {
             used.insert(s.to_ascii_lowercase());
         }
@@ -293,6 +298,16 @@ mod tests {
             (n.input_type.as_str(), n.output_type.as_str(), n.file.as_str()),
             ("DeleteInput", "DeleteOutput", "delete_.ts")
         );
+    }
+
+    #[test]
+    fn thousands_of_colliding_names_stay_unique() {
+        let raw: Vec<String> = (1..=3000).map(|i| "é".repeat(i)).collect();
+        let names = tool_names(raw.iter().map(String::as_str));
+        let files: HashSet<String> = names.values().map(|n| n.file.to_ascii_lowercase()).collect();
+        assert_eq!(files.len(), 3000);
+        assert_eq!(names["é"].function, "tool");
+        assert_eq!(names["éé"].function, "tool_2");
     }
 
     #[test]

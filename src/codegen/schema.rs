@@ -15,7 +15,7 @@
 //! Field docs carry description, `@default`, `@enum`, numeric/string/array bounds, `@pattern`,
 //! `@format`, `@deprecated` and examples. This module never touches the file system.
 
-use std::collections::{BTreeSet, HashMap, VecDeque};
+use std::collections::{BTreeSet, HashMap, HashSet, VecDeque};
 use std::fmt::Write as _;
 
 use serde_json::{Map, Value};
@@ -104,18 +104,19 @@ impl Ty {
 
 /// A union, flattened and deduplicated; `unknown` absorbs everything, `never` disappears.
 pub fn union(members: Vec<Ty>) -> Ty {
-    let mut out: Vec<Ty> = Vec::new();
+    let mut out = Unique::default();
     for m in members {
         match m {
             Ty::Union(inner) => {
                 for i in inner {
-                    push_unique(&mut out, i);
+                    out.push(i);
                 }
             }
             Ty::Keyword("never") => {}
-            other => push_unique(&mut out, other),
+            other => out.push(other),
         }
     }
+    let mut out = out.items;
     if let Some(u) = out.iter().find(|t| t.is_unknown()) {
         return u.clone();
     }
@@ -128,18 +129,19 @@ pub fn union(members: Vec<Ty>) -> Ty {
 
 /// An intersection, flattened and deduplicated; `unknown` members disappear.
 pub fn intersection(members: Vec<Ty>) -> Ty {
-    let mut out: Vec<Ty> = Vec::new();
+    let mut out = Unique::default();
     for m in members {
         match m {
             Ty::Intersection(inner) => {
                 for i in inner {
-                    push_unique(&mut out, i);
+                    out.push(i);
                 }
             }
             t if t.is_unknown() => {}
-            other => push_unique(&mut out, other),
+            other => out.push(other),
         }
     }
+    let mut out = out.items;
     if out.contains(&Ty::Keyword("never")) {
         return Ty::Keyword("never");
     }
@@ -150,9 +152,34 @@ pub fn intersection(members: Vec<Ty>) -> Ty {
     }
 }
 
-fn push_unique(v: &mut Vec<Ty>, t: Ty) {
-    if !v.contains(&t) {
-        v.push(t);
+/// Members in first-seen order without duplicates. Small lists compare structurally; long ones
+/// (an enum of thousands of values from a server) go through a set of printed forms, so that
+/// deduplication stays linear.
+#[derive(Default)]
+struct Unique {
+    items: Vec<Ty>,
+    printed: Option<HashSet<String>>,
+}
+
+impl Unique {
+    const LINEAR_LIMIT: usize = 32;
+
+    fn push(&mut self, t: Ty) {
+        if self.printed.is_none() && self.items.len() >= Self::LINEAR_LIMIT {
+            self.printed = Some(self.items.iter().map(|i| print_ty(i, 0)).collect());
+        }
+        match &mut self.printed {
+            Some(set) => {
+                if set.insert(print_ty(&t, 0)) {
+                    self.items.push(t);
+                }
+            }
+            None => {
+                if !self.items.contains(&t) {
+                    self.items.push(t);
+                }
+            }
+        }
     }
 }
 
@@ -422,6 +449,8 @@ struct Converter<'a> {
     used_names: BTreeSet<String>,
     defs: Vec<Def>,
     def_index: HashMap<(usize, String), usize>,
+    def_by_name: HashMap<String, usize>,
+    next_suffix: HashMap<String, usize>,
     queue: VecDeque<usize>,
     /// Notes for the innermost documented thing being converted.
     notes: Vec<Vec<String>>,
@@ -442,6 +471,8 @@ impl<'a> Converter<'a> {
             used_names,
             defs: Vec::new(),
             def_index: HashMap::new(),
+            def_by_name: HashMap::new(),
+            next_suffix: HashMap::new(),
             queue: VecDeque::new(),
             notes: Vec::new(),
             current: Node::Root(0),
@@ -646,6 +677,7 @@ impl<'a> Converter<'a> {
             .and_then(Value::as_array)
             .map(|a| a.iter().filter_map(Value::as_str).collect())
             .unwrap_or_default();
+        let required_set: HashSet<&str> = required.iter().copied().collect();
         let mut obj = Obj::default();
         match map.get("properties") {
             Some(Value::Object(props)) => {
@@ -655,7 +687,12 @@ impl<'a> Converter<'a> {
                     let notes = self.notes.pop().unwrap_or_default();
                     let mut doc = Doc::new();
                     field_doc(&mut doc, schema, &notes);
-                    obj.props.push(Prop { name: name.clone(), optional: !required.contains(&name.as_str()), ty, doc });
+                    obj.props.push(Prop {
+                        name: name.clone(),
+                        optional: !required_set.contains(name.as_str()),
+                        ty,
+                        doc,
+                    });
                 }
             }
             Some(_) => self.note("Note: `properties` is not an object; ignored."),
@@ -686,8 +723,9 @@ impl<'a> Converter<'a> {
         }
 
         // Required keys without a property schema still have to be present.
+        let mut declared: HashSet<String> = obj.props.iter().map(|p| p.name.clone()).collect();
         for key in &required {
-            if !obj.props.iter().any(|p| p.name == *key) {
+            if declared.insert(key.to_string()) {
                 let ty = index.clone().unwrap_or(UNKNOWN);
                 obj.props.push(Prop { name: key.to_string(), optional: false, ty, doc: Doc::new() });
             }
@@ -820,12 +858,17 @@ impl<'a> Converter<'a> {
         let last = pointer.rsplit('/').next().unwrap_or("").replace("~1", "/").replace("~0", "~");
         let base = pascal_case(&super::naming::camel_case(&last, "Def"));
         let base = if base.starts_with('_') { format!("T{base}") } else { base };
-        let name = (1..)
-            .map(|k| if k == 1 { base.clone() } else { format!("{base}_{k}") })
-            .find(|n| !self.used_names.contains(n) && !super::naming::is_reserved(n))
-            .unwrap_or_else(|| base.clone());
+        // Resume the suffix search where the last name with this base stopped (names are never
+        // freed), so thousands of `$defs` with one base name stay linear.
+        let start = self.next_suffix.get(&base).copied().unwrap_or(1);
+        let (k, name) = (start..)
+            .map(|k| (k, if k == 1 { base.clone() } else { format!("{base}_{k}") }))
+            .find(|(_, n)| !self.used_names.contains(n) && !super::naming::is_reserved(n))
+            .unwrap_or_else(|| (start, base.clone()));
+        self.next_suffix.insert(base, k + 1);
         self.used_names.insert(name.clone());
         let i = self.defs.len();
+        self.def_by_name.insert(name.clone(), i);
         self.defs.push(Def { name, root, pointer: pointer.to_string(), decl: None });
         self.def_index.insert((root, pointer.to_string()), i);
         self.queue.push_back(i);
@@ -862,7 +905,7 @@ impl<'a> Converter<'a> {
     }
 
     fn decl_named(&self, name: &str) -> Option<&Decl> {
-        self.defs.iter().filter_map(|d| d.decl.as_ref()).find(|d| d.name == name)
+        self.def_by_name.get(name).and_then(|&i| self.defs[i].decl.as_ref())
     }
 }
 

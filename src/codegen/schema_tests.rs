@@ -112,3 +112,26 @@ fn hostile_enum_values_and_keys_stay_inside_literals() {
     assert!(text.contains(r#""k\"; pwned(); \""?: "\"; pwned(); //" | "*/ pwned() /*" | "a\u2028pwned()";"#), "{text}");
     assert!(text.contains(r"*\/ pwned(); /*"), "{text}");
 }
+
+#[test]
+fn huge_enums_and_many_defs_stay_fast_and_correct() {
+    // Server-controlled sizes must not go quadratic: 20,000 enum values (with duplicates),
+    // 3,000 `$defs` that all sanitise to the same name, 5,000 required keys.
+    let values: Vec<Value> = (0..20_000).map(|i| json!(format!("v{}", i % 10_000))).collect();
+    let mut defs = serde_json::Map::new();
+    let mut props = serde_json::Map::new();
+    for i in 0..3000 {
+        defs.insert("-".repeat(i + 1), json!({"type": "string"}));
+        props.insert(format!("p{i}"), json!({"$ref": format!("#/$defs/{}", "-".repeat(i + 1))}));
+    }
+    props.insert("e".into(), json!({"enum": values}));
+    let required: Vec<String> = (0..5000).map(|i| format!("r{}", i % 2500)).collect();
+    let schema = json!({"type": "object", "$defs": defs, "properties": props, "required": required});
+    let c = convert_tool(&schema, None, "I", "O", &[]).unwrap();
+    assert_eq!(c.defs.len(), 3000);
+    let Ty::Object(obj) = &c.input.ty else { panic!("not an object") };
+    assert_eq!(obj.props.len(), 3001 + 2500, "duplicate required keys appear once");
+    let e = obj.props.iter().find(|p| p.name == "e").unwrap();
+    let Ty::Union(members) = &e.ty else { panic!("not a union") };
+    assert_eq!(members.len(), 10_000);
+}
