@@ -264,6 +264,19 @@ fn usage_errors_exit_2_with_a_precise_message() {
 }
 
 #[test]
+fn without_servers_the_tree_has_only_the_client_and_says_why() {
+    let p = Project::new();
+    let r = p.run(&["mcp", "generate"]);
+    r.assert_ok();
+    assert!(r.stderr.contains("no MCP servers configured"), "{}", r.stderr);
+    assert!(r.stdout.contains("Generated 0 tools on 0 servers"), "{}", r.stdout);
+    let dir = p.path().join(".kodelet/mcp");
+    assert!(dir.join("client.ts").is_file() && !dir.join("servers").exists());
+    let Some(tsc) = tsc() else { return };
+    assert_compiles(&tsc, &dir, "import { callMCPTool } from \"./index.ts\";\nconsole.log(typeof callMCPTool);\n");
+}
+
+#[test]
 fn clean_removes_only_generated_files() {
     let p = Project::with_fixture();
     let (n, _) = listed_counts(&p);

@@ -70,6 +70,12 @@ pub async fn run(ctx: Context, args: &GenerateArgs) -> anyhow::Result<u8> {
         None => {
             let manager = McpManager::new(&ctx.config);
             let servers = super::list::select_servers(&manager, &args.filter)?;
+            if servers.is_empty() {
+                eprintln!(
+                    "no MCP servers configured: add some under `mcp.servers` (see config.sample.yaml) or in .mcp.json; \
+                     writing a tree without servers"
+                );
+            }
             let collected = tokio::select! {
                 r = super::list::collect_tools(&manager, &servers) => Some(r),
                 _ = tokio::signal::ctrl_c() => None,
