@@ -93,10 +93,19 @@ fn runner_thread(rx: std::sync::mpsc::Receiver<Box<Job>>, limit_mb: Arc<AtomicU6
     let mut next: Option<Result<Prepared, String>> = None;
     loop {
         if next.is_none() {
-            next = Some(Prepared::new(limit_mb.load(Ordering::Relaxed), &cache));
+            next = Some(Prepared::new(limit_mb.load(Ordering::Relaxed).max(MIN_HEAP_MB), &cache));
         }
         let Ok(job) = rx.recv() else { return };
         let wanted = job.req.limits.memory_limit_mb;
+        if wanted < MIN_HEAP_MB {
+            // The engine cannot even start in that little memory (and deno_core panics trying).
+            let _ = job.started.send(JobControl::inert());
+            let _ = job.done.send(ExecOutcome::failed(
+                FailureKind::Memory,
+                format!("{} while starting the runtime (it needs at least {MIN_HEAP_MB} MB)", memory_message(wanted)),
+            ));
+            continue;
+        }
         let prepared = match next.take() {
             Some(Ok(p)) if p.limit_mb == wanted => Ok(p),
             _ => Prepared::new(wanted, &cache),
@@ -105,22 +114,10 @@ fn runner_thread(rx: std::sync::mpsc::Receiver<Box<Job>>, limit_mb: Arc<AtomicU6
             Ok(p) => p,
             Err(e) => {
                 let _ = job.started.send(JobControl::inert());
-                // The bootstrap itself needs a few MB; a smaller heap limit fails here.
-                let failure = if wanted < MIN_HEAP_MB {
-                    ExecOutcome::failed(
-                        FailureKind::Memory,
-                        format!(
-                            "{} while starting the runtime (it needs at least {MIN_HEAP_MB} MB)",
-                            memory_message(wanted)
-                        ),
-                    )
-                } else {
-                    ExecOutcome::failed(
-                        FailureKind::Script,
-                        format!("internal error: cannot create a JavaScript runtime: {e}"),
-                    )
-                };
-                let _ = job.done.send(failure);
+                let _ = job.done.send(ExecOutcome::failed(
+                    FailureKind::Script,
+                    format!("internal error: cannot create a JavaScript runtime: {e}"),
+                ));
                 continue;
             }
         };
@@ -250,15 +247,26 @@ struct Prepared {
 
 impl Prepared {
     fn new(limit_mb: u64, cache: &TranspileCache) -> Result<Prepared, String> {
+        // deno_core panics on some creation failures; they must not take the runner thread down.
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| Prepared::create(limit_mb, cache)))
+            .unwrap_or_else(|_| Err("the engine failed while starting".to_string()))
+    }
+
+    fn create(limit_mb: u64, cache: &TranspileCache) -> Result<Prepared, String> {
         let loader = Rc::new(WorkspaceLoader::new(cache.clone()));
         let heap_limit = usize::try_from(limit_mb).unwrap_or(usize::MAX / MIB).saturating_mul(MIB);
+        let snapshot = super::snapshot::startup_snapshot();
         let mut runtime = JsRuntime::try_new(RuntimeOptions {
             module_loader: Some(loader.clone()),
-            extensions: vec![super::ops::extension()],
+            extensions: vec![super::ops::extension(snapshot.is_none())],
+            startup_snapshot: snapshot,
             create_params: Some(v8::CreateParams::default().heap_limits(0, heap_limit)),
             ..Default::default()
         })
         .map_err(|e| e.to_string())?;
+        runtime
+            .execute_script("ext:agent_runtime/finalize.js", super::ops::FINALIZE)
+            .map_err(|e| format!("the runtime's finalize step failed: {e}"))?;
         let flags = Arc::new(Flags::default());
         let (tracker, waker) = {
             let state = runtime.op_state();
