@@ -486,6 +486,26 @@ async fn one_executor_survives_limits_and_cancellation_and_isolates_runs() {
     assert_eq!(o.tool_calls, 1);
 }
 
+#[tokio::test]
+async fn one_executor_runs_hundreds_of_scripts() {
+    use agent::runtime::{ExecRequest, Executor, Limits, Script};
+    // The engine keeps per-thread state that breaks new isolates after ~150 on one thread; the
+    // executor moves to a fresh thread well before that.
+    let p = Project::new();
+    let executor = Executor::new();
+    for i in 0..400 {
+        let o = executor
+            .execute(ExecRequest {
+                workspace: p.path().join(WS),
+                script: Script::Inline(format!("const n: number = {i};\nconsole.log(`run ${{n}}`);\n")),
+                limits: Limits::default(),
+                bridge: None,
+            })
+            .await;
+        assert_eq!(o.stdout, format!("run {i}\n"), "run {i}: {:?}", o.error);
+    }
+}
+
 // ---------------------------------------------------------------------------------------------
 // Escape attempts
 
