@@ -238,6 +238,14 @@ async fn call_overhead(dir: &Path, n: usize) {
     };
     run_script(script(50, false)).await;
 
+    // The socket hop without MCP: GET /health round trips.
+    let client = agent::bridge::BridgeClient::new(bridge.endpoint().clone());
+    let start = Instant::now();
+    for _ in 0..n {
+        client.health().await.expect("health");
+    }
+    println!("bridge GET /health round trip (no MCP): {:.3} ms", start.elapsed().as_secs_f64() * 1000.0 / n as f64);
+
     for concurrent in [false, true] {
         let label = if concurrent { "16 in flight (Promise.all, default cap)" } else { "sequential" };
         let mut direct_ms = Vec::new();

@@ -1,8 +1,9 @@
-// The code-mode bootstrap: runs once per isolate, before any script, as the extension's ESM
-// entry point. It installs the globals a script may use (console, timers, TextEncoder/Decoder,
-// URL, structuredClone, callMCPTool) on top of the raw deno_core ops, then removes every path
-// to those ops (`Deno`, `__bootstrap`) from the global object. Everything a script can reach
-// afterwards is defined here; the ops themselves live only in this module's closure.
+// The code-mode bootstrap, the extension's ESM entry point. It installs the globals a script may
+// use (console, timers, TextEncoder/Decoder, URL, structuredClone, callMCPTool) on top of the raw
+// deno_core ops, keeping the ops in this module's closure. It runs once to build the runtime
+// snapshot (or once per isolate when there is none); finalize.js then runs in every isolate
+// before any script and removes every path to the ops (`Deno`, `__bootstrap`) from the global
+// object. Everything a script can reach is defined here.
 //
 // Script code runs after this module and may replace any builtin (Array.prototype.map,
 // JSON.parse, ...). Code here therefore captures the builtins it needs up front and never hands
@@ -14,7 +15,6 @@ const core = globalThis.Deno.core;
 const {
   op_agent_call_tool,
   op_agent_write,
-  op_agent_register,
   op_agent_url_parse,
   op_agent_url_set,
   op_agent_utf8_valid,
@@ -815,7 +815,7 @@ if (globalThis.Atomics !== undefined) {
 
 // ---------------------------------------------------------------------------------------------
 // What Rust calls after the main module finished: settle the default export into JSON text.
-// Registered through an op so no script can reach it.
+// finalize.js hands it to Rust through an op and removes it from the global object.
 
 async function settleDefault(namespace) {
   let value = namespace.default;
@@ -826,13 +826,4 @@ async function settleDefault(namespace) {
   return json;
 }
 
-op_agent_register(settleDefault);
-
-// Last: cut every path from script code to the ops. Also gone: WebAssembly (scripts have
-// nothing to instantiate, and its memory would sit outside the heap accounting), the engine's
-// `gc` hook, and ShadowRealm (deno_core sets up no host hook for it, so it can only throw).
-delete globalThis.Deno;
-delete globalThis.__bootstrap;
-delete globalThis.WebAssembly;
-delete globalThis.gc;
-delete globalThis.ShadowRealm;
+ObjectDefineProperty(globalThis, "__agentSettle", { value: settleDefault, configurable: true });

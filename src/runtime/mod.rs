@@ -13,6 +13,7 @@
 //! - `loader`: module resolution confined to the workspace, TypeScript transpiling, source maps.
 //! - `ops`: the few ops the bootstrap JS (`runtime-js/bootstrap.js`) is built on.
 //! - `output`: captured stdout/stderr under the output cap.
+//! - `snapshot`: the bootstrapped isolate, snapshotted once per binary and cached on disk.
 //! - `scan`: which MCP servers a script (and its imports) refers to.
 
 mod isolate;
@@ -20,6 +21,7 @@ mod loader;
 mod ops;
 mod output;
 pub mod scan;
+mod snapshot;
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};

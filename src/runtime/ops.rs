@@ -42,15 +42,23 @@ deno_core::extension!(
     ],
 );
 
-/// The extension with the bootstrap module embedded in the binary.
-pub(crate) fn extension() -> deno_core::Extension {
+/// The bootstrap module, embedded in the binary.
+pub(crate) const BOOTSTRAP: deno_core::FastStaticString =
+    deno_core::ascii_str_include!(concat!(env!("CARGO_MANIFEST_DIR"), "/runtime-js/bootstrap.js"));
+
+/// Run in every isolate before any script (see `runtime-js/finalize.js`).
+pub(crate) const FINALIZE: deno_core::FastStaticString =
+    deno_core::ascii_str_include!(concat!(env!("CARGO_MANIFEST_DIR"), "/runtime-js/finalize.js"));
+
+/// The ops, and the bootstrap module unless the isolate is restored from a snapshot that
+/// already ran it.
+pub(crate) fn extension(with_bootstrap: bool) -> deno_core::Extension {
     const SPECIFIER: &str = "ext:agent_runtime/bootstrap.js";
     let mut ext = agent_runtime::init();
-    ext.esm_files = std::borrow::Cow::Owned(vec![deno_core::ExtensionFileSource::new(
-        SPECIFIER,
-        deno_core::ascii_str_include!(concat!(env!("CARGO_MANIFEST_DIR"), "/runtime-js/bootstrap.js")),
-    )]);
-    ext.esm_entry_point = Some(SPECIFIER);
+    if with_bootstrap {
+        ext.esm_files = std::borrow::Cow::Owned(vec![deno_core::ExtensionFileSource::new(SPECIFIER, BOOTSTRAP)]);
+        ext.esm_entry_point = Some(SPECIFIER);
+    }
     ext
 }
 

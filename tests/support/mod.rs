@@ -81,6 +81,8 @@ impl Project {
             }
         }
         c.env("HOME", self.path().join("home")).env_remove("XDG_CONFIG_HOME").env("NO_COLOR", "1");
+        // One cache for all test runs: the runtime snapshot is made once per binary, not per test.
+        c.env("XDG_CACHE_HOME", node_tools_dir().with_file_name("test-cache"));
         c.stdin(Stdio::null());
         c
     }

@@ -1,0 +1,17 @@
+// Runs in every isolate after the bootstrap (fresh, or restored from the runtime snapshot) and
+// before any script: hands the bootstrap's private "settle the default export" function to Rust,
+// then cuts every path from script code to the ops. Also removed: WebAssembly (scripts have
+// nothing to instantiate, and its memory would sit outside the heap accounting), the engine's
+// `gc` hook, and ShadowRealm (deno_core sets up no host hook for it, so it can only throw).
+//
+// This file is embedded in the binary and must stay 7-bit ASCII.
+((globalThis) => {
+  const { op_agent_register } = globalThis.Deno.core.ops;
+  op_agent_register(globalThis.__agentSettle);
+  delete globalThis.__agentSettle;
+  delete globalThis.Deno;
+  delete globalThis.__bootstrap;
+  delete globalThis.WebAssembly;
+  delete globalThis.gc;
+  delete globalThis.ShadowRealm;
+})(globalThis);
