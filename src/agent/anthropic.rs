@@ -54,14 +54,7 @@ impl Anthropic {
         }
         let resp = self.http.send(&self.url, rb).await?;
         if !req.stream {
-            let bytes = match tokio::time::timeout(self.http.idle_timeout, resp.bytes()).await {
-                Err(_) => {
-                    return Err(ProviderError::Timeout { url: self.url.clone(), timeout: self.http.idle_timeout });
-                }
-                Ok(Err(e)) => return Err(ProviderError::Network { url: self.url.clone(), message: e.to_string() }),
-                Ok(Ok(b)) => b,
-            };
-            let v: Value = serde_json::from_slice(&bytes).map_err(|e| self.protocol(format!("invalid JSON ({e})")))?;
+            let v = self.http.read_json(&self.url, resp).await?;
             let r = parse_message(&v).map_err(|m| self.protocol(m))?;
             if !r.text.is_empty() {
                 events(ProviderEvent::Text(&r.text));

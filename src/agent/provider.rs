@@ -376,6 +376,17 @@ impl HttpSettings {
             retry_after,
         })
     }
+
+    /// Reads a whole (non-streamed) response body as JSON, within the idle timeout.
+    pub async fn read_json(&self, url: &str, resp: reqwest::Response) -> Result<Value, ProviderError> {
+        let bytes = match tokio::time::timeout(self.idle_timeout, resp.bytes()).await {
+            Err(_) => return Err(ProviderError::Timeout { url: url.to_string(), timeout: self.idle_timeout }),
+            Ok(Err(e)) => return Err(ProviderError::Network { url: url.to_string(), message: reqwest_reason(&e) }),
+            Ok(Ok(b)) => b,
+        };
+        serde_json::from_slice(&bytes)
+            .map_err(|e| ProviderError::Protocol { url: url.to_string(), message: format!("invalid JSON ({e})") })
+    }
 }
 
 /// `retry-after-ms` (OpenAI) or `retry-after` in seconds. HTTP-date values are ignored (backoff applies).

@@ -11,6 +11,7 @@ use serde_json::{Map, Value};
 use super::output::{human_bytes, write_atomic};
 use super::{Context, EXIT_FAILURE, EXIT_OK, usage};
 use crate::mcp::handler::ClientEvent;
+use crate::mcp::tools::json_kind;
 use crate::mcp::{McpError, McpManager};
 
 pub const AFTER_HELP: &str = "\
@@ -152,17 +153,6 @@ pub fn parse_args(spec: &str) -> anyhow::Result<Map<String, Value>> {
     match value {
         Value::Object(map) => Ok(map),
         other => Err(usage(format!("{origin} must be a JSON object of named arguments, got {}", json_kind(&other)))),
-    }
-}
-
-fn json_kind(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
     }
 }
 

@@ -20,6 +20,8 @@ use std::fmt::Write as _;
 
 use serde_json::{Map, Value};
 
+use crate::mcp::tools::json_kind;
+
 use super::naming::pascal_case;
 use super::ts::{Doc, property_key, string_literal};
 
@@ -397,17 +399,6 @@ pub fn convert_tool(
     let mut defs: Vec<Decl> = cv.defs.into_iter().filter_map(|d| d.decl).collect();
     defs.sort_by(|a, b| a.name.cmp(&b.name));
     Ok(ConvertedTool { input, output, defs, input_optional, warnings })
-}
-
-fn json_kind(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
-    }
 }
 
 /// Nodes of the "direct reference" graph used to find type aliases TypeScript would reject.

@@ -52,6 +52,18 @@ impl ToolInfo {
     }
 }
 
+/// What kind of JSON value `v` is, for error messages: `a string`, `an array`, `null`.
+pub fn json_kind(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
 /// The MCP `CallToolResult` as JSON, normalised: `content` and `isError` are always present
 /// (rmcp omits `isError` when the server did), so scripts and `--json` readers see one shape.
 pub fn result_json(result: &rmcp::model::CallToolResult) -> Value {
