@@ -199,9 +199,14 @@ impl McpManager {
     /// The tools of one server (after `tool_white_list`), starting it if needed.
     pub async fn tools(&self, server: &str) -> Result<Arc<Vec<ToolInfo>>, McpError> {
         let conn = self.connection(server).await?;
+        self.current_tools(server, &conn).await
+    }
+
+    /// `conn`'s tools, re-listed first when the server said its list changed.
+    async fn current_tools(&self, server: &str, conn: &Connection) -> Result<Arc<Vec<ToolInfo>>, McpError> {
         if conn.tools_stale.swap(false, Ordering::AcqRel) {
             let slot = self.slot(server)?.clone();
-            match list_tools(&slot, &conn).await {
+            match list_tools(&slot, conn).await {
                 Ok(tools) => {
                     if let Ok(mut w) = conn.tools.write() {
                         *w = Arc::new(tools);
@@ -227,14 +232,7 @@ impl McpManager {
     /// The index entry of one tool, with a suggestion when it does not exist.
     pub async fn tool(&self, server: &str, tool: &str) -> Result<ToolInfo, McpError> {
         let tools = self.tools(server).await?;
-        if let Some(t) = tools.iter().find(|t| t.name == tool) {
-            return Ok(t.clone());
-        }
-        Err(McpError::UnknownTool {
-            server: server.to_string(),
-            tool: tool.to_string(),
-            suggestions: crate::cli::output::suggest(tool, tools.iter().map(|t| t.name.as_str())),
-        })
+        find_tool(server, tool, &tools).cloned()
     }
 
     /// Calls a tool: checks that it exists, validates the arguments against its `inputSchema`,
@@ -246,9 +244,9 @@ impl McpManager {
         tool: &str,
         args: Map<String, Value>,
     ) -> Result<CallToolResult, McpError> {
-        let info = self.tool(server, tool).await?;
         let conn = self.connection(server).await?;
-        let violations = validate(&conn, &info, &args);
+        let tools = self.current_tools(server, &conn).await?;
+        let violations = validate(&conn, find_tool(server, tool, &tools)?, &args);
         if !violations.is_empty() {
             return Err(McpError::InvalidArguments { server: server.into(), tool: tool.into(), violations });
         }
@@ -592,7 +590,7 @@ fn group_alive(pgid: i32) -> bool {
     let Ok(entries) = std::fs::read_dir("/proc") else { return true };
     entries.flatten().any(|e| {
         let Some(pid) = e.file_name().to_str().and_then(|s| s.parse::<i32>().ok()) else { return false };
-        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else { return false };
+        let Some(stat) = proc_stat(pid) else { return false };
         // Fields after the `(comm)`: state, ppid, pgrp, ...
         let mut rest = stat.rsplit_once(')').map(|(_, r)| r.split_whitespace()).into_iter().flatten();
         let state = rest.next();
@@ -601,16 +599,34 @@ fn group_alive(pgid: i32) -> bool {
     })
 }
 
+/// The index entry named `tool`, or `UnknownTool` with suggestions.
+fn find_tool<'a>(server: &str, tool: &str, tools: &'a [ToolInfo]) -> Result<&'a ToolInfo, McpError> {
+    tools.iter().find(|t| t.name == tool).ok_or_else(|| McpError::UnknownTool {
+        server: server.to_string(),
+        tool: tool.to_string(),
+        suggestions: crate::cli::output::suggest(tool, tools.iter().map(|t| t.name.as_str())),
+    })
+}
+
 fn process_alive(pid: i32) -> bool {
     if pid <= 1 {
         return false;
     }
     // A zombie still "exists" for kill(0); look at its state instead.
-    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-        Ok(stat) => {
+    match proc_stat(pid) {
+        Some(stat) => {
             let state = stat.rsplit_once(')').and_then(|(_, rest)| rest.split_whitespace().next());
             !matches!(state, Some("Z") | Some("X") | None)
         }
-        Err(_) => false,
+        None => false,
     }
+}
+
+/// `/proc/<pid>/stat` in one read (it is checked before every call; `read_to_string` would
+/// take five reads, since procfs reports a size of 0).
+fn proc_stat(pid: i32) -> Option<String> {
+    use std::io::Read;
+    let mut buf = [0u8; 1024];
+    let n = std::fs::File::open(format!("/proc/{pid}/stat")).ok()?.read(&mut buf).ok()?;
+    Some(String::from_utf8_lossy(&buf[..n]).into_owned())
 }
