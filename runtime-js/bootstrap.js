@@ -737,7 +737,8 @@ function joinText(content, only) {
   return call(ArrayPrototypeJoin, texts, "\n");
 }
 
-async function agentCallTool(server, tool, args = {}) {
+// The call's JSON body, after checking what the script passed.
+function encodeCall(server, tool, args) {
   if (typeof server !== "string" || server === "") {
     throw new TypeErrorCtor("__agentCallTool: `server` must be a non-empty string");
   }
@@ -748,26 +749,36 @@ async function agentCallTool(server, tool, args = {}) {
   if (typeof args !== "object" || ArrayIsArray(args)) {
     throw new TypeErrorCtor(`${server}.${tool}: arguments must be an object`);
   }
-  let body;
   try {
-    body = JSONStringify({ server, tool, arguments: args });
+    return JSONStringify({ server, tool, arguments: args });
   } catch (e) {
     throw new TypeErrorCtor(`${server}.${tool}: arguments are not JSON-serialisable: ${safeString(e?.message)}`);
   }
-  const answer = await op_agent_call_tool(body);
-  // The op answers "1<CallToolResult JSON>" or "0<error JSON>".
+}
+
+// The op answers "1<CallToolResult JSON>" or "0<error JSON>"; the latter throws a BridgeError
+// whose stack starts at `caller`.
+function decodeAnswer(answer, server, tool, caller) {
   const payload = JSONParse(call(StringPrototypeSlice, answer, 1));
   if (answer[0] === "1") return payload;
   const err = new BridgeError(payload.message, { ...payload, server, tool });
-  ErrorCaptureStackTrace(err, agentCallTool);
+  ErrorCaptureStackTrace(err, caller);
   throw err;
+}
+
+// Both entry points are single async functions around the op (no async wrapper in between:
+// each extra await level costs a microtask round on every call).
+async function agentCallTool(server, tool, args = {}) {
+  const answer = await op_agent_call_tool(encodeCall(server, tool, args));
+  return decodeAnswer(answer, server, tool, agentCallTool);
 }
 
 // Same contract as the generated client.ts: structuredContent when present; otherwise, when every
 // content block is text, the joined text parsed as JSON when it parses, else the text itself;
 // otherwise (images, resources, no content) the content blocks. `isError` throws MCPToolError.
 async function callMCPTool(server, tool, args = {}) {
-  const result = await agentCallTool(server, tool, args);
+  const answer = await op_agent_call_tool(encodeCall(server, tool, args));
+  const result = decodeAnswer(answer, server, tool, callMCPTool);
   if (result.isError === true) {
     const err = new MCPToolError(server, tool, result);
     ErrorCaptureStackTrace(err, callMCPTool);
