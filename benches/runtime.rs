@@ -297,10 +297,36 @@ async fn call_overhead(dir: &Path, n: usize) {
         }
         let best = |v: &[f64]| v.iter().cloned().fold(f64::INFINITY, f64::min);
         let (d, b, c) = (best(&direct_ms), best(&bridge_ms), best(&client_ms));
+        // The isolate's setting without the isolate: the same client on a current-thread
+        // runtime of its own thread.
+        let own_thread = if concurrent {
+            None
+        } else {
+            let client = agent::bridge::BridgeClient::new(bridge.endpoint().clone());
+            let body = bytes::Bytes::from(r#"{"server":"fixture","tool":"echo","arguments":{"message":"ping"}}"#);
+            let t = std::thread::spawn(move || {
+                let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
+                rt.block_on(async {
+                    let mut best = f64::INFINITY;
+                    for _ in 0..3 {
+                        let start = Instant::now();
+                        for _ in 0..n {
+                            client.call_bytes(body.clone()).await.expect("bridge call");
+                        }
+                        best = best.min(start.elapsed().as_secs_f64() * 1000.0);
+                    }
+                    best
+                })
+            });
+            Some(t.join().expect("client thread"))
+        };
         let per = |total: f64| format!("{:>6.0} calls/s ({:.3} ms/call)", n as f64 / total * 1000.0, total / n as f64);
         println!("{label}");
         println!("  direct McpManager::call_tool          {}", per(d));
         println!("  bridge, Rust client (socket hop only) {}   {:.2}x direct", per(c), c / d);
+        if let Some(o) = own_thread {
+            println!("  same, client on its own thread        {}   {:.2}x direct", per(o), o / d);
+        }
         println!(
             "  callMCPTool in the isolate via bridge  {}   {:.2}x direct; target <= 1.3x: {}",
             per(b),
