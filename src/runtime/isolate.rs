@@ -44,6 +44,8 @@ const UNWIND_HEADROOM: usize = 16 * MIB;
 /// A job for the runner thread, with the channels its caller waits on.
 pub(crate) struct Job {
     req: ExecRequest,
+    /// The caller's tokio runtime: tool calls run their socket I/O there (see `ops`).
+    io: Option<tokio::runtime::Handle>,
     started: oneshot::Sender<JobControl>,
     done: oneshot::Sender<ExecOutcome>,
 }
@@ -52,7 +54,8 @@ impl Job {
     pub(crate) fn new(req: ExecRequest) -> (Box<Job>, oneshot::Receiver<JobControl>, oneshot::Receiver<ExecOutcome>) {
         let (started, started_rx) = oneshot::channel();
         let (done, done_rx) = oneshot::channel();
-        (Box::new(Job { req, started, done }), started_rx, done_rx)
+        let io = tokio::runtime::Handle::try_current().ok();
+        (Box::new(Job { req, io, started, done }), started_rx, done_rx)
     }
 }
 
@@ -143,8 +146,8 @@ fn runner_thread(mut rx: std::sync::mpsc::Receiver<Box<Job>>, limit_mb: Arc<Atom
                 continue;
             }
         };
-        let Job { req, started, done } = *job;
-        let outcome = tokio_rt.block_on(prepared.run(req, started));
+        let Job { req, io, started, done } = *job;
+        let outcome = tokio_rt.block_on(prepared.run(req, io, started));
         let _ = done.send(outcome);
         // Freeing the isolate (possibly a full heap) happens after the caller has its answer.
         drop(prepared);
@@ -339,13 +342,19 @@ impl Prepared {
         Ok(Prepared { runtime, loader, control, limit_mb })
     }
 
-    async fn run(&mut self, req: ExecRequest, started: oneshot::Sender<JobControl>) -> ExecOutcome {
+    async fn run(
+        &mut self,
+        req: ExecRequest,
+        io: Option<tokio::runtime::Handle>,
+        started: oneshot::Sender<JobControl>,
+    ) -> ExecOutcome {
         let start = Instant::now();
         let workspace = absolute(&req.workspace);
         self.loader.set_root(workspace.clone());
         let stack_prefix = ModuleSpecifier::from_directory_path(&workspace).map(|u| u.to_string()).unwrap_or_default();
         self.runtime.op_state().borrow_mut().put(JobState {
             bridge: req.bridge.clone().map(BridgeClient::new),
+            io,
             call_slots: Rc::new(tokio::sync::Semaphore::new(req.limits.max_concurrent_calls.max(1))),
             tool_calls: 0,
             output: OutputSink::new(req.limits.max_output_bytes),
