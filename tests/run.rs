@@ -349,6 +349,19 @@ fn dropped_connections_are_retried() {
 }
 
 #[test]
+fn a_reply_cut_off_mid_stream_is_retried_and_the_restart_is_announced() {
+    let fake = FakeLlm::start(vec![Reply::CutOff("The answer is".into()), Reply::text("The answer is 42.")]);
+    let p = fixture_project(&fake, Api::OpenAi);
+    let r = p.run(&["run", "hello"]);
+    r.assert_ok();
+    // The cut-off text was already on screen; the retry's text follows on its own line.
+    assert_eq!(r.stdout, "The answer is\nThe answer is 42.\n");
+    assert!(r.stderr.contains("network error; retrying in "), "{}", r.stderr);
+    assert!(r.stderr.contains("the reply above was cut off and starts over"), "{}", r.stderr);
+    assert_eq!(fake.requests().len(), 2);
+}
+
+#[test]
 fn retries_run_out_with_the_providers_message() {
     let fake = FakeLlm::start(vec![
         Reply::Status(429, "rate limit exceeded for fake-model".into(), Some("0".into())),

@@ -426,6 +426,8 @@ struct Printer {
     color: bool,
     /// Whether stdout ends in a newline (so stderr lines don't land mid-sentence).
     at_line_start: AtomicBool,
+    /// Whether the model call in progress has streamed text (a retry then repeats it).
+    streamed: AtomicBool,
 }
 
 impl Printer {
@@ -435,6 +437,7 @@ impl Printer {
             stream_text: !args.json && !args.quiet,
             activity: !args.quiet,
             color,
+            streamed: AtomicBool::new(false),
             at_line_start: AtomicBool::new(true),
         }
     }
@@ -472,17 +475,21 @@ impl Observer for Printer {
         let mut out = std::io::stdout().lock();
         let _ = out.write_all(delta.as_bytes()).and_then(|_| out.flush());
         self.at_line_start.store(delta.ends_with('\n'), Ordering::SeqCst);
+        self.streamed.store(true, Ordering::SeqCst);
     }
 
     fn retrying(&self, attempt: u32, delay: Duration, reason: &str) {
+        let cut = self.streamed.swap(false, Ordering::SeqCst);
         if self.activity {
             self.end_line();
             let secs = delay.as_secs_f64();
-            eprintln!("{}", self.dim(&format!("⟳ {reason}; retrying in {secs:.1} s (retry {attempt})")));
+            let restart = if cut { "; the reply above was cut off and starts over" } else { "" };
+            eprintln!("{}", self.dim(&format!("⟳ {reason}; retrying in {secs:.1} s (retry {attempt}){restart}")));
         }
     }
 
     fn turn_done(&self, _turn: &TurnRecord) {
+        self.streamed.store(false, Ordering::SeqCst);
         self.end_line();
     }
 

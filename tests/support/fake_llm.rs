@@ -34,6 +34,9 @@ pub enum Reply {
     Hang,
     /// Close the connection without answering (a network error for the client).
     Disconnect,
+    /// Stream this text, then end the stream before it is complete (OpenAI streaming only;
+    /// otherwise the same as `Disconnect`).
+    CutOff(String),
 }
 
 impl Reply {
@@ -294,6 +297,15 @@ async fn handle(req: Request<Incoming>, state: Arc<Mutex<State>>) -> Result<Resp
         }
         // hyper closes the connection when the service fails.
         Reply::Disconnect => return Err(std::io::Error::other("fake LLM: disconnecting on purpose")),
+        Reply::CutOff(text) => {
+            if matches!(api, Api::OpenAi) && stream {
+                let mut events = openai_chunks(n, &text, &[], 0, 0);
+                // Without the finish chunk, the usage chunk and `[DONE]`.
+                events.truncate(events.len() - 3);
+                return Ok(sse(events));
+            }
+            return Err(std::io::Error::other("fake LLM: cutting off on purpose"));
+        }
         Reply::Status(status, msg, retry_after) => {
             let mut r = full(status, "application/json", error_body(api, "error", &msg));
             if let Some(ra) = retry_after {
