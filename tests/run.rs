@@ -385,13 +385,21 @@ fn auth_and_request_errors_show_the_providers_message_without_retrying() {
     let fake = FakeLlm::start(vec![Reply::Status(401, "invalid x-api-key".into(), None)]);
     let p = fixture_project(&fake, Api::Anthropic);
     let r = p.run(&["run", "hello"]);
-    r.assert_code(1);
+    r.assert_code(2);
     assert!(
         r.stderr.contains("error: the provider rejected the API key (HTTP 401 from http://127.0.0.1:"),
         "{}",
         r.stderr
     );
     assert!(r.stderr.contains("/v1/messages): invalid x-api-key; check llm.api_key"), "{}", r.stderr);
+    assert_eq!(fake.requests().len(), 1);
+
+    // A wrong model is a configuration error too.
+    let fake = FakeLlm::start(vec![Reply::Status(404, "model `fake-modle` not found".into(), None)]);
+    let p = fixture_project(&fake, Api::OpenAi);
+    let r = p.run(&["run", "hello"]);
+    r.assert_code(2);
+    assert!(r.stderr.contains("not found (check llm.model / --model and llm.base_url) (HTTP 404"), "{}", r.stderr);
     assert_eq!(fake.requests().len(), 1);
 
     let fake = FakeLlm::start(vec![Reply::Status(400, "messages: tool_call_id is invalid".into(), None)]);

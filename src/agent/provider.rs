@@ -246,6 +246,15 @@ impl ProviderError {
         }
     }
 
+    /// 401, 403 and 404: the key, the account's access or the model/base URL is wrong; fixing
+    /// the configuration is the only cure (`agent run` exits 2 for these).
+    pub fn is_configuration(&self) -> bool {
+        match self {
+            ProviderError::Http { status, .. } => matches!(status, 401 | 403 | 404),
+            _ => false,
+        }
+    }
+
     fn retry_after(&self) -> Option<Duration> {
         match self {
             ProviderError::Http { retry_after, .. } => *retry_after,

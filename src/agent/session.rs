@@ -120,6 +120,9 @@ pub struct Transcript {
     pub outcome: Outcome,
     pub final_answer: Option<String>,
     pub error: Option<String>,
+    /// The provider error is a configuration problem (`ProviderError::is_configuration`).
+    #[serde(skip)]
+    pub configuration_error: bool,
     pub system: String,
     /// Names of the tools offered to the model.
     pub tools: Vec<String>,
@@ -200,6 +203,7 @@ pub async fn run(
         outcome: Outcome::Answer,
         final_answer: None,
         error: None,
+        configuration_error: false,
         system: settings.system.clone(),
         tools: host.specs().iter().map(|s| s.name.clone()).collect(),
         turns: Vec::new(),
@@ -245,6 +249,7 @@ pub async fn run(
             Ok(r) => r,
             Err(e) => {
                 t.outcome = Outcome::ProviderError;
+                t.configuration_error = e.is_configuration();
                 t.error = Some(e.to_string());
                 break;
             }

@@ -13,7 +13,7 @@ use clap::{Args, ValueEnum};
 use tokio_util::sync::CancellationToken;
 
 use super::output::{human_bytes, parse_bytes};
-use super::{Context, EXIT_FAILURE, EXIT_OK, ServerFilter, usage};
+use super::{Context, EXIT_FAILURE, EXIT_OK, EXIT_USAGE, ServerFilter, usage};
 use crate::agent::code;
 use crate::agent::code_host::CodeHost;
 use crate::agent::direct::{DirectHost, ToolMap};
@@ -54,7 +54,8 @@ Examples:
 Exit codes:
   0    the model gave a final answer
   1    the turn limit was hit, or the provider failed (after retries)
-  2    usage or configuration error (e.g. no API key, unknown --server)
+  2    usage or configuration error (e.g. no API key, unknown --server), also when the
+       provider rejects the key, the access or the model (HTTP 401, 403, 404)
   130  interrupted (Ctrl-C); servers are stopped and the bridge socket removed";
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -410,7 +411,7 @@ fn report(t: &Transcript, printer: &Printer, args: &RunArgs) -> anyhow::Result<u
         }
         Outcome::MaxTurns | Outcome::ProviderError => {
             eprintln!("error: {}", t.error.as_deref().unwrap_or("the run failed"));
-            EXIT_FAILURE
+            if t.configuration_error { EXIT_USAGE } else { EXIT_FAILURE }
         }
         Outcome::Interrupted => {
             eprintln!("interrupted");
