@@ -177,6 +177,9 @@ impl Executor {
 
     /// Runs one script to completion, failure or limit. Never panics; every problem ends up in
     /// [`ExecOutcome::error`]. Dropping the returned future stops the script.
+    ///
+    /// The script's tool calls do their socket I/O on the tokio runtime this is called from
+    /// (awaiting it keeps that runtime going); outside tokio they run on the script's thread.
     pub async fn execute(&self, req: ExecRequest) -> ExecOutcome {
         let timeout = req.limits.timeout;
         self.prepared_limit_mb.store(req.limits.memory_limit_mb, Ordering::Relaxed);
