@@ -506,6 +506,46 @@ async fn one_executor_runs_hundreds_of_scripts() {
     }
 }
 
+#[test]
+fn tool_calls_run_on_the_callers_runtime_and_tokio_is_required() {
+    use agent::runtime::{ExecRequest, Executor, Limits, Script};
+    // The calls' socket I/O runs on the caller's runtime, a current-thread one here; outside
+    // tokio the executor says it needs one instead of panicking.
+    let p = Project::with_servers(&fixture_stdio_yaml("fixture", &[]));
+    let config = agent::config::Config::load(&agent::config::LoadOptions {
+        config_file: Some(p.path().join("agent.yaml")),
+        project_dir: Some(p.path().to_path_buf()),
+        skip_user_config: true,
+    })
+    .unwrap();
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let manager = std::sync::Arc::new(agent::mcp::McpManager::new(&config));
+    let bridge = rt.block_on(agent::bridge::BridgeServer::start(manager.clone())).unwrap();
+    let executor = Executor::new();
+    let req = || ExecRequest {
+        workspace: p.path().join(WS),
+        script: Script::Inline(
+            "const r = await Promise.all([1, 2, 3].map((a) => callMCPTool('fixture', 'add', { a, b: 40 })));\n\
+             console.log(JSON.stringify(r));\n"
+                .into(),
+        ),
+        limits: Limits::default(),
+        bridge: Some(bridge.endpoint().clone()),
+    };
+    let current_thread = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let o = current_thread.block_on(executor.execute(req()));
+    let outside = futures::executor::block_on(executor.execute(req()));
+    rt.block_on(async {
+        bridge.stop().await;
+        manager.shutdown().await;
+    });
+    assert!(o.error.is_none(), "{:?}", o.error);
+    assert_eq!(o.stdout, "[{\"sum\":41},{\"sum\":42},{\"sum\":43}]\n");
+    assert_eq!(o.tool_calls, 3);
+    let e = outside.error.expect("an error outside tokio");
+    assert_eq!(e.message, "internal error: Executor::execute must run inside a tokio runtime");
+}
+
 // ---------------------------------------------------------------------------------------------
 // Escape attempts
 

@@ -45,16 +45,18 @@ const UNWIND_HEADROOM: usize = 16 * MIB;
 pub(crate) struct Job {
     req: ExecRequest,
     /// The caller's tokio runtime: tool calls run their socket I/O there (see `ops`).
-    io: Option<tokio::runtime::Handle>,
+    io: tokio::runtime::Handle,
     started: oneshot::Sender<JobControl>,
     done: oneshot::Sender<ExecOutcome>,
 }
 
 impl Job {
-    pub(crate) fn new(req: ExecRequest) -> (Box<Job>, oneshot::Receiver<JobControl>, oneshot::Receiver<ExecOutcome>) {
+    pub(crate) fn new(
+        req: ExecRequest,
+        io: tokio::runtime::Handle,
+    ) -> (Box<Job>, oneshot::Receiver<JobControl>, oneshot::Receiver<ExecOutcome>) {
         let (started, started_rx) = oneshot::channel();
         let (done, done_rx) = oneshot::channel();
-        let io = tokio::runtime::Handle::try_current().ok();
         (Box::new(Job { req, io, started, done }), started_rx, done_rx)
     }
 }
@@ -345,7 +347,7 @@ impl Prepared {
     async fn run(
         &mut self,
         req: ExecRequest,
-        io: Option<tokio::runtime::Handle>,
+        io: tokio::runtime::Handle,
         started: oneshot::Sender<JobControl>,
     ) -> ExecOutcome {
         let start = Instant::now();

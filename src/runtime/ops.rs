@@ -18,8 +18,8 @@ use crate::bridge::BridgeClient;
 /// What the ops of one execution share.
 pub(crate) struct JobState {
     pub bridge: Option<BridgeClient>,
-    /// Where the bridge client's socket I/O runs; `None` runs it on the isolate's thread.
-    pub io: Option<tokio::runtime::Handle>,
+    /// Where the bridge client's socket I/O runs: the runtime that called `Executor::execute`.
+    pub io: tokio::runtime::Handle,
     /// Caps tool calls in flight; the rest queue here.
     pub call_slots: Rc<tokio::sync::Semaphore>,
     pub tool_calls: u64,
@@ -68,10 +68,10 @@ pub(crate) fn extension(with_bootstrap: bool) -> deno_core::Extension {
 /// (`{code, status, message, suggestions}`): never an exception, so the bootstrap decides how
 /// failures look to scripts.
 ///
-/// The socket I/O runs on the caller's runtime (`JobState::io`) when there is one: on the
-/// isolate's own current-thread runtime every call also waited for the event loop's turn to
-/// write the request and read the answer, ~0.15 ms per sequential call (`cargo bench --bench
-/// runtime`, section 3); on the caller's workers it is ~0.03 ms.
+/// The socket I/O runs on the caller's runtime (`JobState::io`): on the isolate's own
+/// current-thread runtime every call also waited for the event loop's turn to write the request
+/// and read the answer, ~0.15 ms per sequential call (`cargo bench --bench runtime`, section 3);
+/// on the caller's workers it is ~0.03 ms.
 #[op2]
 #[string]
 async fn op_agent_call_tool(state: Rc<RefCell<OpState>>, #[string] body: String) -> String {
@@ -87,17 +87,10 @@ async fn op_agent_call_tool(state: Rc<RefCell<OpState>>, #[string] body: String)
     // The semaphore is never closed, so acquiring only waits for a free slot.
     let _slot = slots.acquire().await;
     let body = Bytes::from(body);
-    let answer = match io {
-        Some(io) => {
-            let mut task = AbortOnDrop(io.spawn(async move { bridge.call_bytes(body).await }));
-            match (&mut task.0).await {
-                Ok(answer) => answer,
-                Err(e) => {
-                    return error_answer("bridge_unreachable", None, &format!("the tool call task failed: {e}"), &[]);
-                }
-            }
-        }
-        None => bridge.call_bytes(body).await,
+    let mut task = AbortOnDrop(io.spawn(async move { bridge.call_bytes(body).await }));
+    let answer = match (&mut task.0).await {
+        Ok(answer) => answer,
+        Err(e) => return error_answer("bridge_unreachable", None, &format!("the tool call task failed: {e}"), &[]),
     };
     match answer {
         Ok(bytes) => {
