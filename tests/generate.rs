@@ -620,12 +620,7 @@ console.log(JSON.stringify(out));
 "#,
     );
 
-    let config = agent::config::Config::load(&agent::config::LoadOptions {
-        config_file: Some(p.path().join("agent.yaml")),
-        project_dir: Some(p.path().to_path_buf()),
-        skip_user_config: true,
-    })
-    .unwrap();
+    let config = p.load_config();
     let rt = tokio::runtime::Runtime::new().unwrap();
     let manager = std::sync::Arc::new(agent::mcp::McpManager::new(&config));
     let bridge = rt.block_on(agent::bridge::BridgeServer::start(manager.clone())).unwrap();

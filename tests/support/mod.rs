@@ -58,6 +58,17 @@ impl Project {
         self.dir.path()
     }
 
+    /// The project's `agent.yaml` loaded in-process (no user config), for tests that drive the
+    /// library (manager, bridge, executor) rather than the binary.
+    pub fn load_config(&self) -> agent::config::Config {
+        agent::config::Config::load(&agent::config::LoadOptions {
+            config_file: Some(self.path().join("agent.yaml")),
+            project_dir: Some(self.path().to_path_buf()),
+            skip_user_config: true,
+        })
+        .expect("load agent.yaml")
+    }
+
     pub fn write_config(&self, yaml: &str) {
         std::fs::write(self.path().join("agent.yaml"), yaml).expect("write agent.yaml");
     }
