@@ -323,3 +323,54 @@ fn the_socket_is_gone_after_agent_exec_exits() {
     // ... and after exit nothing is left.
     assert_eq!(std::fs::read_dir(&tmp).unwrap().count(), 0, "bridge directory left behind");
 }
+
+/// The isolate's client: keeps one connection for sequential calls, maps error answers, and a
+/// connection the bridge closed while it sat idle is replaced, not reported, since its request
+/// never left. (A restarted bridge has a new token, so the retried request gets a 401 rather
+/// than a connection error.)
+#[tokio::test]
+async fn the_isolates_client_reuses_and_replaces_connections() {
+    use agent::bridge::LocalBridgeClient;
+    let s = setup(&fixture_stdio_yaml("fixture", &[])).await;
+    let ep = s.bridge.endpoint().clone();
+    let local = tokio::task::LocalSet::new();
+    local
+        .run_until(async {
+            let client = LocalBridgeClient::new(ep.clone());
+            for i in 0..5 {
+                let body = Bytes::from(call_body("fixture", "add", json!({"a": i, "b": 1})));
+                let answer: Value = serde_json::from_slice(&client.call_bytes(body).await.unwrap()).unwrap();
+                assert_eq!(answer["structuredContent"], json!({"sum": i + 1}));
+            }
+            assert_eq!(client.idle_connections(), 1, "sequential calls share one connection");
+            let e = client.call_bytes(Bytes::from(call_body("fixture", "ech", json!({})))).await.unwrap_err();
+            assert_eq!((e.code_str(), e.status), ("unknown_tool", Some(404)), "{e}");
+            assert!(e.suggestions.iter().any(|t| t == "echo"), "{:?}", e.suggestions);
+
+            // Two in flight need two connections; both go back to the pool.
+            let body = || Bytes::from(call_body("fixture", "echo", json!({"message": "x"})));
+            let (a, b) = futures::join!(client.call_bytes(body()), client.call_bytes(body()));
+            a.unwrap();
+            b.unwrap();
+            assert_eq!(client.idle_connections(), 2);
+
+            // The bridge goes away and another one takes its socket path.
+            s.bridge.stop().await;
+            // Let its connection tasks see the cancellation and close their sockets.
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            let dir = ep.socket.parent().unwrap();
+            std::fs::create_dir_all(dir).unwrap();
+            let again = BridgeServer::start_at(s.manager.clone(), &ep.socket).await.unwrap();
+            let e = client.call_bytes(body()).await.unwrap_err();
+            assert_eq!((e.code_str(), e.status), ("unauthorized", Some(401)), "{e}");
+            again.stop().await;
+            let _ = std::fs::remove_dir_all(dir);
+
+            // Nobody listening: a clear transport error.
+            let e = client.call_bytes(body()).await.unwrap_err();
+            assert_eq!(e.code_str(), "bridge_unreachable");
+            assert!(e.message.starts_with("cannot reach the bridge at "), "{e}");
+        })
+        .await;
+    s.manager.shutdown().await;
+}

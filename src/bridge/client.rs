@@ -1,10 +1,11 @@
-//! The bridge client: what the isolate's `callMCPTool` op (and tests, benchmarks) use to reach
-//! the bridge. hyper's pooled client over hyperlocal's Unix connector, so concurrent calls reuse
-//! keep-alive connections.
+//! The pooled bridge client, for any thread and any runtime (tests, benchmarks, other Rust
+//! callers): hyper's legacy pooled client over hyperlocal's Unix connector, so concurrent calls
+//! reuse keep-alive connections. The isolate uses [`LocalBridgeClient`](super::LocalBridgeClient)
+//! instead. Both read answers through [`answer`].
 
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
-use hyper::{Method, Request};
+use hyper::{Method, Request, StatusCode};
 use hyper_util::client::legacy::Client;
 use hyperlocal::{UnixClientExt, UnixConnector};
 use serde_json::Value;
@@ -23,7 +24,7 @@ pub struct BridgeError {
 }
 
 impl BridgeError {
-    fn transport(message: String) -> Self {
+    pub(super) fn transport(message: String) -> Self {
         Self { code: None, status: None, message, suggestions: Vec::new() }
     }
 
@@ -101,25 +102,30 @@ impl BridgeClient {
             .await
             .map_err(|e| BridgeError::transport(format!("bridge response cut off: {e}")))?
             .to_bytes();
-        if status.is_success() {
-            return Ok(bytes);
-        }
-        match serde_json::from_slice::<ErrorBody>(&bytes) {
-            Ok(b) => Err(BridgeError {
-                code: Some(b.error.code),
-                status: Some(status.as_u16()),
-                message: b.error.message,
-                suggestions: b.error.suggestions,
-            }),
-            Err(_) => Err(BridgeError {
-                code: None,
-                status: Some(status.as_u16()),
-                message: format!(
-                    "bridge answered {status}: {}",
-                    String::from_utf8_lossy(&bytes).chars().take(200).collect::<String>()
-                ),
-                suggestions: Vec::new(),
-            }),
-        }
+        answer(status, bytes)
+    }
+}
+
+/// The body of a successful (2xx) answer; anything else becomes a [`BridgeError`].
+pub(super) fn answer(status: StatusCode, bytes: Bytes) -> Result<Bytes, BridgeError> {
+    if status.is_success() {
+        return Ok(bytes);
+    }
+    match serde_json::from_slice::<ErrorBody>(&bytes) {
+        Ok(b) => Err(BridgeError {
+            code: Some(b.error.code),
+            status: Some(status.as_u16()),
+            message: b.error.message,
+            suggestions: b.error.suggestions,
+        }),
+        Err(_) => Err(BridgeError {
+            code: None,
+            status: Some(status.as_u16()),
+            message: format!(
+                "bridge answered {status}: {}",
+                String::from_utf8_lossy(&bytes).chars().take(200).collect::<String>()
+            ),
+            suggestions: Vec::new(),
+        }),
     }
 }
