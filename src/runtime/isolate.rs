@@ -30,7 +30,7 @@ use super::loader::{TranspileCache, WorkspaceLoader, normalize};
 use super::ops::{JobState, SettleFn};
 use super::output::OutputSink;
 use super::{ExecFailure, ExecOutcome, ExecRequest, FailureKind, Script};
-use crate::bridge::BridgeClient;
+use crate::bridge::LocalBridgeClient;
 
 const MIB: usize = 1024 * 1024;
 
@@ -44,20 +44,15 @@ const UNWIND_HEADROOM: usize = 16 * MIB;
 /// A job for the runner thread, with the channels its caller waits on.
 pub(crate) struct Job {
     req: ExecRequest,
-    /// The caller's tokio runtime: tool calls run their socket I/O there (see `ops`).
-    io: tokio::runtime::Handle,
     started: oneshot::Sender<JobControl>,
     done: oneshot::Sender<ExecOutcome>,
 }
 
 impl Job {
-    pub(crate) fn new(
-        req: ExecRequest,
-        io: tokio::runtime::Handle,
-    ) -> (Box<Job>, oneshot::Receiver<JobControl>, oneshot::Receiver<ExecOutcome>) {
+    pub(crate) fn new(req: ExecRequest) -> (Box<Job>, oneshot::Receiver<JobControl>, oneshot::Receiver<ExecOutcome>) {
         let (started, started_rx) = oneshot::channel();
         let (done, done_rx) = oneshot::channel();
-        (Box::new(Job { req, io, started, done }), started_rx, done_rx)
+        (Box::new(Job { req, started, done }), started_rx, done_rx)
     }
 }
 
@@ -148,8 +143,8 @@ fn runner_thread(mut rx: std::sync::mpsc::Receiver<Box<Job>>, limit_mb: Arc<Atom
                 continue;
             }
         };
-        let Job { req, io, started, done } = *job;
-        let outcome = tokio_rt.block_on(prepared.run(req, io, started));
+        let Job { req, started, done } = *job;
+        let outcome = tokio_rt.block_on(prepared.run(req, started));
         let _ = done.send(outcome);
         // Freeing the isolate (possibly a full heap) happens after the caller has its answer.
         drop(prepared);
@@ -344,19 +339,13 @@ impl Prepared {
         Ok(Prepared { runtime, loader, control, limit_mb })
     }
 
-    async fn run(
-        &mut self,
-        req: ExecRequest,
-        io: tokio::runtime::Handle,
-        started: oneshot::Sender<JobControl>,
-    ) -> ExecOutcome {
+    async fn run(&mut self, req: ExecRequest, started: oneshot::Sender<JobControl>) -> ExecOutcome {
         let start = Instant::now();
         let workspace = absolute(&req.workspace);
         self.loader.set_root(workspace.clone());
         let stack_prefix = ModuleSpecifier::from_directory_path(&workspace).map(|u| u.to_string()).unwrap_or_default();
         self.runtime.op_state().borrow_mut().put(JobState {
-            bridge: req.bridge.clone().map(BridgeClient::new),
-            io,
+            bridge: req.bridge.clone().map(|endpoint| Rc::new(LocalBridgeClient::new(endpoint))),
             call_slots: Rc::new(tokio::sync::Semaphore::new(req.limits.max_concurrent_calls.max(1))),
             tool_calls: 0,
             output: OutputSink::new(req.limits.max_output_bytes),

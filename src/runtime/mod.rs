@@ -178,17 +178,17 @@ impl Executor {
     /// Runs one script to completion, failure or limit. Never panics; every problem ends up in
     /// [`ExecOutcome::error`]. Dropping the returned future stops the script.
     ///
-    /// Must be awaited inside a tokio runtime: the timeout and the tool calls' socket I/O run on it.
+    /// Must be awaited inside a tokio runtime: the timeout runs on it.
     pub async fn execute(&self, req: ExecRequest) -> ExecOutcome {
-        let Ok(io) = tokio::runtime::Handle::try_current() else {
+        if tokio::runtime::Handle::try_current().is_err() {
             return ExecOutcome::failed(
                 FailureKind::Script,
                 "internal error: Executor::execute must run inside a tokio runtime".into(),
             );
-        };
+        }
         let timeout = req.limits.timeout;
         self.prepared_limit_mb.store(req.limits.memory_limit_mb, Ordering::Relaxed);
-        let (job, started, done) = isolate::Job::new(req, io);
+        let (job, started, done) = isolate::Job::new(req);
         let Some(started) = self.submit(job, started) else {
             return ExecOutcome::failed(
                 FailureKind::Script,

@@ -13,13 +13,12 @@ use deno_core::{OpState, op2, v8};
 use serde_json::json;
 
 use super::output::{OutputSink, Stream};
-use crate::bridge::BridgeClient;
+use crate::bridge::LocalBridgeClient;
 
 /// What the ops of one execution share.
 pub(crate) struct JobState {
-    pub bridge: Option<BridgeClient>,
-    /// Where the bridge client's socket I/O runs: the runtime that called `Executor::execute`.
-    pub io: tokio::runtime::Handle,
+    /// This run's connections to the bridge (none when the caller gave no bridge).
+    pub bridge: Option<Rc<LocalBridgeClient>>,
     /// Caps tool calls in flight; the rest queue here.
     pub call_slots: Rc<tokio::sync::Semaphore>,
     pub tool_calls: u64,
@@ -68,31 +67,24 @@ pub(crate) fn extension(with_bootstrap: bool) -> deno_core::Extension {
 /// (`{code, status, message, suggestions}`): never an exception, so the bootstrap decides how
 /// failures look to scripts.
 ///
-/// The socket I/O runs on the caller's runtime (`JobState::io`): on the isolate's own
-/// current-thread runtime every call also waited for the event loop's turn to write the request
-/// and read the answer, ~0.15 ms per sequential call (`cargo bench --bench runtime`, section 3);
-/// on the caller's workers it is ~0.03 ms.
+/// The request goes out and its answer comes in on the isolate's own thread, driven inside this
+/// op's future (see `bridge::local`); dropping the op (a script stopped by its timeout) drops the
+/// connection and with it the call.
 #[op2]
 #[string]
 async fn op_agent_call_tool(state: Rc<RefCell<OpState>>, #[string] body: String) -> String {
-    let (bridge, slots, io) = {
+    let (bridge, slots) = {
         let mut s = state.borrow_mut();
         let job = s.borrow_mut::<JobState>();
         job.tool_calls += 1;
-        (job.bridge.clone(), job.call_slots.clone(), job.io.clone())
+        (job.bridge.clone(), job.call_slots.clone())
     };
     let Some(bridge) = bridge else {
         return error_answer("bridge_unreachable", None, "no MCP bridge: tool calls are not available here", &[]);
     };
     // The semaphore is never closed, so acquiring only waits for a free slot.
     let _slot = slots.acquire().await;
-    let body = Bytes::from(body);
-    let mut task = AbortOnDrop(io.spawn(async move { bridge.call_bytes(body).await }));
-    let answer = match (&mut task.0).await {
-        Ok(answer) => answer,
-        Err(e) => return error_answer("bridge_unreachable", None, &format!("the tool call task failed: {e}"), &[]),
-    };
-    match answer {
+    match bridge.call_bytes(Bytes::from(body)).await {
         Ok(bytes) => {
             let mut answer = String::with_capacity(bytes.len() + 1);
             answer.push('1');
@@ -100,15 +92,6 @@ async fn op_agent_call_tool(state: Rc<RefCell<OpState>>, #[string] body: String)
             answer
         }
         Err(e) => error_answer(e.code_str(), e.status, &e.message, &e.suggestions),
-    }
-}
-
-/// Aborts the spawned call when the op is dropped (a script stopped by its timeout abandons it).
-struct AbortOnDrop<T>(tokio::task::JoinHandle<T>);
-
-impl<T> Drop for AbortOnDrop<T> {
-    fn drop(&mut self) {
-        self.0.abort();
     }
 }
 
