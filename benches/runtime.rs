@@ -297,16 +297,17 @@ async fn call_overhead(dir: &Path, n: usize) {
         }
         let best = |v: &[f64]| v.iter().cloned().fold(f64::INFINITY, f64::min);
         let (d, b, c) = (best(&direct_ms), best(&bridge_ms), best(&client_ms));
-        // The isolate's setting without the isolate: the same client on a current-thread
-        // runtime of its own thread.
+        // The isolate's setting without the isolate: its client on a current-thread runtime of
+        // a thread of its own.
         let own_thread = if concurrent {
             None
         } else {
-            let client = agent::bridge::BridgeClient::new(bridge.endpoint().clone());
+            let endpoint = bridge.endpoint().clone();
             let body = bytes::Bytes::from(r#"{"server":"fixture","tool":"echo","arguments":{"message":"ping"}}"#);
             let t = std::thread::spawn(move || {
                 let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
                 rt.block_on(async {
+                    let client = agent::bridge::LocalBridgeClient::new(endpoint);
                     let mut best = f64::INFINITY;
                     for _ in 0..3 {
                         let start = Instant::now();
@@ -323,9 +324,9 @@ async fn call_overhead(dir: &Path, n: usize) {
         let per = |total: f64| format!("{:>6.0} calls/s ({:.3} ms/call)", n as f64 / total * 1000.0, total / n as f64);
         println!("{label}");
         println!("  direct McpManager::call_tool          {}", per(d));
-        println!("  bridge, Rust client (socket hop only) {}   {:.2}x direct", per(c), c / d);
+        println!("  bridge, pooled Rust client            {}   {:.2}x direct", per(c), c / d);
         if let Some(o) = own_thread {
-            println!("  same, client on its own thread        {}   {:.2}x direct", per(o), o / d);
+            println!("  bridge, the isolate's client alone    {}   {:.2}x direct", per(o), o / d);
         }
         println!(
             "  callMCPTool in the isolate via bridge  {}   {:.2}x direct; target <= 1.3x: {}",
