@@ -374,3 +374,35 @@ async fn the_isolates_client_reuses_and_replaces_connections() {
         .await;
     s.manager.shutdown().await;
 }
+
+/// A bridge that dies halfway through its answer: the isolate's client says so, and does not
+/// send the call again (it may have run).
+#[tokio::test]
+async fn the_isolates_client_reports_an_answer_cut_off() {
+    use agent::bridge::{BridgeEndpoint, LocalBridgeClient};
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let dir = tempfile::tempdir().unwrap();
+    let socket = dir.path().join("half.sock");
+    let listener = tokio::net::UnixListener::bind(&socket).unwrap();
+    let server = tokio::spawn(async move {
+        let mut requests = 0;
+        while let Ok(Ok((mut stream, _))) = tokio::time::timeout(Duration::from_millis(500), listener.accept()).await {
+            let mut buf = vec![0u8; 4096];
+            let _ = stream.read(&mut buf).await;
+            requests += 1;
+            let _ = stream.write_all(b"HTTP/1.1 200 OK\r\ncontent-length: 100\r\n\r\n{\"content\":").await;
+        }
+        requests
+    });
+    let endpoint = BridgeEndpoint { socket, token: "t".into() };
+    let local = tokio::task::LocalSet::new();
+    let e = local
+        .run_until(async {
+            let client = LocalBridgeClient::new(endpoint);
+            client.call_bytes(Bytes::from(call_body("fixture", "echo", json!({})))).await.unwrap_err()
+        })
+        .await;
+    assert_eq!(e.code_str(), "bridge_unreachable");
+    assert!(e.message.contains("the answer was cut off"), "{e}");
+    assert_eq!(server.await.unwrap(), 1, "the call was sent once");
+}
