@@ -45,10 +45,6 @@ impl BridgeClient {
         Self { endpoint, client: Client::unix() }
     }
 
-    pub fn endpoint(&self) -> &BridgeEndpoint {
-        &self.endpoint
-    }
-
     /// `POST /call`; returns the raw `CallToolResult` JSON (including `isError: true` results).
     pub async fn call(&self, req: &CallRequest) -> Result<Value, BridgeError> {
         let body =
@@ -56,20 +52,9 @@ impl BridgeClient {
         self.request(Method::POST, "/call", Bytes::from(body)).await
     }
 
-    /// `POST /call` with a pre-encoded JSON body (the isolate already has the JSON text).
-    pub async fn call_raw(&self, body: Bytes) -> Result<Value, BridgeError> {
-        self.request(Method::POST, "/call", body).await
-    }
-
-    /// `POST /call` with a pre-encoded JSON body, answering the raw JSON bytes of the result
-    /// (the isolate hands them to `JSON.parse` itself; no need to build a `Value` in between).
+    /// `POST /call` with a pre-encoded JSON body, answering the raw JSON bytes of the result.
     pub async fn call_bytes(&self, body: Bytes) -> Result<Bytes, BridgeError> {
         self.request_bytes(Method::POST, "/call", body).await
-    }
-
-    /// `GET /tools`.
-    pub async fn tools(&self) -> Result<Value, BridgeError> {
-        self.request(Method::GET, "/tools", Bytes::new()).await
     }
 
     /// `GET /health`.
