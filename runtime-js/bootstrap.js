@@ -790,11 +790,25 @@ async function callMCPTool(server, tool, args = {}) {
   const content = ArrayIsArray(result.content) ? result.content : [];
   const text = joinText(content, true);
   if (text === undefined) return content;
+  if (!mayBeJSON(text)) return text;
   try {
     return JSONParse(text);
   } catch {
     return text;
   }
+}
+
+// False when JSON.parse would certainly throw: the first non-blank character starts no JSON
+// value. Plain-text answers then skip a thrown SyntaxError (and the stack it builds) per call.
+function mayBeJSON(text) {
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (c === 0x20 || c === 0x09 || c === 0x0a || c === 0x0d) continue;
+    // { [ " - 0-9 t f n
+    return c === 0x7b || c === 0x5b || c === 0x22 || c === 0x2d || (c >= 0x30 && c <= 0x39) ||
+      c === 0x74 || c === 0x66 || c === 0x6e;
+  }
+  return false;
 }
 
 defineGlobal("__agentCallTool", agentCallTool, false);

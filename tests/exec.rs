@@ -75,6 +75,44 @@ fn a_script_calls_the_fixture_through_the_tree_and_prints() {
     assert_eq!(r.stderr, "to stderr\n");
 }
 
+/// A text answer comes back parsed when it is JSON and as the text itself otherwise, the same
+/// through the global `callMCPTool` and through the generated tree (client.ts), including texts
+/// that merely start like JSON.
+#[test]
+fn text_answers_are_parsed_only_when_they_are_json() {
+    let p = fixture_project();
+    let cases = json!([
+        ["ping", "ping"],
+        ["  {\"a\": 1}", {"a": 1}],
+        ["\n[1, 2]", [1, 2]],
+        ["-3", -3],
+        ["7", 7],
+        ["\"q\"", "q"],
+        ["true", true],
+        ["false", false],
+        ["null", null],
+        ["trueish", "trueish"],
+        ["{oops", "{oops"],
+        ["", ""],
+        ["\u{a0}1", "\u{a0}1"],
+    ]);
+    let script = format!(
+        "import {{ echo }} from './servers/fixture/index.ts';\n\
+         const cases: [string, unknown][] = {cases};\n\
+         const viaGlobal = [], viaTree = [];\n\
+         for (const [message] of cases) {{\n\
+           viaGlobal.push(await callMCPTool('fixture', 'echo', {{ message }}));\n\
+           viaTree.push(await echo({{ message }}));\n\
+         }}\n\
+         export default {{ viaGlobal, viaTree }};\n"
+    );
+    let out = exec_json(&p, &script, &[]);
+    assert_eq!(out["error"], Value::Null, "{out}");
+    let expected: Vec<Value> = cases.as_array().unwrap().iter().map(|c| c[1].clone()).collect();
+    assert_eq!(out["value"]["viaGlobal"], Value::Array(expected.clone()));
+    assert_eq!(out["value"]["viaTree"], Value::Array(expected));
+}
+
 #[test]
 fn stdin_scripts_run_as_workspace_main_ts_and_json_has_every_field() {
     let p = fixture_project();
