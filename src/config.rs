@@ -145,7 +145,13 @@ pub struct CodeExecutionConfig {
     pub memory_limit_mb: u64,
     pub max_output_bytes: usize,
     pub max_concurrent_calls: usize,
+    /// How long a script's thread polls for the answer of a lone tool call before it sleeps.
+    #[serde(with = "duration")]
+    pub call_spin: Duration,
 }
+
+/// Upper bound of `call_spin`: it is a busy wait, worth it only for answers that come quickly.
+pub const MAX_CALL_SPIN: Duration = Duration::from_millis(10);
 
 impl Default for CodeExecutionConfig {
     fn default() -> Self {
@@ -156,6 +162,7 @@ impl Default for CodeExecutionConfig {
             memory_limit_mb: 256,
             max_output_bytes: 100 * 1024,
             max_concurrent_calls: 16,
+            call_spin: Duration::from_micros(250),
         }
     }
 }
@@ -363,6 +370,12 @@ impl Config {
         }
         if config.mcp.code_execution.max_concurrent_calls == 0 {
             return Err(ConfigError::new("mcp.code_execution.max_concurrent_calls: must be at least 1"));
+        }
+        if config.mcp.code_execution.call_spin > MAX_CALL_SPIN {
+            return Err(ConfigError::new(format!(
+                "mcp.code_execution.call_spin: at most {} (it is a busy wait; `0s` turns it off)",
+                humantime::format_duration(MAX_CALL_SPIN)
+            )));
         }
         Ok(config)
     }
@@ -667,6 +680,19 @@ mod tests {
         let gh = &c.mcp.servers["GitHub"];
         assert_eq!(gh.call_timeout, Duration::from_secs(5));
         assert_eq!(gh.transport().unwrap(), Transport::Stdio);
+    }
+
+    #[test]
+    fn call_spin_takes_microseconds_and_is_capped() {
+        let dir = tempfile::tempdir().unwrap();
+        let c = load(dir.path(), "mcp:\n  servers: {}\n", &[]).unwrap();
+        assert_eq!(c.mcp.code_execution.call_spin, Duration::from_micros(250));
+        let c = load(dir.path(), "mcp:\n  code_execution:\n    call_spin: 800us\n", &[]).unwrap();
+        assert_eq!(c.mcp.code_execution.call_spin, Duration::from_micros(800));
+        let c = load(dir.path(), "mcp:\n  code_execution:\n    call_spin: 0s\n", &[]).unwrap();
+        assert!(c.mcp.code_execution.call_spin.is_zero());
+        let err = load(dir.path(), "mcp:\n  code_execution:\n    call_spin: 11ms\n", &[]).unwrap_err();
+        assert_eq!(err.0, "mcp.code_execution.call_spin: at most 10ms (it is a busy wait; `0s` turns it off)");
     }
 
     #[test]

@@ -113,6 +113,50 @@ fn text_answers_are_parsed_only_when_they_are_json() {
     assert_eq!(out["value"]["viaTree"], Value::Array(expected));
 }
 
+/// CPU time (user + system) `/proc/<pid>/stat` reports for a process, in seconds.
+fn cpu_seconds(pid: u32) -> Option<f64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let fields: Vec<&str> = stat.rsplit_once(')')?.1.split_whitespace().collect();
+    // After the command name: state is field 3, utime 14 and stime 15 (in clock ticks).
+    let ticks: f64 = fields.get(11)?.parse::<f64>().ok()? + fields.get(12)?.parse::<f64>().ok()?;
+    // SAFETY: sysconf only reads a constant.
+    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as f64;
+    Some(ticks / hz)
+}
+
+/// The runner polls for the answer of a lone call for `call_spin` at most: a script waiting
+/// 1.5 s for a slow tool leaves `agent exec` nearly idle, and the polling cannot be set past
+/// its cap.
+#[test]
+fn waiting_for_a_slow_call_does_not_keep_a_cpu_busy() {
+    let p = fixture_project();
+    let script = p.write("slow.ts", "await callMCPTool('fixture', 'sleep', { ms: 1500 });\nconsole.log('done');\n");
+    let mut child = p
+        .cmd(&["exec", script.to_str().unwrap()])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut cpu = 0.0f64;
+    while child.try_wait().unwrap().is_none() {
+        cpu = cpu_seconds(child.id()).unwrap_or(cpu);
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "done\n");
+    // Start-up (servers, isolate) takes some CPU; polling through the whole call would take 1.5 s.
+    assert!(cpu < 0.75, "agent exec used {cpu:.2} s of CPU while a tool call slept for 1.5 s");
+
+    p.write_config(&format!(
+        "mcp:\n  code_execution:\n    call_spin: 1s\n  servers:\n{}",
+        fixture_stdio_yaml("fixture", &[])
+    ));
+    let r = p.run(&["exec", script.to_str().unwrap()]);
+    r.assert_code(2);
+    assert!(r.stderr.contains("mcp.code_execution.call_spin: at most 10ms"), "{}", r.stderr);
+}
+
 #[test]
 fn stdin_scripts_run_as_workspace_main_ts_and_json_has_every_field() {
     let p = fixture_project();

@@ -29,6 +29,7 @@ use tokio::sync::oneshot;
 use super::loader::{TranspileCache, WorkspaceLoader, normalize};
 use super::ops::{JobState, SettleFn};
 use super::output::OutputSink;
+use super::wait::{CallsInFlight, effective_window};
 use super::{ExecFailure, ExecOutcome, ExecRequest, FailureKind, Script};
 use crate::bridge::LocalBridgeClient;
 
@@ -344,16 +345,18 @@ impl Prepared {
         let workspace = absolute(&req.workspace);
         self.loader.set_root(workspace.clone());
         let stack_prefix = ModuleSpecifier::from_directory_path(&workspace).map(|u| u.to_string()).unwrap_or_default();
+        let waiting = Waiting { calls: Rc::default(), window: effective_window(req.limits.call_spin) };
         self.runtime.op_state().borrow_mut().put(JobState {
             bridge: req.bridge.clone().map(|endpoint| Rc::new(LocalBridgeClient::new(endpoint))),
             call_slots: Rc::new(tokio::sync::Semaphore::new(req.limits.max_concurrent_calls.max(1))),
+            in_flight: waiting.calls.clone(),
             tool_calls: 0,
             output: OutputSink::new(req.limits.max_output_bytes),
             stack_prefix: stack_prefix.clone(),
         });
         let _ = started.send(JobControl { inner: Some(self.control.clone()) });
 
-        let result = self.run_script(&req, &workspace).await;
+        let result = self.run_script(&req, &workspace, &waiting).await;
 
         let flags = &self.control.flags;
         let error = if flags.out_of_memory.load(Ordering::SeqCst) {
@@ -402,7 +405,12 @@ impl Prepared {
     }
 
     /// Loads, evaluates and settles the script. `Ok(Some(json))` is the default export's value.
-    async fn run_script(&mut self, req: &ExecRequest, workspace: &Path) -> Result<Option<String>, ExecFailure> {
+    async fn run_script(
+        &mut self,
+        req: &ExecRequest,
+        workspace: &Path,
+        waiting: &Waiting,
+    ) -> Result<Option<String>, ExecFailure> {
         let (path, source) = match &req.script {
             Script::Inline(code) => (workspace.join("main.ts"), code.clone()),
             Script::File(path) => {
@@ -421,7 +429,7 @@ impl Prepared {
         let code = self.loader.transpile_entry(&specifier, source).map_err(|f| plain_failure(f.kind, f.message))?;
 
         let flags = self.control.flags.clone();
-        let loaded = guarded(&flags, self.runtime.load_main_es_module_from_code(&specifier, code)).await?;
+        let loaded = guarded(&flags, waiting, self.runtime.load_main_es_module_from_code(&specifier, code)).await?;
         let module = match loaded {
             Ok(id) => id,
             Err(e) => {
@@ -432,10 +440,10 @@ impl Prepared {
             }
         };
         let evaluation = self.runtime.mod_evaluate(module);
-        if let Err(e) = guarded(&flags, self.runtime.run_event_loop(Default::default())).await? {
+        if let Err(e) = guarded(&flags, waiting, self.runtime.run_event_loop(Default::default())).await? {
             return Err(core_failure(FailureKind::Script, e, workspace));
         }
-        if let Err(e) = guarded(&flags, evaluation).await? {
+        if let Err(e) = guarded(&flags, waiting, evaluation).await? {
             return Err(core_failure(FailureKind::Script, e, workspace));
         }
 
@@ -450,7 +458,8 @@ impl Prepared {
             v8::Global::new(scope, v8::Local::<v8::Value>::from(local))
         };
         let call = self.runtime.call_with_args(&settle, &[namespace]);
-        let settled = guarded(&flags, self.runtime.with_event_loop_promise(Box::pin(call), Default::default())).await?;
+        let settled =
+            guarded(&flags, waiting, self.runtime.with_event_loop_promise(Box::pin(call), Default::default())).await?;
         let value = settled.map_err(|e| core_failure(FailureKind::Script, e, workspace))?;
         deno_core::scope!(scope, &mut self.runtime);
         let local = v8::Local::new(scope, value);
@@ -461,9 +470,18 @@ impl Prepared {
     }
 }
 
+/// How the runner waits while `fut` is pending (see `runtime::wait`).
+struct Waiting {
+    calls: Rc<CallsInFlight>,
+    window: Duration,
+}
+
 /// Polls `fut` until it finishes or the job is stopped (flags set by [`JobControl::stop`] or
-/// the heap-limit callback); the stop wins, since a terminated isolate never settles.
-async fn guarded<F: Future>(flags: &Flags, fut: F) -> Result<F::Output, ExecFailure> {
+/// the heap-limit callback); the stop wins, since a terminated isolate never settles. While a
+/// lone tool call is young, a pending poll yields the CPU and asks to be polled again at once
+/// (tokio then checks for I/O without sleeping) instead of leaving the thread to sleep until the
+/// answer wakes it.
+async fn guarded<F: Future>(flags: &Flags, waiting: &Waiting, fut: F) -> Result<F::Output, ExecFailure> {
     let mut fut = pin!(fut);
     std::future::poll_fn(|cx| {
         if flags.any() {
@@ -472,7 +490,14 @@ async fn guarded<F: Future>(flags: &Flags, fut: F) -> Result<F::Output, ExecFail
         match fut.as_mut().poll(cx) {
             Poll::Ready(v) if !flags.any() => Poll::Ready(Ok(v)),
             Poll::Ready(_) => Poll::Ready(Err(plain_failure(FailureKind::Script, "stopped".into()))),
-            Poll::Pending => Poll::Pending,
+            Poll::Pending => {
+                if waiting.calls.keep_polling(waiting.window) {
+                    // Let a thread the answer depends on go first if it shares this CPU.
+                    std::thread::yield_now();
+                    cx.waker().wake_by_ref();
+                }
+                Poll::Pending
+            }
         }
     })
     .await

@@ -22,6 +22,7 @@ mod ops;
 mod output;
 pub mod scan;
 mod snapshot;
+mod wait;
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -47,6 +48,9 @@ pub struct Limits {
     pub max_output_bytes: usize,
     /// Tool calls in flight at once; more wait in a queue.
     pub max_concurrent_calls: usize,
+    /// How long the runner's thread polls for the answer of a lone tool call before it sleeps
+    /// (zero: sleep at once). See `runtime::wait`.
+    pub call_spin: Duration,
 }
 
 impl Limits {
@@ -56,6 +60,7 @@ impl Limits {
             memory_limit_mb: c.memory_limit_mb,
             max_output_bytes: c.max_output_bytes,
             max_concurrent_calls: c.max_concurrent_calls,
+            call_spin: c.call_spin,
         }
     }
 }

@@ -13,6 +13,7 @@ use deno_core::{OpState, op2, v8};
 use serde_json::json;
 
 use super::output::{OutputSink, Stream};
+use super::wait::CallsInFlight;
 use crate::bridge::LocalBridgeClient;
 
 /// What the ops of one execution share.
@@ -21,6 +22,8 @@ pub(crate) struct JobState {
     pub bridge: Option<Rc<LocalBridgeClient>>,
     /// Caps tool calls in flight; the rest queue here.
     pub call_slots: Rc<tokio::sync::Semaphore>,
+    /// Calls past the cap and on their way to the bridge (the runner polls while one is alone).
+    pub in_flight: Rc<CallsInFlight>,
     pub tool_calls: u64,
     pub output: OutputSink,
     /// `file:///…/workspace/`: cut from stack traces printed by `console` so they read `main.ts:3:9`.
@@ -73,17 +76,18 @@ pub(crate) fn extension(with_bootstrap: bool) -> deno_core::Extension {
 #[op2]
 #[string]
 async fn op_agent_call_tool(state: Rc<RefCell<OpState>>, #[string] body: String) -> String {
-    let (bridge, slots) = {
+    let (bridge, slots, in_flight) = {
         let mut s = state.borrow_mut();
         let job = s.borrow_mut::<JobState>();
         job.tool_calls += 1;
-        (job.bridge.clone(), job.call_slots.clone())
+        (job.bridge.clone(), job.call_slots.clone(), job.in_flight.clone())
     };
     let Some(bridge) = bridge else {
         return error_answer("bridge_unreachable", None, "no MCP bridge: tool calls are not available here", &[]);
     };
     // The semaphore is never closed, so acquiring only waits for a free slot.
     let _slot = slots.acquire().await;
+    let _counted = in_flight.start();
     match bridge.call_bytes(Bytes::from(body)).await {
         Ok(bytes) => {
             let mut answer = String::with_capacity(bytes.len() + 1);
