@@ -4,9 +4,10 @@
 //! over a connection opened by hyperlocal's Unix connector), built for a single-threaded owner:
 //! it keeps its own idle keep-alive connections, and each request drives its connection inside
 //! the calling future instead of a spawned connection task. A sequential tool call then costs
-//! one wakeup of the isolate's thread (the answer arriving) rather than a round of hand-offs
-//! between the op, a connection task and the event loop (`cargo bench --bench runtime`,
-//! section 3, has the numbers; `docs/exec.md` the history).
+//! at most one wakeup of the isolate's thread (the answer arriving; none while the runner polls
+//! for a lone call, see `runtime::wait`) rather than a round of hand-offs between the op, a
+//! connection task and the event loop (`cargo bench --bench runtime`, section 3, has the
+//! numbers; `docs/exec.md` the history).
 //!
 //! Dropping a request's future mid-call (a script stopped by its timeout) drops its connection,
 //! which closes the socket; the bridge sees the client go away.
