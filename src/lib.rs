@@ -1,12 +1,18 @@
 //! `agent`: an MCP agent harness with a TypeScript code mode.
 //!
-//! Layering (one direction only): `config` ← `mcp` ← (`codegen`, `bridge`) ← `runtime` (speaks
-//! only the bridge protocol) ← `agent` ← `cli`. See ARCHITECTURE.md for the map.
+//! Layering (one direction only; `tests/layers.rs` checks it): `util` (leaf helpers) ← `config`
+//! ← `mcp` ← (`codegen`, `bridge`) ← `runtime` (speaks only the bridge protocol) ← `codemode`
+//! ← `agent` ← `cli`. Only `cli` (and the binaries) print. See ARCHITECTURE.md for the map.
+
+#![deny(clippy::print_stdout, clippy::print_stderr)]
 
 pub mod agent;
 pub mod bridge;
+#[allow(clippy::print_stdout, clippy::print_stderr)]
 pub mod cli;
 pub mod codegen;
+pub mod codemode;
 pub mod config;
 pub mod mcp;
 pub mod runtime;
+pub mod util;

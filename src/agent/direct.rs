@@ -12,12 +12,15 @@ use std::collections::{BTreeMap, HashSet};
 use std::sync::Arc;
 
 use futures::future::BoxFuture;
-use rmcp::model::{CallToolResult, ContentBlock};
+use rmcp::model::CallToolResult;
 use serde_json::{Map, Value, json};
 
 use super::provider::{ToolCall, ToolSpec};
 use super::session::{ToolHost, ToolOutcome};
+use crate::mcp::tools::Reader;
 use crate::mcp::{McpManager, ToolInfo};
+use crate::util::json::{ref_name, resolve_local_ref};
+use crate::util::suggest::{did_you_mean, suggest};
 
 /// Longest tool name Anthropic and OpenAI accept.
 pub const MAX_NAME_LEN: usize = 64;
@@ -179,7 +182,7 @@ fn merge_branches(s: &mut Map<String, Value>, branches: &[Value], all_of: bool, 
     let mut common: Option<Vec<String>> = None;
     for b in branches {
         let b = match b.get("$ref").and_then(Value::as_str) {
-            Some(r) => resolve_ref(&root_v, r).unwrap_or(b),
+            Some(r) => resolve_local_ref(&root_v, r).unwrap_or(b),
             None => b,
         };
         if let Some(Value::Object(p)) = b.get("properties") {
@@ -223,22 +226,13 @@ fn contains_ref(v: &Value) -> bool {
     }
 }
 
-/// `#/$defs/Name` (JSON Pointer, `~0`/`~1` unescaped) inside `root`.
-fn resolve_ref<'a>(root: &'a Value, r: &str) -> Option<&'a Value> {
-    let path = r.strip_prefix('#')?;
-    if path.is_empty() {
-        return Some(root);
-    }
-    root.pointer(path)
-}
-
 fn inline_refs(v: &mut Value, root: &Value, stack: &mut Vec<String>) {
     match v {
         Value::Object(m) => {
             if let Some(r) = m.get("$ref").and_then(Value::as_str).map(String::from)
-                && let Some(target) = resolve_ref(root, &r)
+                && let Some(target) = resolve_local_ref(root, &r)
             {
-                let name = r.rsplit('/').next().unwrap_or(&r).to_string();
+                let name = ref_name(&r).to_string();
                 let mut replacement = if stack.contains(&r) || stack.len() > 32 {
                     // Recursion: stop here with a placeholder that still says what goes there.
                     let mut p = Map::new();
@@ -276,52 +270,9 @@ fn inline_refs(v: &mut Value, root: &Value, stack: &mut Vec<String>) {
     }
 }
 
-/// A tool result as text for the model: text content as is, `structuredContent` as compact JSON
-/// (unless a text block already holds the same JSON), other content summarised.
+/// A tool result as text for the model (see [`Reader::Model`]).
 pub fn result_text(result: &CallToolResult) -> String {
-    let mut parts: Vec<String> = Vec::new();
-    let mut structured_shown = false;
-    for block in &result.content {
-        match block {
-            ContentBlock::Text(t) => {
-                if let Some(sc) = &result.structured_content
-                    && serde_json::from_str::<Value>(&t.text).ok().as_ref() == Some(sc)
-                {
-                    structured_shown = true;
-                }
-                parts.push(t.text.clone());
-            }
-            ContentBlock::Image(i) => parts.push(format!("[image: {}, {} bytes]", i.mime_type, b64_len(&i.data))),
-            ContentBlock::Audio(a) => parts.push(format!("[audio: {}, {} bytes]", a.mime_type, b64_len(&a.data))),
-            ContentBlock::Resource(r) => {
-                let v = serde_json::to_value(&r.resource).unwrap_or_default();
-                let uri = v.get("uri").and_then(Value::as_str).unwrap_or("?");
-                match v.get("text").and_then(Value::as_str) {
-                    Some(text) => parts.push(format!("[resource {uri}]\n{text}")),
-                    None => {
-                        let mime = v.get("mimeType").and_then(Value::as_str).unwrap_or("application/octet-stream");
-                        parts.push(format!("[resource: {uri}, {mime}]"));
-                    }
-                }
-            }
-            ContentBlock::ResourceLink(l) => parts.push(format!("[resource link: {}]", l.uri)),
-            #[allow(unreachable_patterns)]
-            _ => parts.push("[unsupported content]".into()),
-        }
-    }
-    if let Some(sc) = &result.structured_content
-        && !structured_shown
-    {
-        parts.push(sc.to_string());
-    }
-    if parts.is_empty() {
-        return "(the tool returned no content)".into();
-    }
-    parts.join("\n")
-}
-
-fn b64_len(data: &str) -> usize {
-    data.trim_end_matches('=').len() * 3 / 4
+    crate::mcp::tools::result_text(result, Reader::Model)
 }
 
 /// Cuts `text` to at most `max` bytes (on a char boundary) and says how much was left out.
@@ -359,7 +310,7 @@ impl DirectHost {
 
     async fn run(&self, call: &ToolCall) -> ToolOutcome {
         let Some(m) = self.map.resolve(&call.name) else {
-            let hint = crate::cli::output::did_you_mean(&crate::cli::output::suggest(&call.name, self.map.names()));
+            let hint = did_you_mean(&suggest(&call.name, self.map.names()));
             return ToolOutcome {
                 content: format!("unknown tool `{}`{hint}", call.name),
                 is_error: true,
@@ -486,7 +437,10 @@ mod tests {
     fn results_are_text_and_cut_with_a_marker() {
         let r = CallToolResult::structured(json!({"sum": 3}));
         assert_eq!(result_text(&r), r#"{"sum":3}"#);
-        let r = CallToolResult::success(vec![ContentBlock::text("hi"), ContentBlock::image("AAAA", "image/png")]);
+        let r = CallToolResult::success(vec![
+            rmcp::model::ContentBlock::text("hi"),
+            rmcp::model::ContentBlock::image("AAAA", "image/png"),
+        ]);
         assert_eq!(result_text(&r), "hi\n[image: image/png, 3 bytes]");
         let (s, cut_) = cut("héllo world".to_string(), 2);
         assert!(cut_);

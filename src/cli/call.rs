@@ -1,18 +1,21 @@
 //! `agent mcp call SERVER.TOOL`: one tool call from the terminal. Starts only that server.
 
-use std::io::{IsTerminal, Read, Write};
+use std::io::{IsTerminal, Read};
 use std::path::PathBuf;
 
 use anyhow::Context as _;
 use clap::Args;
-use rmcp::model::{CallToolResult, ContentBlock};
+use rmcp::model::CallToolResult;
 use serde_json::{Map, Value};
 
-use super::output::{human_bytes, write_atomic};
+use super::output::write_stdout;
 use super::{Context, EXIT_FAILURE, EXIT_OK, usage};
 use crate::mcp::handler::ClientEvent;
-use crate::mcp::tools::json_kind;
+use crate::mcp::tools::{Reader, result_text};
 use crate::mcp::{McpError, McpManager};
+use crate::util::fs::{Access, write_atomic};
+use crate::util::json::json_kind;
+use crate::util::size::human_bytes;
 
 pub const AFTER_HELP: &str = "\
 Examples:
@@ -64,17 +67,17 @@ pub async fn run(ctx: Context, args: &CallArgs) -> anyhow::Result<u8> {
         }
     };
     let outcome = tokio::select! {
-        r = call => Some(r),
-        _ = tokio::signal::ctrl_c() => None,
+        r = call => Ok(r),
+        signal = ctx.signals.received() => Err(signal),
     };
     progress.abort();
     if std::io::stderr().is_terminal() {
         eprint!("\r\x1b[2K");
     }
     manager.shutdown().await;
-    let Some(result) = outcome else {
-        eprintln!("interrupted");
-        return Ok(130);
+    let result = match outcome {
+        Ok(r) => r,
+        Err(signal) => return Ok(super::signal::exit_after(signal)),
     };
     let result = match result {
         Ok(r) => r,
@@ -105,21 +108,15 @@ pub async fn run(ctx: Context, args: &CallArgs) -> anyhow::Result<u8> {
     };
     match &args.output {
         Some(path) => {
-            write_atomic(path, rendered.as_bytes()).with_context(|| format!("cannot write {}", path.display()))?;
+            write_atomic(path, rendered.as_bytes(), Access::Shared)
+                .with_context(|| format!("cannot write {}", path.display()))?;
             eprintln!("wrote {} to {}", human_bytes(rendered.len() as u64), path.display());
         }
         None if is_error && !args.json => {
             // The tool's own words go to stderr with the error, so stdout stays a clean result.
             eprint!("{rendered}");
         }
-        None => {
-            let mut out = std::io::stdout().lock();
-            if let Err(e) = out.write_all(rendered.as_bytes()).and_then(|_| out.flush())
-                && e.kind() != std::io::ErrorKind::BrokenPipe
-            {
-                return Err(e).context("cannot write to stdout");
-            }
-        }
+        None => write_stdout(&rendered)?,
     }
     if is_error {
         eprintln!("error: `{server}.{tool}` reported an error");
@@ -156,53 +153,9 @@ pub fn parse_args(spec: &str) -> anyhow::Result<Map<String, Value>> {
     }
 }
 
-/// Human rendering: structuredContent as pretty JSON, text as text, the rest summarised.
+/// Human rendering (see [`Reader::Terminal`]).
 pub fn render(result: &CallToolResult) -> String {
-    let mut out = String::new();
-    if let Some(structured) = &result.structured_content {
-        out.push_str(&serde_json::to_string_pretty(structured).unwrap_or_default());
-        out.push('\n');
-    }
-    for block in &result.content {
-        let line = match block {
-            ContentBlock::Text(t) => {
-                // rmcp servers mirror structuredContent into a text block; don't print it twice.
-                if let Some(structured) = &result.structured_content
-                    && serde_json::from_str::<Value>(&t.text).ok().as_ref() == Some(structured)
-                {
-                    continue;
-                }
-                t.text.clone()
-            }
-            ContentBlock::Image(i) => format!("[image: {}, {}]", i.mime_type, human_bytes(decoded_len(&i.data))),
-            ContentBlock::Audio(a) => format!("[audio: {}, {}]", a.mime_type, human_bytes(decoded_len(&a.data))),
-            ContentBlock::Resource(r) => {
-                let v = serde_json::to_value(&r.resource).unwrap_or_default();
-                let uri = v.get("uri").and_then(Value::as_str).unwrap_or("?");
-                let mime = v.get("mimeType").and_then(Value::as_str).map(|m| format!(", {m}")).unwrap_or_default();
-                format!("[resource: {uri}{mime}]")
-            }
-            ContentBlock::ResourceLink(l) => format!("[resource link: {}]", l.uri),
-            #[allow(unreachable_patterns)]
-            other => format!(
-                "[{} content]",
-                serde_json::to_value(other)
-                    .ok()
-                    .and_then(|v| v.get("type").and_then(Value::as_str).map(String::from))
-                    .unwrap_or_else(|| "unknown".into())
-            ),
-        };
-        out.push_str(&line);
-        if !line.ends_with('\n') {
-            out.push('\n');
-        }
-    }
-    out
-}
-
-fn decoded_len(b64: &str) -> u64 {
-    let n = b64.trim_end_matches('=').len() as u64;
-    n * 3 / 4
+    result_text(result, Reader::Terminal)
 }
 
 /// Prints server progress notifications to stderr while a call runs.

@@ -2,16 +2,15 @@
 //! saved tool list with `--from-tools`). Collecting the tools and printing the summary live here;
 //! the generation itself is `codegen::generate`.
 
-use std::io::Write as _;
 use std::path::PathBuf;
 
 use anyhow::Context as _;
 use clap::Args;
 
-use super::output::{did_you_mean, suggest};
 use super::{Context, EXIT_FAILURE, EXIT_OK, usage};
 use crate::codegen::{self, GenerateOptions, GenerateReport};
 use crate::mcp::{McpManager, ToolInfo};
+use crate::util::suggest::{did_you_mean, suggest};
 
 pub const AFTER_HELP: &str = "\
 Writes, under the output directory (default: mcp.code_execution.workspace_dir, .kodelet/mcp):
@@ -69,7 +68,7 @@ pub async fn run(ctx: Context, args: &GenerateArgs) -> anyhow::Result<u8> {
         }
         None => {
             let manager = McpManager::new(&ctx.config);
-            let servers = super::list::select_servers(&manager, &args.filter)?;
+            let servers = super::select_servers(&manager, &args.filter)?;
             if servers.is_empty() {
                 eprintln!(
                     "no MCP servers configured: add some under `mcp.servers` (see config.sample.yaml) or in .mcp.json; \
@@ -77,13 +76,13 @@ pub async fn run(ctx: Context, args: &GenerateArgs) -> anyhow::Result<u8> {
                 );
             }
             let collected = tokio::select! {
-                r = super::list::collect_tools(&manager, &servers) => Some(r),
-                _ = tokio::signal::ctrl_c() => None,
+                r = super::list::collect_tools(&manager, &servers) => Ok(r),
+                signal = ctx.signals.received() => Err(signal),
             };
             manager.shutdown().await;
-            let Some((tools, failed)) = collected else {
-                eprintln!("interrupted");
-                return Ok(130);
+            let (tools, failed) = match collected {
+                Ok(r) => r,
+                Err(signal) => return Ok(super::signal::exit_after(signal)),
             };
             // A failed server is skipped: regenerate only the others so its files stay.
             let only = if selected.is_empty() && failed.is_empty() {
@@ -107,12 +106,7 @@ pub async fn run(ctx: Context, args: &GenerateArgs) -> anyhow::Result<u8> {
     } else {
         summary(&report, &failed)
     };
-    let mut out = std::io::stdout().lock();
-    if let Err(e) = out.write_all(text.as_bytes()).and_then(|_| out.flush())
-        && e.kind() != std::io::ErrorKind::BrokenPipe
-    {
-        return Err(e).context("cannot write to stdout");
-    }
+    super::output::write_stdout(&text)?;
     if !args.json {
         for d in &report.degraded {
             eprintln!("warning: generated untyped: {d}");

@@ -1,14 +1,15 @@
 //! `agent mcp list`: the tools of the configured servers, for people (`--detailed`) and
 //! scripts (`--json`, the stable [`ToolInfo`] array that `agent mcp generate --from-tools` reads).
 
-use std::io::Write;
-
 use anyhow::Context as _;
 use clap::Args;
 use serde_json::Value;
 
-use super::{Context, EXIT_FAILURE, EXIT_OK, ServerFilter, usage};
+use super::{Context, EXIT_FAILURE, EXIT_OK, ServerFilter};
+use crate::agent::tokens;
+use crate::config::Config;
 use crate::mcp::{McpManager, ToolInfo};
+use crate::util::json::{ref_name, resolve_local_ref};
 
 pub const AFTER_HELP: &str = "\
 JSON output (--json) is an array sorted by server then tool name, one object per tool:
@@ -41,46 +42,26 @@ pub struct ListArgs {
     pub tokens: bool,
 }
 
-/// The servers a command should start: the `--server` selection (checked) or every enabled one.
-pub fn select_servers(manager: &McpManager, filter: &ServerFilter) -> anyhow::Result<Vec<String>> {
-    if filter.servers.is_empty() {
-        return Ok(manager.server_names());
-    }
-    let mut out = Vec::new();
-    for s in &filter.servers {
-        manager.check_server(s).map_err(|e| usage(e.to_string()))?;
-        if !out.contains(s) {
-            out.push(s.clone());
-        }
-    }
-    Ok(out)
-}
-
-/// Starts the selected servers and collects their tools; failures are printed to stderr.
+/// Starts the selected servers under a spinner and collects their tools; failures are printed
+/// to stderr (`error: ...`) and named in the second list.
 pub async fn collect_tools(manager: &McpManager, servers: &[String]) -> (Vec<ToolInfo>, Vec<String>) {
-    let mut tools = Vec::new();
-    let mut failed = Vec::new();
     let spinner = super::output::Spinner::start(match servers {
         [one] => format!("starting {one}"),
         many => format!("starting {} servers", many.len()),
     });
-    let results = manager.tools_of(servers).await;
+    let started = manager.start_servers(servers).await;
     spinner.finish();
-    for (name, result) in results {
-        match result {
-            Ok(list) => tools.extend(list.iter().cloned()),
-            Err(e) => {
-                eprintln!("error: {e}");
-                failed.push(name);
-            }
-        }
+    let mut failed = Vec::new();
+    for (name, e) in started.failed {
+        eprintln!("error: {e}");
+        failed.push(name);
     }
-    (tools, failed)
+    (started.tools, failed)
 }
 
 pub async fn run(ctx: Context, args: &ListArgs) -> anyhow::Result<u8> {
     let manager = McpManager::new(&ctx.config);
-    let servers = select_servers(&manager, &args.filter)?;
+    let servers = super::select_servers(&manager, &args.filter)?;
     if servers.is_empty() {
         eprintln!("no MCP servers configured: add some under `mcp.servers` (see config.sample.yaml) or in .mcp.json");
         if args.json {
@@ -88,16 +69,19 @@ pub async fn run(ctx: Context, args: &ListArgs) -> anyhow::Result<u8> {
         }
         return Ok(EXIT_OK);
     }
-    let (tools, failed) = tokio::select! {
-        r = collect_tools(&manager, &servers) => r,
-        _ = tokio::signal::ctrl_c() => { manager.shutdown().await; return Ok(130); }
+    let collected = tokio::select! {
+        r = collect_tools(&manager, &servers) => Ok(r),
+        signal = ctx.signals.received() => Err(signal),
     };
     manager.shutdown().await;
+    let (tools, failed) = match collected {
+        Ok(r) => r,
+        Err(signal) => return Ok(super::signal::exit_after(signal)),
+    };
 
-    let mut out = std::io::stdout().lock();
     let text = if args.tokens {
         let ok: Vec<String> = servers.iter().filter(|s| !failed.contains(s)).cloned().collect();
-        super::run::token_report(&ctx.config, &ok, &tools, args.json)?
+        token_report(&ctx.config, &ok, &tools, args.json)?
     } else if args.json {
         let mut s = serde_json::to_string_pretty(&tools).context("cannot serialise the tool list")?;
         s.push('\n');
@@ -105,11 +89,7 @@ pub async fn run(ctx: Context, args: &ListArgs) -> anyhow::Result<u8> {
     } else {
         human(&servers, &failed, &tools, args.detailed)
     };
-    if let Err(e) = out.write_all(text.as_bytes()).and_then(|_| out.flush())
-        && e.kind() != std::io::ErrorKind::BrokenPipe
-    {
-        return Err(e).context("cannot write to stdout");
-    }
+    super::output::write_stdout(&text)?;
     Ok(if failed.is_empty() { EXIT_OK } else { EXIT_FAILURE })
 }
 
@@ -184,11 +164,9 @@ pub fn param_summary(schema: &Value) -> String {
 
 fn short_type(p: &Value, root: &Value) -> String {
     if let Some(r) = p.get("$ref").and_then(Value::as_str) {
-        let name = r.rsplit('/').next().unwrap_or(r);
-        let target = r.strip_prefix("#/").and_then(|path| path.split('/').try_fold(root, |acc, seg| acc.get(seg)));
-        return match target {
+        return match resolve_local_ref(root, r) {
             Some(t) if t.get("enum").is_some() => short_type(t, root),
-            _ => name.to_string(),
+            _ => ref_name(r).to_string(),
         };
     }
     if let Some(e) = p.get("enum").and_then(Value::as_array) {
@@ -226,4 +204,50 @@ fn annotation_summary(a: Option<&Value>) -> Option<String> {
         }
     }
     (!hints.is_empty()).then(|| hints.join(", "))
+}
+
+/// `agent mcp list --tokens`: direct vs code mode context cost of the listed tools.
+pub fn token_report(config: &Config, servers: &[String], tools: &[ToolInfo], json: bool) -> anyhow::Result<String> {
+    let entries = crate::codegen::server_entries(servers, tools);
+    let limits = crate::agent::code::LimitsText::from_config(&config.mcp.code_execution);
+    let est = tokens::estimate(tools, &entries, &limits, config.llm.provider);
+    if json {
+        let mut s = serde_json::to_string_pretty(&est).context("cannot serialise the estimate")?;
+        s.push('\n');
+        return Ok(s);
+    }
+    let t = crate::agent::session::thousands;
+    let width = est.servers.iter().map(|s| s.server.chars().count()).max().unwrap_or(0).max(8);
+    let mut s = format!(
+        "Context cost of the tool definitions per request ({} estimate, {} request format):\n\n",
+        est.tokenizer, est.provider
+    );
+    s.push_str(&format!("{:width$}  {:>6}  {:>10}  {:>10}\n", "server", "tools", "direct", "code"));
+    for e in &est.servers {
+        s.push_str(&format!(
+            "{:width$}  {:>6}  {:>10}  {:>10}\n",
+            e.server,
+            e.tools,
+            t(e.direct as u64),
+            t(e.code as u64)
+        ));
+    }
+    s.push_str(&format!("{:width$}  {:>6}  {:>10}  {:>10}\n", "(shared)", "", "", t(est.code_fixed as u64)));
+    let n_tools: usize = est.servers.iter().map(|e| e.tools).sum();
+    s.push_str(&format!(
+        "{:width$}  {:>6}  {:>10}  {:>10}\n",
+        "total",
+        n_tools,
+        t(est.direct_total as u64),
+        t(est.code_total as u64)
+    ));
+    s.push_str(&format!(
+        "\ndirect: every tool definition is sent with every request.\n\
+         code: `code_execution` + list_files/read_file/grep_files and one prompt line per server (shared row); \
+         the model reads the TypeScript of the tools it needs on demand, and large results stay in the sandbox.\n\
+         code mode sends {:.0}% {} tool-definition tokens per request.\n",
+        est.saving_percent().abs(),
+        if est.saving_percent() >= 0.0 { "fewer" } else { "more" }
+    ));
+    Ok(s)
 }

@@ -20,7 +20,7 @@ use std::fmt::Write as _;
 
 use serde_json::{Map, Value};
 
-use crate::mcp::tools::json_kind;
+use crate::util::json::{json_kind, local_ref_pointer};
 
 use super::naming::pascal_case;
 use super::ts::{Doc, property_key, string_literal};
@@ -811,7 +811,7 @@ impl<'a> Converter<'a> {
             self.edge(cx, Node::Root(cx.root));
             return Ty::Named(self.root_names[cx.root].clone());
         }
-        let Some(pointer) = r.strip_prefix('#').filter(|p| p.starts_with('/')).map(percent_decode) else {
+        let Some(pointer) = local_ref_pointer(r).filter(|p| !p.is_empty()) else {
             self.note(format!(
                 "Note: `$ref` {} points outside this schema, which is not supported; typed as `unknown`.",
                 string_literal(r)
@@ -927,32 +927,6 @@ fn implied_type(map: &Map<String, Value>) -> Option<&'static str> {
     }
 }
 
-/// `~1` → `/`, `~0` → `~` are JSON pointer escapes that `Value::pointer` handles; a `$ref` is a
-/// URI fragment, so percent-escapes (`%20`) are decoded first.
-fn percent_decode(p: &str) -> String {
-    if !p.contains('%') {
-        return p.to_string();
-    }
-    fn hex(b: u8) -> Option<u8> {
-        (b as char).to_digit(16).map(|d| d as u8)
-    }
-    let bytes = p.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        if bytes[i] == b'%'
-            && let (Some(h), Some(l)) = (bytes.get(i + 1).and_then(|b| hex(*b)), bytes.get(i + 2).and_then(|b| hex(*b)))
-        {
-            out.push(h * 16 + l);
-            i += 3;
-            continue;
-        }
-        out.push(bytes[i]);
-        i += 1;
-    }
-    String::from_utf8(out).unwrap_or_else(|_| p.to_string())
-}
-
 /// Whether `pointer` and everything it references transitively are equal in both roots.
 fn same_closure(a: &Value, b: &Value, pointer: &str) -> bool {
     let mut seen = BTreeSet::new();
@@ -975,8 +949,8 @@ fn collect_refs(v: &Value, out: &mut Vec<String>) {
         Value::Object(m) => {
             for (k, x) in m {
                 if k == "$ref" {
-                    if let Some(p) = x.as_str().and_then(|s| s.strip_prefix('#')) {
-                        out.push(percent_decode(p));
+                    if let Some(p) = x.as_str().and_then(local_ref_pointer) {
+                        out.push(p);
                     }
                 } else {
                     collect_refs(x, out);

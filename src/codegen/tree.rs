@@ -8,13 +8,13 @@
 //! the server directories in scope.
 
 use std::collections::BTreeSet;
-use std::io::{Read, Write};
-use std::os::unix::fs::PermissionsExt;
+use std::io::Read;
 use std::path::Path;
 
 use anyhow::Context as _;
 
 use super::render::{GENERATED_PREFIXES, is_generated};
+use crate::util::fs::{Access, write_atomic};
 
 /// One file of the tree: a `/`-separated path relative to the output directory.
 #[derive(Debug, Clone)]
@@ -86,7 +86,8 @@ pub fn write(dir: &Path, files: &[PlannedFile], force: bool) -> anyhow::Result<O
                 continue;
             }
         }
-        write_atomic(&path, f.content.as_bytes()).with_context(|| format!("cannot write {}", path.display()))?;
+        write_atomic(&path, f.content.as_bytes(), Access::Shared)
+            .with_context(|| format!("cannot write {}", path.display()))?;
         out.written += 1;
     }
     Ok(out)
@@ -159,16 +160,4 @@ fn starts_with_header(path: &Path) -> bool {
         }
     }
     is_generated(&buf[..n])
-}
-
-/// Temp file next to `path`, then rename. No fsync: the rename makes the replacement atomic for
-/// readers and for a crash of this process, and syncing a thousand files would cost seconds.
-fn write_atomic(path: &Path, data: &[u8]) -> std::io::Result<()> {
-    let dir = path.parent().unwrap_or(Path::new("."));
-    let mut tmp = tempfile::Builder::new().prefix(".agent-tmp-").tempfile_in(dir)?;
-    tmp.write_all(data)?;
-    // tempfile creates 0600 files; generated files are ordinary readable sources.
-    tmp.as_file().set_permissions(std::fs::Permissions::from_mode(0o644))?;
-    tmp.persist(path).map_err(|e| e.error)?;
-    Ok(())
 }

@@ -50,7 +50,7 @@ pub enum McpError {
 
 fn qualified_hint(server: &str, tools: &[String]) -> String {
     let qualified: Vec<String> = tools.iter().map(|t| format!("{server}.{t}")).collect();
-    crate::cli::output::did_you_mean(&qualified)
+    crate::util::suggest::did_you_mean(&qualified)
 }
 
 fn bullet(lines: &[String]) -> String {
@@ -59,7 +59,7 @@ fn bullet(lines: &[String]) -> String {
 
 fn did_you_mean_or_list(suggestions: &[String], configured: &[String]) -> String {
     if !suggestions.is_empty() {
-        crate::cli::output::did_you_mean(suggestions)
+        crate::util::suggest::did_you_mean(suggestions)
     } else if configured.is_empty() {
         "; no servers are configured (see config.sample.yaml)".into()
     } else {
@@ -77,6 +77,17 @@ const STDERR_TAIL_LINES: usize = 5;
 const KILL_GRACE: Duration = Duration::from_millis(1500);
 /// Log files over this size are truncated when their server starts again.
 const MAX_LOG_BYTES: u64 = 4 << 20;
+
+/// What [`McpManager::start_servers`] found: sorted by server name.
+#[derive(Debug, Default)]
+pub struct Started {
+    /// The tools of the servers that started.
+    pub tools: Vec<ToolInfo>,
+    /// The servers that started.
+    pub ok: Vec<String>,
+    /// The servers that did not, with the reason.
+    pub failed: Vec<(String, McpError)>,
+}
 
 /// A live connection to one server.
 pub struct Connection {
@@ -161,7 +172,7 @@ impl McpManager {
             Some(slot) => Ok(slot),
             None => Err(McpError::UnknownServer {
                 name: name.to_string(),
-                suggestions: crate::cli::output::suggest(name, self.server_names().iter().map(String::as_str)),
+                suggestions: crate::util::suggest::suggest(name, self.server_names().iter().map(String::as_str)),
                 configured: self.server_names(),
             }),
         }
@@ -226,6 +237,23 @@ impl McpManager {
         let futs = servers.iter().map(|name| async move { (name.clone(), self.tools(name).await) });
         let mut out = futures::future::join_all(futs).await;
         out.sort_by(|a, b| a.0.cmp(&b.0));
+        out
+    }
+
+    /// Starts the given servers concurrently and sorts the outcome: the tools of those that
+    /// started, and why the others did not. The one place start-up failures are collected; the
+    /// callers decide how to report them.
+    pub async fn start_servers(&self, servers: &[String]) -> Started {
+        let mut out = Started::default();
+        for (name, result) in self.tools_of(servers).await {
+            match result {
+                Ok(tools) => {
+                    out.tools.extend(tools.iter().cloned());
+                    out.ok.push(name);
+                }
+                Err(e) => out.failed.push((name, e)),
+            }
+        }
         out
     }
 
@@ -604,7 +632,7 @@ fn find_tool<'a>(server: &str, tool: &str, tools: &'a [ToolInfo]) -> Result<&'a 
     tools.iter().find(|t| t.name == tool).ok_or_else(|| McpError::UnknownTool {
         server: server.to_string(),
         tool: tool.to_string(),
-        suggestions: crate::cli::output::suggest(tool, tools.iter().map(|t| t.name.as_str())),
+        suggestions: crate::util::suggest::suggest(tool, tools.iter().map(|t| t.name.as_str())),
     })
 }
 

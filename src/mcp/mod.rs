@@ -5,5 +5,5 @@ pub mod handler;
 pub mod manager;
 pub mod tools;
 
-pub use manager::{McpError, McpManager};
+pub use manager::{McpError, McpManager, Started};
 pub use tools::ToolInfo;

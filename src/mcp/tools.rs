@@ -52,18 +52,6 @@ impl ToolInfo {
     }
 }
 
-/// What kind of JSON value `v` is, for error messages: `a string`, `an array`, `null`.
-pub fn json_kind(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
-    }
-}
-
 /// The MCP `CallToolResult` as JSON, normalised: `content` and `isError` are always present
 /// (rmcp omits `isError` when the server did), so scripts and `--json` readers see one shape.
 pub fn result_json(result: &rmcp::model::CallToolResult) -> Value {
@@ -73,4 +61,96 @@ pub fn result_json(result: &rmcp::model::CallToolResult) -> Value {
         map.entry("content").or_insert_with(|| Value::Array(Vec::new()));
     }
     v
+}
+
+/// Who reads a rendered tool result.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Reader {
+    /// A person at a terminal (`agent mcp call`): `structuredContent` first as pretty JSON,
+    /// text blocks that mirror it left out, sizes in KB/MB, resources summarised.
+    Terminal,
+    /// A model (direct mode): the content blocks in order (resource text inlined), then
+    /// `structuredContent` as compact JSON unless a text block already holds it.
+    Model,
+}
+
+/// A tool result as text: the one rendering of a `CallToolResult` (see [`Reader`]).
+pub fn result_text(result: &rmcp::model::CallToolResult, reader: Reader) -> String {
+    use rmcp::model::ContentBlock;
+    let structured = result.structured_content.as_ref();
+    let mirrors =
+        |text: &str| structured.is_some_and(|sc| serde_json::from_str::<Value>(text).ok().as_ref() == Some(sc));
+    let size = |b64: &str| {
+        let n = (b64.trim_end_matches('=').len() * 3 / 4) as u64;
+        match reader {
+            Reader::Terminal => crate::util::size::human_bytes(n),
+            Reader::Model => format!("{n} bytes"),
+        }
+    };
+    let mut parts: Vec<String> = Vec::new();
+    let mut structured_shown = false;
+    if let (Reader::Terminal, Some(sc)) = (reader, structured) {
+        parts.push(serde_json::to_string_pretty(sc).unwrap_or_default());
+        structured_shown = true;
+    }
+    for block in &result.content {
+        let part = match block {
+            ContentBlock::Text(t) if mirrors(&t.text) => {
+                // rmcp servers mirror structuredContent into a text block: show it once.
+                if reader == Reader::Terminal {
+                    continue;
+                }
+                structured_shown = true;
+                t.text.clone()
+            }
+            ContentBlock::Text(t) => t.text.clone(),
+            ContentBlock::Image(i) => format!("[image: {}, {}]", i.mime_type, size(&i.data)),
+            ContentBlock::Audio(a) => format!("[audio: {}, {}]", a.mime_type, size(&a.data)),
+            ContentBlock::Resource(r) => {
+                let v = serde_json::to_value(&r.resource).unwrap_or_default();
+                let uri = v.get("uri").and_then(Value::as_str).unwrap_or("?");
+                let mime = v.get("mimeType").and_then(Value::as_str);
+                match (reader, v.get("text").and_then(Value::as_str)) {
+                    (Reader::Model, Some(text)) => format!("[resource {uri}]\n{text}"),
+                    (Reader::Model, None) => {
+                        format!("[resource: {uri}, {}]", mime.unwrap_or("application/octet-stream"))
+                    }
+                    (Reader::Terminal, _) => {
+                        format!("[resource: {uri}{}]", mime.map(|m| format!(", {m}")).unwrap_or_default())
+                    }
+                }
+            }
+            ContentBlock::ResourceLink(l) => format!("[resource link: {}]", l.uri),
+            #[allow(unreachable_patterns)]
+            other => format!(
+                "[{} content]",
+                serde_json::to_value(other)
+                    .ok()
+                    .and_then(|v| v.get("type").and_then(Value::as_str).map(String::from))
+                    .unwrap_or_else(|| "unknown".into())
+            ),
+        };
+        parts.push(part);
+    }
+    match reader {
+        Reader::Terminal => {
+            let mut out = String::new();
+            for p in parts {
+                out.push_str(&p);
+                if !p.ends_with('\n') {
+                    out.push('\n');
+                }
+            }
+            out
+        }
+        Reader::Model => {
+            if let Some(sc) = structured.filter(|_| !structured_shown) {
+                parts.push(sc.to_string());
+            }
+            if parts.is_empty() {
+                return "(the tool returned no content)".into();
+            }
+            parts.join("\n")
+        }
+    }
 }

@@ -23,7 +23,7 @@ use deno_core::{
 use deno_error::JsErrorBox;
 
 use super::FailureKind;
-use crate::cli::output::suggest;
+use crate::util::suggest::suggest;
 
 /// Transpiled modules shared by every isolate of one runner thread.
 pub(crate) type TranspileCache = Rc<RefCell<HashMap<PathBuf, Cached>>>;

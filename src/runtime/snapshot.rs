@@ -11,12 +11,13 @@
 //! as it would be without this module. `AGENT_NO_SNAPSHOT=1` turns it off.
 
 use std::hash::{Hash, Hasher};
-use std::io::Write;
-use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt};
+use std::os::unix::fs::{DirBuilderExt, MetadataExt};
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
 use deno_core::{JsRuntimeForSnapshot, RuntimeOptions};
+
+use crate::util::fs::{Access, write_atomic};
 
 const MAGIC: &[u8; 8] = b"AGSNAP01";
 /// Snapshots of other builds kept around (a debug and a release binary, a few worktrees).
@@ -62,6 +63,7 @@ fn cache_file() -> Option<PathBuf> {
     meta.len().hash(&mut h);
     meta.modified().ok()?.hash(&mut h);
     super::ops::BOOTSTRAP.as_str().hash(&mut h);
+    super::ops::RESULT.as_str().hash(&mut h);
     env!("CARGO_PKG_VERSION").hash(&mut h);
     Some(base.join("agent").join(format!("runtime-{:016x}.snap", h.finish())))
 }
@@ -104,19 +106,12 @@ fn create() -> Option<Box<[u8]>> {
 fn store(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     let dir = path.parent().unwrap_or(Path::new("."));
     std::fs::DirBuilder::new().recursive(true).mode(0o700).create(dir)?;
-    let tmp = dir.join(format!(".snap-{}-{:x}.tmp", std::process::id(), checksum(bytes)));
-    let mut file = std::fs::OpenOptions::new().write(true).create_new(true).mode(0o600).open(&tmp)?;
-    let written = file
-        .write_all(MAGIC)
-        .and_then(|()| file.write_all(&(bytes.len() as u64).to_le_bytes()))
-        .and_then(|()| file.write_all(&checksum(bytes).to_le_bytes()))
-        .and_then(|()| file.write_all(bytes))
-        .and_then(|()| file.sync_all())
-        .and_then(|()| std::fs::rename(&tmp, path));
-    if written.is_err() {
-        let _ = std::fs::remove_file(&tmp);
-    }
-    written?;
+    let mut data = Vec::with_capacity(24 + bytes.len());
+    data.extend_from_slice(MAGIC);
+    data.extend_from_slice(&(bytes.len() as u64).to_le_bytes());
+    data.extend_from_slice(&checksum(bytes).to_le_bytes());
+    data.extend_from_slice(bytes);
+    write_atomic(path, &data, Access::Private)?;
     prune(dir, path);
     Ok(())
 }

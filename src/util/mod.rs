@@ -1,0 +1,8 @@
+//! Leaf helpers with no knowledge of the rest of `agent`: every layer may use them, they use
+//! nothing of the crate. `suggest` ("did you mean"), `size` (byte sizes and durations as users
+//! type them), `fs` (the one atomic file write), `json` (JSON value kinds and local `$ref`s).
+
+pub mod fs;
+pub mod json;
+pub mod size;
+pub mod suggest;
