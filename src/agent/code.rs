@@ -12,8 +12,8 @@ use std::path::{Component, Path, PathBuf};
 use serde_json::{Value, json};
 
 use super::provider::ToolSpec;
+pub use crate::codegen::ServerEntry;
 use crate::config::CodeExecutionConfig;
-use crate::mcp::ToolInfo;
 
 pub const CODE_EXECUTION: &str = "code_execution";
 pub const LIST_FILES: &str = "list_files";
@@ -26,16 +26,6 @@ const MAX_READ_BYTES: usize = 48 * 1024;
 const MAX_GREP_RESULTS: usize = 200;
 /// Most entries one `list_files` returns.
 const MAX_LIST_ENTRIES: usize = 1000;
-
-/// One server as the code-mode prompt lists it.
-#[derive(Debug, Clone)]
-pub struct ServerEntry {
-    /// The MCP server name (as configured).
-    pub name: String,
-    /// Its directory under `servers/` in the generated tree.
-    pub dir: String,
-    pub tools: usize,
-}
 
 /// The limits the `code_execution` description states.
 #[derive(Debug, Clone)]
@@ -50,28 +40,9 @@ impl LimitsText {
         LimitsText {
             timeout: humantime::format_duration(c.timeout).to_string(),
             memory_mb: c.memory_limit_mb,
-            max_output: crate::cli::output::human_bytes(c.max_output_bytes as u64),
+            max_output: crate::util::size::human_bytes(c.max_output_bytes as u64),
         }
     }
-}
-
-/// The servers as code mode lists them: directory name in the generated tree (the generator's
-/// own naming, so the prompt and the tree agree) and tool count.
-pub fn server_entries(servers: &[String], tools: &[ToolInfo]) -> Vec<ServerEntry> {
-    // Name over every server the tools mention too: collision suffixes depend on the whole set.
-    let mut all: Vec<&str> =
-        servers.iter().map(String::as_str).chain(tools.iter().map(|t| t.server.as_str())).collect();
-    all.sort_unstable();
-    all.dedup();
-    let names = crate::codegen::server_names(all);
-    servers
-        .iter()
-        .map(|name| ServerEntry {
-            name: name.clone(),
-            dir: names.get(name).map(|n| n.dir.clone()).unwrap_or_else(|| name.clone()),
-            tools: tools.iter().filter(|t| &t.server == name).count(),
-        })
-        .collect()
 }
 
 /// `code_execution` plus the discovery tools. Descriptions are terse on purpose: they are sent
@@ -185,10 +156,10 @@ pub fn system_prompt(tree: &Path, servers: &[ServerEntry]) -> String {
 /// One server's line in the system prompt.
 pub fn server_line(e: &ServerEntry) -> String {
     let plural = if e.tools == 1 { "" } else { "s" };
-    if e.dir == e.name {
-        format!("  servers/{}/ ({} tool{plural})\n", e.dir, e.tools)
+    if e.names.dir == e.name {
+        format!("  servers/{}/ ({} tool{plural})\n", e.names.dir, e.tools)
     } else {
-        format!("  servers/{}/ (MCP server `{}`, {} tool{plural})\n", e.dir, e.name, e.tools)
+        format!("  servers/{}/ (MCP server `{}`, {} tool{plural})\n", e.names.dir, e.name, e.tools)
     }
 }
 
@@ -456,7 +427,11 @@ mod tests {
     fn prompt_names_servers_and_the_tree() {
         let p = system_prompt(
             Path::new("/w/.kodelet/mcp"),
-            &[ServerEntry { name: "my-gh".into(), dir: "myGh".into(), tools: 117 }],
+            &[ServerEntry {
+                name: "my-gh".into(),
+                names: crate::codegen::ServerNames { dir: "myGh".into(), namespace: "myGh".into() },
+                tools: 117,
+            }],
         );
         assert!(p.contains("/w/.kodelet/mcp"));
         assert!(p.contains("servers/myGh/ (MCP server `my-gh`, 117 tools)"));

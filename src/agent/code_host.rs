@@ -1,11 +1,9 @@
-//! Code mode, execution side: the [`ToolHost`] that runs `code_execution` scripts in the
-//! code-mode runtime (one warm [`Executor`] for the whole run, its tool calls going through the
+//! Code mode, execution side: the [`ToolHost`] that runs `code_execution` scripts through the
+//! run's [`CodeMode`] (one warm executor for the whole run, its tool calls going through the
 //! bridge to the MCP manager) and answers the discovery tools from the generated tree.
 //!
 //! What the model gets back from a script is exactly what it printed; stderr, the default export
 //! and a failure are appended after labelled lines, and a failure makes it an error result.
-
-use std::path::PathBuf;
 
 use futures::future::BoxFuture;
 use serde_json::Value;
@@ -13,29 +11,19 @@ use serde_json::Value;
 use super::code::{CODE_EXECUTION, Discovery, GREP_FILES, LIST_FILES, READ_FILE};
 use super::provider::{ToolCall, ToolSpec, short};
 use super::session::{ToolHost, ToolOutcome};
-use crate::bridge::BridgeEndpoint;
-use crate::runtime::{ExecOutcome, ExecRequest, Executor, Limits, Script};
+use crate::codemode::CodeMode;
+use crate::runtime::{ExecOutcome, Script};
 
-/// Code mode's tools, bound to one tree, one runtime and one bridge.
-pub struct CodeHost {
+/// Code mode's tools, bound to one [`CodeMode`] (its tree, runtime and bridge).
+pub struct CodeHost<'a> {
     specs: Vec<ToolSpec>,
     discovery: Discovery,
-    executor: Executor,
-    workspace: PathBuf,
-    limits: Limits,
-    bridge: BridgeEndpoint,
+    code: &'a CodeMode,
 }
 
-impl CodeHost {
-    pub fn new(specs: Vec<ToolSpec>, workspace: PathBuf, limits: Limits, bridge: BridgeEndpoint) -> CodeHost {
-        CodeHost {
-            specs,
-            discovery: Discovery::new(&workspace),
-            executor: Executor::with_limits(&limits),
-            workspace,
-            limits,
-            bridge,
-        }
+impl<'a> CodeHost<'a> {
+    pub fn new(specs: Vec<ToolSpec>, code: &'a CodeMode) -> CodeHost<'a> {
+        CodeHost { specs, discovery: Discovery::new(code.workspace()), code }
     }
 
     async fn run_code(&self, call: &ToolCall) -> ToolOutcome {
@@ -46,13 +34,7 @@ impl CodeHost {
                 ..Default::default()
             };
         };
-        let req = ExecRequest {
-            workspace: self.workspace.clone(),
-            script: Script::Inline(code.to_string()),
-            limits: self.limits.clone(),
-            bridge: Some(self.bridge.clone()),
-        };
-        let outcome = self.executor.execute(req).await;
+        let outcome = self.code.run(Script::Inline(code.to_string())).await;
         let (content, is_error) = script_result(&outcome);
         ToolOutcome {
             content,
@@ -111,7 +93,7 @@ pub fn script_result(o: &ExecOutcome) -> (String, bool) {
     (out, is_error)
 }
 
-impl ToolHost for CodeHost {
+impl ToolHost for CodeHost<'_> {
     fn specs(&self) -> &[ToolSpec] {
         &self.specs
     }

@@ -12,7 +12,7 @@ use futures::future::BoxFuture;
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::config::{LlmConfig, Provider};
+use crate::config::LlmConfig;
 
 /// Who said it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -480,45 +480,6 @@ pub fn short(s: &str, max: usize) -> String {
 /// Joins a base URL and a path without doubling or dropping slashes.
 pub fn join_url(base: &str, path: &str) -> String {
     format!("{}/{}", base.trim_end_matches('/'), path.trim_start_matches('/'))
-}
-
-/// Builds the configured provider. The API key comes from `llm.api_key`, else the provider's
-/// usual environment variable; it may be absent only for a custom `base_url` (local servers).
-pub fn from_config(c: &LlmConfig, env_key: Option<String>) -> Result<Box<dyn LlmProvider>, String> {
-    if let Some(first) = c.unresolved.first() {
-        return Err(first.clone());
-    }
-    let key = c.api_key.clone().filter(|k| !k.is_empty()).or(env_key.filter(|k| !k.is_empty()));
-    let (env_name, default_base) = match c.provider {
-        Provider::Anthropic => ("ANTHROPIC_API_KEY", super::anthropic::DEFAULT_BASE_URL),
-        Provider::Openai => ("OPENAI_API_KEY", super::openai::DEFAULT_BASE_URL),
-    };
-    let base = c.base_url.clone().filter(|b| !b.trim().is_empty()).unwrap_or_else(|| default_base.to_string());
-    if !(base.starts_with("http://") || base.starts_with("https://")) {
-        return Err(format!("llm.base_url: expected an http:// or https:// URL, got `{base}`"));
-    }
-    if key.is_none() && c.base_url.is_none() {
-        return Err(format!(
-            "no API key for provider `{}`: set {env_name} or `llm.api_key` in agent.yaml (e.g. `api_key: ${env_name}`)",
-            c.provider
-        ));
-    }
-    if c.model.trim().is_empty() {
-        return Err("llm.model is empty: set it in agent.yaml or pass --model".into());
-    }
-    let http = HttpSettings::from_config(c)?;
-    Ok(match c.provider {
-        Provider::Anthropic => Box::new(super::anthropic::Anthropic::new(base, key, http)),
-        Provider::Openai => Box::new(super::openai::OpenAi::new(base, key, http)),
-    })
-}
-
-/// The environment variable a provider's key falls back to.
-pub fn key_env_var(p: Provider) -> &'static str {
-    match p {
-        Provider::Anthropic => "ANTHROPIC_API_KEY",
-        Provider::Openai => "OPENAI_API_KEY",
-    }
 }
 
 #[cfg(test)]

@@ -116,7 +116,11 @@ mod tests {
             annotations: None,
         };
         let limits = LimitsText { timeout: "30s".into(), memory_mb: 256, max_output: "100 KB".into() };
-        let entries = [ServerEntry { name: "s".into(), dir: "s".into(), tools: 1 }];
+        let entries = [ServerEntry {
+            name: "s".into(),
+            names: crate::codegen::ServerNames { dir: "s".into(), namespace: "s".into() },
+            tools: 1,
+        }];
         let one = estimate(&[tool("a")], &entries, &limits, Provider::Anthropic);
         let many: Vec<ToolInfo> = (0..50).map(|i| tool(&format!("t{i}"))).collect();
         let fifty = estimate(&many, &entries, &limits, Provider::Anthropic);

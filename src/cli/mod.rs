@@ -8,14 +8,18 @@ pub mod call;
 pub mod exec;
 pub mod generate;
 pub mod list;
+pub mod log;
 pub mod output;
 pub mod run;
+pub mod signal;
 
 use std::path::PathBuf;
 
+use anyhow::Context as _;
 use clap::{Args, Parser, Subcommand};
 
 use crate::config::{Config, ConfigError, LoadOptions};
+use crate::mcp::McpManager;
 
 /// Exit code: success.
 pub const EXIT_OK: u8 = 0;
@@ -36,9 +40,10 @@ pub fn usage(msg: impl Into<String>) -> anyhow::Error {
 
 const EXIT_CODES_HELP: &str = "\
 Exit codes:
-  0  success
-  1  the tool or script reported an error, a limit was hit, or the call failed
-  2  usage or configuration error";
+  0    success
+  1    the tool or script reported an error, a limit was hit, or the call failed
+  2    usage or configuration error
+  130  interrupted (Ctrl-C); 143 on SIGTERM, 129 on SIGHUP (servers are stopped first)";
 
 #[derive(Debug, Parser)]
 #[command(
@@ -100,17 +105,34 @@ pub struct ServerFilter {
     pub servers: Vec<String>,
 }
 
-/// What every command gets: the loaded configuration and global flags.
+/// What every command gets: the loaded configuration, global flags, and the termination
+/// signals to race its work against.
 pub struct Context {
     pub config: Config,
     pub verbose: u8,
+    pub signals: signal::Signals,
 }
 
 impl Context {
-    pub fn load(cli: &Cli) -> Result<Context, ConfigError> {
+    pub fn load(cli: &Cli, signals: signal::Signals) -> Result<Context, ConfigError> {
         let opts = LoadOptions { config_file: cli.config.clone(), ..Default::default() };
-        Ok(Context { config: Config::load(&opts)?, verbose: cli.verbose })
+        Ok(Context { config: Config::load(&opts)?, verbose: cli.verbose, signals })
     }
+}
+
+/// The servers a command should start: the `--server` selection (checked) or every enabled one.
+pub fn select_servers(manager: &McpManager, filter: &ServerFilter) -> anyhow::Result<Vec<String>> {
+    if filter.servers.is_empty() {
+        return Ok(manager.server_names());
+    }
+    let mut out = Vec::new();
+    for s in &filter.servers {
+        manager.check_server(s).map_err(|e| usage(e.to_string()))?;
+        if !out.contains(s) {
+            out.push(s.clone());
+        }
+    }
+    Ok(out)
 }
 
 /// Parses arguments, runs the command, prints errors, and returns the process exit code.
@@ -123,7 +145,7 @@ pub fn main() -> u8 {
             return code;
         }
     };
-    init_tracing(cli.verbose);
+    log::init(cli.verbose);
     let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
         Ok(rt) => rt,
         Err(e) => {
@@ -132,7 +154,9 @@ pub fn main() -> u8 {
         }
     };
     let result = runtime.block_on(async {
-        let ctx = Context::load(&cli)?;
+        // Before anything starts a server: a signal must never take the default action.
+        let signals = signal::Signals::install().context("cannot install the signal handlers")?;
+        let ctx = Context::load(&cli, signals)?;
         dispatch(&cli, ctx).await
     });
     // Child processes are killed by the manager's shutdown; don't wait on stray blocking tasks.
@@ -159,16 +183,4 @@ async fn dispatch(cli: &Cli, ctx: Context) -> anyhow::Result<u8> {
 /// 2 for usage and configuration errors, 1 for everything else.
 pub fn exit_code_for(err: &anyhow::Error) -> u8 {
     if err.chain().any(|e| e.is::<UsageError>() || e.is::<ConfigError>()) { EXIT_USAGE } else { EXIT_FAILURE }
-}
-
-fn init_tracing(verbose: u8) {
-    use tracing_subscriber::EnvFilter;
-    let default = match verbose {
-        0 => "warn",
-        1 => "agent=info,warn",
-        _ => "agent=debug,info",
-    };
-    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(default));
-    let _ =
-        tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).with_target(false).try_init();
 }

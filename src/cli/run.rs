@@ -3,30 +3,28 @@
 //! line per tool call on stderr, the final answer last, then a one-line summary; or the whole
 //! transcript as JSON (`--json`), or only the final answer (`--quiet`).
 
-use std::io::{IsTerminal, Read, Write};
+use std::io::{Read, Write};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 use std::time::Duration;
 
 use anyhow::Context as _;
 use clap::{Args, ValueEnum};
 use tokio_util::sync::CancellationToken;
 
-use super::output::{human_bytes, parse_bytes};
+use super::output::write_stdout;
 use super::{Context, EXIT_FAILURE, EXIT_OK, EXIT_USAGE, ServerFilter, usage};
 use crate::agent::code;
 use crate::agent::code_host::CodeHost;
 use crate::agent::direct::{DirectHost, ToolMap};
-use crate::agent::provider::{self, key_env_var};
+use crate::agent::key_env_var;
+use crate::agent::provider;
 use crate::agent::session::{self, Observer, Outcome, Settings, ToolCallRecord, ToolHost, Transcript, TurnRecord};
 use crate::agent::tokens;
-use crate::bridge::BridgeServer;
+use crate::codemode::{CodeMode, Options};
 use crate::config::{Config, ExecutionMode, Provider};
-use crate::mcp::{McpManager, ToolInfo};
-use crate::runtime::Limits;
-
-/// Exit code after Ctrl-C.
-pub const EXIT_INTERRUPTED: u8 = 130;
+use crate::mcp::McpManager;
+use crate::util::size::{human_bytes, parse_bytes};
 
 pub const AFTER_HELP: &str = "\
 Modes (--mode, else mcp.execution_mode):
@@ -56,7 +54,8 @@ Exit codes:
   1    the turn limit was hit, or the provider failed (after retries)
   2    usage or configuration error (e.g. no API key, unknown --server), also when the
        provider rejects the key, the access or the model (HTTP 401, 403, 404)
-  130  interrupted (Ctrl-C); servers are stopped and the bridge socket removed";
+  130  interrupted (Ctrl-C); 143 on SIGTERM, 129 on SIGHUP. Servers are stopped and the
+       bridge socket removed in every case";
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum ModeArg {
@@ -183,32 +182,31 @@ pub async fn run(ctx: Context, args: &RunArgs) -> anyhow::Result<u8> {
     apply_flags(&mut config, args)?;
     let task = read_task(&args.task)?;
     let env_key = std::env::var(key_env_var(config.llm.provider)).ok();
-    let llm = provider::from_config(&config.llm, env_key).map_err(usage)?;
+    let llm = crate::agent::provider_from_config(&config.llm, env_key).map_err(usage)?;
 
     let manager = Arc::new(McpManager::new(&config));
-    let servers = super::list::select_servers(&manager, &args.filter)?;
+    let servers = super::select_servers(&manager, &args.filter)?;
 
+    // A signal cancels the loop (which returns what it has) or the set-up before it.
     let cancel = CancellationToken::new();
+    let signal = Arc::new(AtomicI32::new(0));
     let watcher = {
-        let cancel = cancel.clone();
+        let (cancel, signal, signals) = (cancel.clone(), signal.clone(), ctx.signals.clone());
         tokio::spawn(async move {
-            if tokio::signal::ctrl_c().await.is_ok() {
-                cancel.cancel();
-            }
+            signal.store(signals.received().await, Ordering::SeqCst);
+            cancel.cancel();
         })
     };
     let printer = Printer::new(args);
     let result = drive(&config, &task, &servers, &manager, llm.as_ref(), &printer, &cancel, args).await;
     manager.shutdown().await;
     watcher.abort();
+    let signal = signal.load(Ordering::SeqCst);
     let transcript = match result? {
         Some(t) => t,
-        None => {
-            eprintln!("interrupted");
-            return Ok(EXIT_INTERRUPTED);
-        }
+        None => return Ok(super::signal::exit_after(signal)),
     };
-    report(&transcript, &printer, args)
+    report(&transcript, &printer, args, signal)
 }
 
 /// Sets up the chosen mode and runs the loop; `None` when interrupted before the loop started.
@@ -223,90 +221,88 @@ async fn drive(
     cancel: &CancellationToken,
     args: &RunArgs,
 ) -> anyhow::Result<Option<Transcript>> {
-    let mode = config.mcp.execution_mode;
-    let extra = config.agent.system_prompt.as_deref().filter(|s| !s.trim().is_empty());
-    match mode {
+    match config.mcp.execution_mode {
         ExecutionMode::Direct => {
-            let Some(tools) = start_servers(manager, servers, cancel).await else { return Ok(None) };
-            let map = ToolMap::build(&tools, tokens::flavor(config.llm.provider));
+            let started = tokio::select! {
+                s = manager.start_servers(servers) => s,
+                _ = cancel.cancelled() => return Ok(None),
+            };
+            warn_failed(&started.failed);
+            let map = ToolMap::build(&started.tools, tokens::flavor(config.llm.provider));
             for t in &map.tools {
                 for note in &t.adaptations {
                     tracing::info!("{}.{} → {}: {note}", t.server, t.tool, t.llm_name);
                 }
             }
             let host = DirectHost::new(manager.clone(), map, config.agent.max_tool_result_bytes);
-            let system = with_extra(direct_system_prompt(servers), extra);
+            let system = with_extra(direct_system_prompt(servers), extra_prompt(config));
             Ok(Some(run_loop(config, task, system, llm, &host, printer, cancel, args).await))
         }
         ExecutionMode::Code => {
-            let cc = &config.mcp.code_execution;
-            let workspace = std::path::absolute(&cc.workspace_dir)
-                .with_context(|| format!("invalid workspace_dir {}", cc.workspace_dir.display()))?;
-            let tree_tools = if cc.regenerate_on_startup {
-                let Some((tools, failed)) = start_servers_reporting(manager, servers, cancel).await else {
-                    return Ok(None);
-                };
-                let ok: Vec<String> = servers.iter().filter(|s| !failed.contains(s)).cloned().collect();
-                refresh_tree(&workspace, &ok, &tools, printer)?;
-                crate::codegen::generated_tools(&workspace).unwrap_or(tools)
-            } else {
-                crate::codegen::generated_tools(&workspace).ok_or_else(|| {
-                    usage(format!(
-                        "no generated API in {}: run `agent mcp generate` first, or set \
-                         mcp.code_execution.regenerate_on_startup: true",
-                        workspace.display()
-                    ))
-                })?
-            };
-            // The servers the model is told about: the selected ones that the tree has.
-            let listed: Vec<String> =
-                servers.iter().filter(|s| tree_tools.iter().any(|t| &t.server == *s)).cloned().collect();
-            let entries = code::server_entries(&listed, &tree_tools);
-            let bridge = BridgeServer::start(manager.clone()).await.context("cannot start the bridge socket")?;
-            let specs = code::tool_specs(&code::LimitsText::from_config(cc));
-            let limits = Limits::from_config(cc);
-            let host = CodeHost::new(specs, workspace.clone(), limits, bridge.endpoint().clone());
-            let system = with_extra(code::system_prompt(&workspace, &entries), extra);
-            let transcript = run_loop(config, task, system, llm, &host, printer, cancel, args).await;
-            bridge.stop().await;
-            Ok(Some(transcript))
+            let mut code = CodeMode::new(manager.clone(), Options::from_config(config)?);
+            let transcript = run_code_mode(&mut code, config, task, servers, llm, printer, cancel, args).await;
+            code.stop().await;
+            transcript
         }
     }
 }
 
-/// Regenerates the tree for the servers that started when their tools differ from what the
-/// tree was generated from (the generator itself leaves unchanged files alone).
-fn refresh_tree(
-    workspace: &std::path::Path,
-    ok: &[String],
-    tools: &[ToolInfo],
+/// Code mode: the tree refreshed for the servers that start, the bridge, then the loop.
+#[allow(clippy::too_many_arguments)]
+async fn run_code_mode(
+    code: &mut CodeMode,
+    config: &Config,
+    task: &str,
+    servers: &[String],
+    llm: &dyn provider::LlmProvider,
     printer: &Printer,
-) -> anyhow::Result<()> {
-    let key = |t: &ToolInfo| (t.server.clone(), t.name.clone());
-    let mut now: Vec<ToolInfo> = tools.iter().filter(|t| ok.contains(&t.server)).cloned().collect();
-    now.sort_by_key(key);
-    let before = crate::codegen::generated_tools(workspace).map(|prev| {
-        let mut prev: Vec<ToolInfo> = prev.into_iter().filter(|t| ok.contains(&t.server)).collect();
-        prev.sort_by_key(key);
-        prev
-    });
-    if before.as_ref() == Some(&now) || ok.is_empty() {
-        return Ok(());
-    }
-    let opts = crate::codegen::GenerateOptions {
-        output_dir: workspace.to_path_buf(),
-        clean: false,
-        only_servers: Some(ok.to_vec()),
+    cancel: &CancellationToken,
+    args: &RunArgs,
+) -> anyhow::Result<Option<Transcript>> {
+    let workspace = code.workspace().to_path_buf();
+    let tree_tools = if config.mcp.code_execution.regenerate_on_startup {
+        let prepared = tokio::select! {
+            p = code.prepare(servers, false) => p?,
+            _ = cancel.cancelled() => return Ok(None),
+        };
+        warn_failed(&prepared.failed);
+        if let Some(report) = &prepared.regenerated {
+            printer.note(&format!(
+                "generated the TypeScript API in {} ({} tools, {} files written)",
+                workspace.display(),
+                report.tools,
+                report.files_written
+            ));
+        }
+        code.tree_tools().unwrap_or(prepared.tools)
+    } else {
+        code.tree_tools().ok_or_else(|| {
+            usage(format!(
+                "no generated API in {}: run `agent mcp generate` first, or set \
+                 mcp.code_execution.regenerate_on_startup: true",
+                workspace.display()
+            ))
+        })?
     };
-    let report = crate::codegen::generate(&now, &opts)
-        .with_context(|| format!("cannot generate the TypeScript API in {}", workspace.display()))?;
-    printer.note(&format!(
-        "generated the TypeScript API in {} ({} tools, {} files written)",
-        workspace.display(),
-        report.tools,
-        report.files_written
-    ));
-    Ok(())
+    // The servers the model is told about: the selected ones that the tree has.
+    let listed: Vec<String> = servers.iter().filter(|s| tree_tools.iter().any(|t| &t.server == *s)).cloned().collect();
+    let entries = crate::codegen::server_entries(&listed, &tree_tools);
+    code.start_bridge().await?;
+    let specs = code::tool_specs(&code::LimitsText::from_config(&config.mcp.code_execution));
+    let host = CodeHost::new(specs, code);
+    let system = with_extra(code::system_prompt(&workspace, &entries), extra_prompt(config));
+    Ok(Some(run_loop(config, task, system, llm, &host, printer, cancel, args).await))
+}
+
+/// Says which servers failed to start; the run goes on without them.
+fn warn_failed(failed: &[(String, crate::mcp::McpError)]) {
+    for (name, e) in failed {
+        eprintln!("warning: {e} (continuing without `{name}`)");
+    }
+}
+
+fn extra_prompt(config: &Config) -> Option<&str> {
+    config.agent.system_prompt.as_deref().filter(|s| !s.trim().is_empty())
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -331,35 +327,6 @@ async fn run_loop(
     session::run(task, &settings, llm, host, printer, cancel).await
 }
 
-/// Starts the servers concurrently; one that fails is reported and left out.
-async fn start_servers(manager: &McpManager, servers: &[String], cancel: &CancellationToken) -> Option<Vec<ToolInfo>> {
-    start_servers_reporting(manager, servers, cancel).await.map(|(tools, _)| tools)
-}
-
-/// Like [`start_servers`], also returning the names of the servers that failed.
-async fn start_servers_reporting(
-    manager: &McpManager,
-    servers: &[String],
-    cancel: &CancellationToken,
-) -> Option<(Vec<ToolInfo>, Vec<String>)> {
-    let results = tokio::select! {
-        r = manager.tools_of(servers) => r,
-        _ = cancel.cancelled() => return None,
-    };
-    let mut tools = Vec::new();
-    let mut failed = Vec::new();
-    for (name, r) in results {
-        match r {
-            Ok(list) => tools.extend(list.iter().cloned()),
-            Err(e) => {
-                eprintln!("warning: {e} (continuing without `{name}`)");
-                failed.push(name);
-            }
-        }
-    }
-    Some((tools, failed))
-}
-
 fn with_extra(base: String, extra: Option<&str>) -> String {
     match extra {
         Some(x) => format!("{base}\n{}\n", x.trim()),
@@ -378,27 +345,19 @@ pub fn direct_system_prompt(servers: &[String]) -> String {
 }
 
 /// Prints the outcome and returns the exit code.
-fn report(t: &Transcript, printer: &Printer, args: &RunArgs) -> anyhow::Result<u8> {
-    let mut out = std::io::stdout().lock();
-    let write = |out: &mut std::io::StdoutLock<'_>, s: &str| -> anyhow::Result<()> {
-        match out.write_all(s.as_bytes()).and_then(|_| out.flush()) {
-            Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(e).context("cannot write to stdout"),
-            _ => Ok(()),
-        }
-    };
+fn report(t: &Transcript, printer: &Printer, args: &RunArgs, signal: i32) -> anyhow::Result<u8> {
     if args.json {
         let mut s = serde_json::to_string_pretty(t).context("cannot serialise the transcript")?;
         s.push('\n');
-        write(&mut out, &s)?;
+        write_stdout(&s)?;
     } else if args.quiet {
         if let Some(answer) = t.final_answer.as_deref().filter(|a| !a.is_empty()) {
             let nl = if answer.ends_with('\n') { "" } else { "\n" };
-            write(&mut out, &format!("{answer}{nl}"))?;
+            write_stdout(&format!("{answer}{nl}"))?;
         }
     } else {
         printer.end_line();
     }
-    drop(out);
     if !args.quiet && !args.json {
         eprintln!("{}", printer.dim(&t.summary()));
     }
@@ -413,10 +372,7 @@ fn report(t: &Transcript, printer: &Printer, args: &RunArgs) -> anyhow::Result<u
             eprintln!("error: {}", t.error.as_deref().unwrap_or("the run failed"));
             if t.configuration_error { EXIT_USAGE } else { EXIT_FAILURE }
         }
-        Outcome::Interrupted => {
-            eprintln!("interrupted");
-            EXIT_INTERRUPTED
-        }
+        Outcome::Interrupted => super::signal::exit_after(signal),
     })
 }
 
@@ -433,7 +389,7 @@ struct Printer {
 
 impl Printer {
     fn new(args: &RunArgs) -> Printer {
-        let color = std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none();
+        let color = super::log::stderr_color();
         Printer {
             stream_text: !args.json && !args.quiet,
             activity: !args.quiet,
@@ -523,50 +479,4 @@ impl Observer for Printer {
         };
         eprintln!("{}", self.dim(&line));
     }
-}
-
-/// `agent mcp list --tokens`: direct vs code mode context cost of the listed tools.
-pub fn token_report(config: &Config, servers: &[String], tools: &[ToolInfo], json: bool) -> anyhow::Result<String> {
-    let entries = crate::agent::code::server_entries(servers, tools);
-    let limits = crate::agent::code::LimitsText::from_config(&config.mcp.code_execution);
-    let est = tokens::estimate(tools, &entries, &limits, config.llm.provider);
-    if json {
-        let mut s = serde_json::to_string_pretty(&est).context("cannot serialise the estimate")?;
-        s.push('\n');
-        return Ok(s);
-    }
-    let t = session::thousands;
-    let width = est.servers.iter().map(|s| s.server.chars().count()).max().unwrap_or(0).max(8);
-    let mut s = format!(
-        "Context cost of the tool definitions per request ({} estimate, {} request format):\n\n",
-        est.tokenizer, est.provider
-    );
-    s.push_str(&format!("{:width$}  {:>6}  {:>10}  {:>10}\n", "server", "tools", "direct", "code"));
-    for e in &est.servers {
-        s.push_str(&format!(
-            "{:width$}  {:>6}  {:>10}  {:>10}\n",
-            e.server,
-            e.tools,
-            t(e.direct as u64),
-            t(e.code as u64)
-        ));
-    }
-    s.push_str(&format!("{:width$}  {:>6}  {:>10}  {:>10}\n", "(shared)", "", "", t(est.code_fixed as u64)));
-    let n_tools: usize = est.servers.iter().map(|e| e.tools).sum();
-    s.push_str(&format!(
-        "{:width$}  {:>6}  {:>10}  {:>10}\n",
-        "total",
-        n_tools,
-        t(est.direct_total as u64),
-        t(est.code_total as u64)
-    ));
-    s.push_str(&format!(
-        "\ndirect: every tool definition is sent with every request.\n\
-         code: `code_execution` + list_files/read_file/grep_files and one prompt line per server (shared row); \
-         the model reads the TypeScript of the tools it needs on demand, and large results stay in the sandbox.\n\
-         code mode sends {:.0}% {} tool-definition tokens per request.\n",
-        est.saving_percent().abs(),
-        if est.saving_percent() >= 0.0 { "fewer" } else { "more" }
-    ));
-    Ok(s)
 }

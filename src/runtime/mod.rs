@@ -1,8 +1,8 @@
 //! The code-mode runtime: runs agent-written TypeScript in an embedded deno_core isolate.
 //!
 //! [`Executor`] owns a dedicated thread that keeps one `JsRuntime` bootstrapped ahead of need
-//! (creating one costs ~20-30 ms on QuickJS, which has no snapshot), so a call to
-//! [`Executor::execute`] only loads and runs the script. Every execution gets a fresh isolate:
+//! (restored from the startup snapshot in `snapshot`, or bootstrapped from source when there is
+//! none, ~20-30 ms on QuickJS), so a call to [`Executor::execute`] only loads and runs the script. Every execution gets a fresh isolate:
 //! nothing a script does survives into the next one.
 //!
 //! Boundaries: the isolate reaches MCP only through the bridge protocol (`crate::bridge`

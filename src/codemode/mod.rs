@@ -1,0 +1,236 @@
+//! Code mode's one owner: from "these servers" (or "this script") to a script's outcome.
+//!
+//! The path every code-mode command shares (`agent exec`, `agent run --mode code`, and next
+//! `agent mcp serve`): the servers a script refers to → starting them and refreshing their part
+//! of the generated tree when their tools changed → the bridge over the MCP manager → the
+//! executor that runs scripts against the tree. The commands only parse flags, race this
+//! against signals, and print; nothing here prints.
+//!
+//! A [`CodeMode`] starts bootstrapping its isolate when it is created, so that work overlaps with
+//! starting servers. It is used from one task at a time (`&mut` for setup, `&` to run scripts).
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+use anyhow::Context as _;
+
+use crate::bridge::BridgeServer;
+use crate::codegen::{self, GenerateOptions, GenerateReport};
+use crate::config::Config;
+use crate::mcp::{McpError, McpManager, ToolInfo};
+use crate::runtime::{ExecOutcome, ExecRequest, Executor, Limits, Script, scan};
+
+/// How a [`CodeMode`] is set up.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// The generated tree (`mcp.code_execution.workspace_dir`), absolute.
+    pub workspace: PathBuf,
+    pub limits: Limits,
+    /// Refresh the tree for the servers that start (`regenerate_on_startup`).
+    pub regenerate: bool,
+}
+
+impl Options {
+    /// The configured options, the workspace made absolute against the current directory.
+    pub fn from_config(config: &Config) -> anyhow::Result<Options> {
+        let cc = &config.mcp.code_execution;
+        let workspace = std::path::absolute(&cc.workspace_dir)
+            .with_context(|| format!("invalid workspace_dir {}", cc.workspace_dir.display()))?;
+        Ok(Options { workspace, limits: Limits::from_config(cc), regenerate: cc.regenerate_on_startup })
+    }
+}
+
+/// What [`CodeMode::prepare`] did.
+#[derive(Debug, Default)]
+pub struct Prepared {
+    /// Servers that started (their tools are in `tools`).
+    pub started: Vec<String>,
+    /// Servers that failed to start, with the reason.
+    pub failed: Vec<(String, McpError)>,
+    /// The tools of the started servers.
+    pub tools: Vec<ToolInfo>,
+    /// The tree was written (some tools changed); `None` when it was up to date or not refreshed.
+    pub regenerated: Option<GenerateReport>,
+}
+
+/// Servers, tree, bridge and executor for one command.
+pub struct CodeMode {
+    manager: Arc<McpManager>,
+    options: Options,
+    executor: Executor,
+    bridge: Option<BridgeServer>,
+    /// Servers that failed to start so far (by name), to explain a missing module of theirs.
+    failed: Arc<Mutex<BTreeMap<String, McpError>>>,
+    /// Servers being started in the background (no regeneration): awaited before a failure is
+    /// explained, so the explanation does not depend on timing.
+    warming: tokio::sync::Mutex<Option<tokio::task::JoinHandle<()>>>,
+}
+
+impl CodeMode {
+    /// Starts bootstrapping the isolate (~25 ms, on its own thread); no server is started yet.
+    pub fn new(manager: Arc<McpManager>, options: Options) -> CodeMode {
+        let executor = Executor::with_limits(&options.limits);
+        CodeMode {
+            manager,
+            options,
+            executor,
+            bridge: None,
+            failed: Default::default(),
+            warming: tokio::sync::Mutex::new(None),
+        }
+    }
+
+    pub fn workspace(&self) -> &Path {
+        &self.options.workspace
+    }
+
+    pub fn limits(&self) -> &Limits {
+        &self.options.limits
+    }
+
+    pub fn manager(&self) -> &Arc<McpManager> {
+        &self.manager
+    }
+
+    /// The configured servers that `source` (run as `entry`) and its workspace imports refer
+    /// to, by their directory under `servers/` or by name in a `callMCPTool` call.
+    pub fn servers_for_script(config: &Config, source: &str, entry: &Path, workspace: &Path) -> Vec<String> {
+        let refs = scan::scan(source, entry, workspace);
+        let configured: Vec<&str> = config.mcp.servers.keys().map(String::as_str).collect();
+        // The directory each server gets in the tree (codegen's naming, collisions included).
+        let dirs = codegen::server_names(configured.iter().copied());
+        configured
+            .into_iter()
+            .filter(|name| {
+                refs.called_servers.contains(*name)
+                    || dirs.get(*name).is_some_and(|n| refs.server_dirs.contains(&n.dir))
+            })
+            .map(str::to_string)
+            .collect()
+    }
+
+    /// Starts `servers` and, with `regenerate`, rewrites their part of the tree when their tools
+    /// differ from what it was generated from (or there is no tree yet). Without `regenerate`
+    /// and with `background`, the servers start in the background (overlapping the script's own
+    /// start) and nothing is reported here: a failure reaches the script's first call.
+    ///
+    /// `Err` only when the tree cannot be written.
+    pub async fn prepare(&mut self, servers: &[String], background: bool) -> anyhow::Result<Prepared> {
+        if servers.is_empty() {
+            return Ok(Prepared::default());
+        }
+        if !self.options.regenerate && background {
+            let manager = self.manager.clone();
+            let failed = self.failed.clone();
+            let names = servers.to_vec();
+            let handle = tokio::spawn(async move {
+                let started = manager.start_servers(&names).await;
+                if let Ok(mut f) = failed.lock() {
+                    f.extend(started.failed);
+                }
+            });
+            *self.warming.get_mut() = Some(handle);
+            return Ok(Prepared::default());
+        }
+        let started = self.manager.start_servers(servers).await;
+        if let Ok(mut f) = self.failed.lock() {
+            f.extend(started.failed.iter().cloned());
+        }
+        let regenerated = if self.options.regenerate { self.refresh_tree(&started.ok, &started.tools)? } else { None };
+        Ok(Prepared { started: started.ok, failed: started.failed, tools: started.tools, regenerated })
+    }
+
+    /// Regenerates the tree for the `ok` servers when their tools differ from the manifest's
+    /// (the generator itself leaves unchanged files alone).
+    fn refresh_tree(&self, ok: &[String], tools: &[ToolInfo]) -> anyhow::Result<Option<GenerateReport>> {
+        if ok.is_empty() {
+            return Ok(None);
+        }
+        let workspace = self.workspace();
+        let key = |t: &ToolInfo| (t.server.clone(), t.name.clone());
+        let mut now: Vec<ToolInfo> = tools.iter().filter(|t| ok.contains(&t.server)).cloned().collect();
+        now.sort_by_key(key);
+        let before = codegen::generated_tools(workspace).map(|prev| {
+            let mut prev: Vec<ToolInfo> = prev.into_iter().filter(|t| ok.contains(&t.server)).collect();
+            prev.sort_by_key(key);
+            prev
+        });
+        if before.as_ref() == Some(&now) {
+            tracing::info!("the tree in {} is up to date for {ok:?}", workspace.display());
+            return Ok(None);
+        }
+        let opts =
+            GenerateOptions { output_dir: workspace.to_path_buf(), clean: false, only_servers: Some(ok.to_vec()) };
+        let report = codegen::generate(&now, &opts)
+            .with_context(|| format!("cannot generate the TypeScript API in {}", workspace.display()))?;
+        tracing::info!(
+            "regenerated {} tools in {} ({} files written)",
+            report.tools,
+            workspace.display(),
+            report.files_written
+        );
+        Ok(Some(report))
+    }
+
+    /// The tools the generated tree was made from (`None` when there is no tree).
+    pub fn tree_tools(&self) -> Option<Vec<ToolInfo>> {
+        codegen::generated_tools(self.workspace())
+    }
+
+    /// Starts the bridge scripts call tools through (idempotent).
+    pub async fn start_bridge(&mut self) -> anyhow::Result<()> {
+        if self.bridge.is_none() {
+            let bridge = BridgeServer::start(self.manager.clone()).await.context("cannot start the MCP bridge")?;
+            self.bridge = Some(bridge);
+        }
+        Ok(())
+    }
+
+    /// Runs one script in a fresh isolate. A script whose import of a server's module failed
+    /// because that server failed to start is told why (the server's error, with its stderr).
+    pub async fn run(&self, script: Script) -> ExecOutcome {
+        let req = ExecRequest {
+            workspace: self.options.workspace.clone(),
+            script,
+            limits: self.options.limits.clone(),
+            bridge: self.bridge.as_ref().map(|b| b.endpoint().clone()),
+        };
+        let mut outcome = self.executor.execute(req).await;
+        if outcome.error.as_ref().is_some_and(|e| e.message.contains("no such module servers/")) {
+            if let Some(handle) = self.warming.lock().await.take() {
+                let _ = handle.await;
+            }
+            if let Some(error) = outcome.error.as_mut()
+                && let Some(why) = self.failed_server_in(&error.message)
+            {
+                error.message = format!("{}: {why}", error.message);
+            }
+        }
+        outcome
+    }
+
+    /// The start-up failure of the server whose directory a "no such module" message names.
+    fn failed_server_in(&self, message: &str) -> Option<String> {
+        let failed = self.failed.lock().ok()?;
+        if failed.is_empty() {
+            return None;
+        }
+        let names = codegen::server_names(self.manager.configured_names().iter().map(String::as_str));
+        failed.iter().find_map(|(server, e)| {
+            let dir = names.get(server.as_str()).map(|n| n.dir.as_str()).unwrap_or(server.as_str());
+            message.contains(&format!("servers/{dir}/")).then(|| e.to_string())
+        })
+    }
+
+    /// Stops the bridge (removing its socket directory). Servers belong to the manager: the
+    /// command shuts it down.
+    pub async fn stop(self) {
+        if let Some(handle) = self.warming.into_inner() {
+            handle.abort();
+        }
+        if let Some(bridge) = self.bridge {
+            bridge.stop().await;
+        }
+    }
+}
