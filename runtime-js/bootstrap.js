@@ -11,6 +11,8 @@
 //
 // This file is embedded in the binary and must stay 7-bit ASCII.
 
+import { decodeResult, MCPToolError } from "ext:agent_runtime/result.js";
+
 const core = globalThis.Deno.core;
 const {
   op_agent_call_tool,
@@ -711,32 +713,6 @@ class BridgeError extends ErrorCtor {
   }
 }
 
-class MCPToolError extends ErrorCtor {
-  constructor(server, tool, result) {
-    const content = ArrayIsArray(result.content) ? result.content : [];
-    const text = joinText(content, false);
-    super(`${server}.${tool} failed: ${text !== undefined && text.trim() !== "" ? text : "the tool reported an error"}`);
-    this.name = "MCPToolError";
-    this.server = server;
-    this.tool = tool;
-    this.content = content;
-    this.structuredContent = result.structuredContent;
-  }
-}
-
-// The text blocks joined by newlines; with `only`, undefined unless every block is text.
-function joinText(content, only) {
-  const texts = [];
-  for (let i = 0; i < content.length; i++) {
-    const b = content[i];
-    if (b !== null && typeof b === "object" && b.type === "text" && typeof b.text === "string") {
-      call(ArrayPrototypePush, texts, b.text);
-    }
-  }
-  if (texts.length === 0 || (only && texts.length !== content.length)) return undefined;
-  return call(ArrayPrototypeJoin, texts, "\n");
-}
-
 // The call's JSON body, after checking what the script passed.
 function encodeCall(server, tool, args) {
   if (typeof server !== "string" || server === "") {
@@ -773,9 +749,9 @@ async function agentCallTool(server, tool, args = {}) {
   return decodeAnswer(answer, server, tool, agentCallTool);
 }
 
-// Same contract as the generated client.ts: structuredContent when present; otherwise, when every
-// content block is text, the joined text parsed as JSON when it parses, else the text itself;
-// otherwise (images, resources, no content) the content blocks. `isError` throws MCPToolError.
+// Same contract as the generated client.ts (both decode with result.js): structuredContent when
+// present; otherwise, when every content block is text, the joined text parsed as JSON when it
+// parses, else the text itself; otherwise the content blocks. `isError` throws MCPToolError.
 async function callMCPTool(server, tool, args = {}) {
   const answer = await op_agent_call_tool(encodeCall(server, tool, args));
   const result = decodeAnswer(answer, server, tool, callMCPTool);
@@ -784,31 +760,7 @@ async function callMCPTool(server, tool, args = {}) {
     ErrorCaptureStackTrace(err, callMCPTool);
     throw err;
   }
-  if (result.structuredContent !== undefined && result.structuredContent !== null) {
-    return result.structuredContent;
-  }
-  const content = ArrayIsArray(result.content) ? result.content : [];
-  const text = joinText(content, true);
-  if (text === undefined) return content;
-  if (!mayBeJSON(text)) return text;
-  try {
-    return JSONParse(text);
-  } catch {
-    return text;
-  }
-}
-
-// False when JSON.parse would certainly throw: the first non-blank character starts no JSON
-// value. Plain-text answers then skip a thrown SyntaxError (and the stack it builds) per call.
-function mayBeJSON(text) {
-  for (let i = 0; i < text.length; i++) {
-    const c = text.charCodeAt(i);
-    if (c === 0x20 || c === 0x09 || c === 0x0a || c === 0x0d) continue;
-    // { [ " - 0-9 t f n
-    return c === 0x7b || c === 0x5b || c === 0x22 || c === 0x2d || (c >= 0x30 && c <= 0x39) ||
-      c === 0x74 || c === 0x66 || c === 0x6e;
-  }
-  return false;
+  return decodeResult(result);
 }
 
 defineGlobal("__agentCallTool", agentCallTool, false);

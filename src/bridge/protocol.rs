@@ -93,7 +93,3 @@ pub struct ErrorDetail {
 
 /// Largest accepted request body.
 pub const MAX_REQUEST_BYTES: usize = 16 * 1024 * 1024;
-
-/// Environment variables through which `agent` hands the bridge to out-of-process runtimes.
-pub const ENV_SOCKET: &str = "AGENT_BRIDGE_SOCKET";
-pub const ENV_TOKEN: &str = "AGENT_BRIDGE_TOKEN";

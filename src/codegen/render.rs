@@ -336,7 +336,8 @@ pub fn server_index(server: &str, names: &ServerNames, tools: &[IndexEntry]) -> 
     )
 }
 
-/// A server as the top-level files list it.
+/// A server as the top-level files (and the code-mode prompt) list it.
+#[derive(Debug, Clone)]
 pub struct ServerEntry {
     pub name: String,
     pub names: ServerNames,
@@ -401,7 +402,27 @@ pub fn example(example_path: &str, call: Option<&Example>) -> anyhow::Result<Str
 }
 
 pub fn client() -> anyhow::Result<String> {
-    render("client.ts.j2", context! { header => safe(ts_header(None)) })
+    render(
+        "client.ts.j2",
+        context! {
+            header => safe(ts_header(None)),
+            env_socket => safe(string_literal(super::ENV_SOCKET)),
+            env_token => safe(string_literal(super::ENV_TOKEN)),
+        },
+    )
+}
+
+/// The source of `runtime-js/result.js`, the result decoding agent's runtime uses too.
+pub const RESULT_JS: &str = include_str!("../../runtime-js/result.js");
+
+/// `result.mjs`: the shared result decoding, verbatim under the generated header.
+pub fn result_module() -> String {
+    format!("{}\n{RESULT_JS}", ts_header(None))
+}
+
+/// `result.d.mts`: the types of `result.mjs`.
+pub fn result_types() -> anyhow::Result<String> {
+    render("result.d.mts.j2", context! { header => safe(ts_header(None)) })
 }
 
 pub fn globals() -> anyhow::Result<String> {

@@ -92,6 +92,8 @@ fn the_tree_has_the_documented_layout() {
             "example.ts",
             "globals.d.ts",
             "index.ts",
+            "result.d.mts",
+            "result.mjs",
             "servers/alpha/echo.ts",
             "servers/alpha/getFileContents.ts",
             "servers/alpha/getFileContents_2.ts",
@@ -102,7 +104,7 @@ fn the_tree_has_the_documented_layout() {
             "tsconfig.json",
         ]
     );
-    assert_eq!((r.servers, r.tools, r.files_written, r.files_unchanged, r.files_deleted), (2, 5, 14, 0, 0));
+    assert_eq!((r.servers, r.tools, r.files_written, r.files_unchanged, r.files_deleted), (2, 5, 16, 0, 0));
     for (path, bytes) in snapshot(&dir) {
         assert!(render::is_generated(&bytes), "{path} lacks the generated header");
     }
@@ -137,7 +139,7 @@ fn unchanged_files_are_not_rewritten() {
     age_files(&dir);
     let before = mtimes(&dir);
     let r = generate(&sample(), &opts(&dir)).unwrap();
-    assert_eq!((r.files_written, r.files_unchanged, r.files_deleted), (0, 14, 0));
+    assert_eq!((r.files_written, r.files_unchanged, r.files_deleted), (0, 16, 0));
     assert_eq!(before, mtimes(&dir));
 
     // One changed tool rewrites its file, and the manifest; nothing else.
@@ -201,7 +203,7 @@ fn clean_rewrites_everything_and_removes_stray_generated_files() {
     age_files(&dir);
     let before = mtimes(&dir);
     let r = generate(&sample(), &GenerateOptions { clean: true, ..opts(&dir) }).unwrap();
-    assert_eq!((r.files_written, r.files_unchanged, r.files_deleted), (14, 0, 1));
+    assert_eq!((r.files_written, r.files_unchanged, r.files_deleted), (16, 0, 1));
     assert!(!dir.join("servers/old").exists());
     let after = mtimes(&dir);
     assert!(after.iter().all(|(k, t)| before.get(k) != Some(t)), "every file rewritten");

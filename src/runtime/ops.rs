@@ -50,6 +50,10 @@ deno_core::extension!(
 pub(crate) const BOOTSTRAP: deno_core::FastStaticString =
     deno_core::ascii_str_include!(concat!(env!("CARGO_MANIFEST_DIR"), "/runtime-js/bootstrap.js"));
 
+/// Result decoding and `MCPToolError`, shared with the generated tree (see `runtime-js/result.js`).
+pub(crate) const RESULT: deno_core::FastStaticString =
+    deno_core::ascii_str_include!(concat!(env!("CARGO_MANIFEST_DIR"), "/runtime-js/result.js"));
+
 /// Run in every isolate before any script (see `runtime-js/finalize.js`).
 pub(crate) const FINALIZE: deno_core::FastStaticString =
     deno_core::ascii_str_include!(concat!(env!("CARGO_MANIFEST_DIR"), "/runtime-js/finalize.js"));
@@ -60,7 +64,10 @@ pub(crate) fn extension(with_bootstrap: bool) -> deno_core::Extension {
     const SPECIFIER: &str = "ext:agent_runtime/bootstrap.js";
     let mut ext = agent_runtime::init();
     if with_bootstrap {
-        ext.esm_files = std::borrow::Cow::Owned(vec![deno_core::ExtensionFileSource::new(SPECIFIER, BOOTSTRAP)]);
+        ext.esm_files = std::borrow::Cow::Owned(vec![
+            deno_core::ExtensionFileSource::new("ext:agent_runtime/result.js", RESULT),
+            deno_core::ExtensionFileSource::new(SPECIFIER, BOOTSTRAP),
+        ]);
         ext.esm_entry_point = Some(SPECIFIER);
     }
     ext
