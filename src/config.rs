@@ -35,9 +35,6 @@ pub struct Config {
     pub llm: LlmConfig,
     pub agent: AgentConfig,
     pub mcp: McpConfig,
-    /// Files that contributed to this configuration, lowest precedence first (not a config key).
-    #[serde(skip)]
-    pub sources: Vec<PathBuf>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
@@ -187,9 +184,6 @@ pub struct ServerConfig {
     pub connect_timeout: Duration,
     #[serde(with = "duration")]
     pub call_timeout: Duration,
-    /// Where this server was declared (a config file or an imported `mcpServers` file).
-    #[serde(skip)]
-    pub origin: Option<PathBuf>,
     /// Errors from `$VAR` expansion inside this server's keys, reported when it is started.
     #[serde(skip)]
     pub unresolved: Vec<String>,
@@ -209,7 +203,6 @@ impl Default for ServerConfig {
             disabled: false,
             connect_timeout: Duration::from_secs(30),
             call_timeout: Duration::from_secs(120),
-            origin: None,
             unresolved: Vec::new(),
         }
     }
@@ -268,7 +261,6 @@ impl Config {
             None => std::env::current_dir()
                 .map_err(|e| ConfigError::new(format!("cannot read the current directory: {e}")))?,
         };
-        let mut sources = Vec::new();
         let mut builder = config::Config::builder();
 
         if !opts.skip_user_config
@@ -276,7 +268,6 @@ impl Config {
             && user.is_file()
         {
             builder = builder.add_source(yaml_file(&user)?);
-            sources.push(user);
         }
         let explicit =
             opts.config_file.clone().or_else(|| env.get("AGENT_CONFIG").filter(|s| !s.is_empty()).map(PathBuf::from));
@@ -286,14 +277,12 @@ impl Config {
                     return Err(ConfigError::new(format!("config file {} does not exist", path.display())));
                 }
                 builder = builder.add_source(yaml_file(&path)?);
-                sources.push(path);
             }
             None => {
                 for name in ["agent.yaml", "agent.yml"] {
                     let path = project_dir.join(name);
                     if path.is_file() {
                         builder = builder.add_source(yaml_file(&path)?);
-                        sources.push(path);
                         break;
                     }
                 }
@@ -333,11 +322,9 @@ impl Config {
         }
 
         let mut config: Config = deserialize_at(tree, "")?;
-        config.sources = sources;
         config.llm.unresolved = deferred.remove("llm").unwrap_or_default();
         for (name, server) in config.mcp.servers.iter_mut() {
             server.unresolved = deferred.remove(&format!("mcp.servers.{name}")).unwrap_or_default();
-            server.origin = config.sources.last().cloned();
         }
 
         // Imported `mcpServers` files: `.mcp.json` in the project directory, then `mcp.import`.
@@ -358,7 +345,6 @@ impl Config {
                 // Servers declared in YAML win over imported ones of the same name.
                 config.mcp.servers.entry(name).or_insert(server);
             }
-            config.sources.push(file);
         }
         for (name, server) in &config.mcp.servers {
             validate_server_name(name)?;
@@ -590,7 +576,6 @@ pub fn import_mcp_servers(
             headers: e.headers,
             transport,
             disabled: e.disabled,
-            origin: Some(file.to_path_buf()),
             unresolved: deferred.remove(&name).unwrap_or_default(),
             ..ServerConfig::default()
         };
