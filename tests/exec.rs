@@ -8,7 +8,7 @@ mod support;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
-use support::{Project, Run, everything_yaml, fixture_stdio_yaml, pids_matching};
+use support::{Project, Run, everything_yaml, fixture_stdio_yaml, pids_matching, wait_until};
 
 fn unique_tag(name: &str) -> String {
     let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default().subsec_nanos();
@@ -111,6 +111,34 @@ fn text_answers_are_parsed_only_when_they_are_json() {
     let expected: Vec<Value> = cases.as_array().unwrap().iter().map(|c| c[1].clone()).collect();
     assert_eq!(out["value"]["viaGlobal"], Value::Array(expected.clone()));
     assert_eq!(out["value"]["viaTree"], Value::Array(expected));
+}
+
+/// The global `callMCPTool` and the tree's functions decode every kind of result alike
+/// (structured content, images, tool errors): both use runtime-js/result.js.
+#[test]
+fn the_global_and_the_tree_decode_results_and_errors_alike() {
+    let p = fixture_project();
+    let script = "import { add, image, fail } from './servers/fixture/index.ts';\n\
+         const errorOf = async (f: () => Promise<unknown>) => {\n\
+           try { await f(); return null; } catch (e: any) {\n\
+             return { name: e.name, message: e.message, server: e.server, tool: e.tool, content: e.content };\n\
+           }\n\
+         };\n\
+         export default {\n\
+           add: [await callMCPTool('fixture', 'add', { a: 2, b: 3 }), await add({ a: 2, b: 3 })],\n\
+           image: [await callMCPTool('fixture', 'image', {}), await image()],\n\
+           fail: [await errorOf(() => callMCPTool('fixture', 'fail', {})), await errorOf(() => fail())],\n\
+         };\n";
+    let out = exec_json(&p, script, &[]);
+    assert_eq!(out["error"], Value::Null, "{out}");
+    let v = &out["value"];
+    assert_eq!(v["add"][0], json!({"sum": 5}));
+    assert_eq!(v["image"][0][0]["type"], "image", "{v}");
+    assert_eq!(v["fail"][0]["name"], "MCPToolError", "{v}");
+    assert!(v["fail"][0]["message"].as_str().unwrap().starts_with("fixture.fail failed: "), "{v}");
+    for case in ["add", "image", "fail"] {
+        assert_eq!(v[case][0], v[case][1], "{case}: the global and the tree differ");
+    }
 }
 
 /// CPU time (user + system) `/proc/<pid>/stat` reports for a process, in seconds.
@@ -911,7 +939,18 @@ fn usage_errors_exit_2() {
 
 #[test]
 fn ctrl_c_stops_the_script_removes_the_socket_and_stops_servers() {
-    let tag = unique_tag("exec-sigint");
+    stops_cleanly_on(libc::SIGINT, "interrupted\n");
+}
+
+/// SIGTERM and SIGHUP are handled like Ctrl-C: exit 128+n, no server or socket left behind.
+#[test]
+fn sigterm_and_sighup_stop_cleanly_too() {
+    stops_cleanly_on(libc::SIGTERM, "terminated (SIGTERM)\n");
+    stops_cleanly_on(libc::SIGHUP, "hung up (SIGHUP)\n");
+}
+
+fn stops_cleanly_on(signal: i32, message: &str) {
+    let tag = unique_tag("exec-signal");
     let p = Project::with_servers(&fixture_stdio_yaml("fixture", &["--tag", &tag]));
     generate(&p);
     let tmp = p.path().join("tmp");
@@ -937,19 +976,41 @@ fn ctrl_c_stops_the_script_removes_the_socket_and_stops_servers() {
             .filter(|s| s.exists())
             .collect()
     };
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while (pids_matching(&tag).is_empty() || sockets().is_empty()) && Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    // The call is in flight once the server has logged it.
+    let in_flight = wait_until(Duration::from_secs(15), || p.server_logged("fixture", "sleep 60000 ms started"));
+    assert!(in_flight, "the script's call never reached the server");
     assert!(!pids_matching(&tag).is_empty(), "server never started");
     assert_eq!(sockets().len(), 1, "the bridge socket should exist while the script runs");
-    std::thread::sleep(Duration::from_millis(300));
     // SAFETY: sending a signal to our own child.
-    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    unsafe { libc::kill(child.id() as i32, signal) };
     let out = child.wait_with_output().unwrap();
-    assert_eq!(out.status.code(), Some(130), "{}", String::from_utf8_lossy(&out.stderr));
-    assert_eq!(String::from_utf8_lossy(&out.stderr), "interrupted\n");
+    assert_eq!(out.status.code(), Some(128 + signal), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(String::from_utf8_lossy(&out.stderr), message);
     assert_eq!(std::fs::read_dir(&tmp).unwrap().count(), 0, "bridge directory left behind");
-    std::thread::sleep(Duration::from_millis(100));
-    assert!(pids_matching(&tag).is_empty(), "server left running after Ctrl-C");
+    assert!(
+        wait_until(Duration::from_secs(5), || pids_matching(&tag).is_empty()),
+        "server left running after signal {signal}"
+    );
+}
+
+/// A script importing a server that failed to start is told why (the server's error and its
+/// stderr), not only that the module is missing; the same with regeneration off, where the
+/// server starts in the background.
+#[test]
+fn importing_a_server_that_failed_to_start_says_why() {
+    let servers =
+        "    exitstart:\n      command: sh\n      args: [\"-c\", \"echo 'cannot open the database' >&2; exit 1\"]\n";
+    let p = Project::with_servers(servers);
+    let script = "import { anything } from './servers/exitstart/index.ts';\nconsole.log(anything);\n";
+    for regenerate in ["true", "false"] {
+        p.write_config(&format!(
+            "mcp:\n  code_execution:\n    regenerate_on_startup: {regenerate}\n  servers:\n{servers}"
+        ));
+        let r = exec_stdin(&p, script, &[]);
+        r.assert_code(1);
+        assert!(r.stderr.contains("no such module servers/exitstart/index.ts"), "{}", r.stderr);
+        assert!(r.stderr.contains("server `exitstart` failed to start"), "regenerate {regenerate}: {}", r.stderr);
+        assert!(r.stderr.contains("cannot open the database"), "regenerate {regenerate}: {}", r.stderr);
+        assert_eq!(r.stderr.lines().count(), 1, "one line: {}", r.stderr);
+    }
 }

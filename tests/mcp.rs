@@ -6,7 +6,7 @@ mod support;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
-use support::{HttpFixture, Project, everything_yaml, fixture_bin, fixture_stdio_yaml, pids_matching};
+use support::{HttpFixture, Project, everything_yaml, fixture_bin, fixture_stdio_yaml, pids_matching, wait_until};
 
 fn unique_tag(name: &str) -> String {
     format!("{name}-{}-{}", std::process::id(), Instant::now().elapsed().as_nanos() ^ rand_u32())
@@ -412,8 +412,7 @@ fn http_unreachable_and_legacy_sse_are_clear_errors() {
 
 #[test]
 fn server_everything_list_and_call() {
-    if !support::have_node() {
-        eprintln!("SKIPPED: npm not available");
+    if !support::node_or_skip("server-everything over stdio") {
         return;
     }
     let p = Project::with_servers(&everything_yaml("everything"));
@@ -592,18 +591,13 @@ fn sigint_during_a_call_stops_cleanly() {
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while pids_matching(&tag).is_empty() && Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    assert!(!pids_matching(&tag).is_empty(), "server never started");
-    std::thread::sleep(Duration::from_millis(200));
+    let in_flight = wait_until(Duration::from_secs(15), || p.server_logged("fixture", "sleep 60000 ms started"));
+    assert!(in_flight, "the call never reached the server");
     // SAFETY: sending a signal to our own child.
     unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
     let out = child.wait_with_output().unwrap();
     assert_eq!(out.status.code(), Some(130), "{}", String::from_utf8_lossy(&out.stderr));
-    std::thread::sleep(Duration::from_millis(100));
-    assert!(pids_matching(&tag).is_empty(), "server left running after Ctrl-C");
+    assert!(wait_until(Duration::from_secs(5), || pids_matching(&tag).is_empty()), "server left running after Ctrl-C");
 }
 
 #[tokio::test]

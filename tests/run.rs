@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use fake_llm::{Api, FakeLlm, Reply};
 use serde_json::{Value, json};
-use support::{Project, Run, everything_yaml, fixture_stdio_yaml, pids_matching};
+use support::{Project, Run, everything_yaml, fixture_stdio_yaml, pids_matching, wait_until};
 
 fn project(fake: &FakeLlm, api: Api, servers_yaml: &str) -> Project {
     let p = Project::new();
@@ -498,8 +498,7 @@ fn ctrl_c_stops_cleanly() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(130), "{stderr}");
     assert!(stderr.contains("interrupted"), "{stderr}");
-    std::thread::sleep(Duration::from_millis(100));
-    assert!(pids_matching(&tag).is_empty(), "server left running after Ctrl-C");
+    assert!(wait_until(Duration::from_secs(5), || pids_matching(&tag).is_empty()), "server left running after Ctrl-C");
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -687,8 +686,9 @@ fn code_mode_ctrl_c_stops_the_script_servers_and_bridge() {
     while (fake.requests().is_empty() || bridge_dirs().is_empty()) && Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(20));
     }
-    // Let the script reach its tool call.
-    std::thread::sleep(Duration::from_millis(700));
+    // The script's tool call is in flight once the server has logged it.
+    let in_flight = wait_until(Duration::from_secs(30), || p.server_logged("fixture", "sleep 60000 ms started"));
+    assert!(in_flight, "the script's call never reached the server");
     assert!(!bridge_dirs().is_empty(), "the bridge socket should exist while the run is going");
     assert!(!pids_matching(&tag).is_empty(), "the fixture server should be running");
     // SAFETY: sending a signal to our own child.
@@ -698,9 +698,8 @@ fn code_mode_ctrl_c_stops_the_script_servers_and_bridge() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(130), "{stderr}");
     assert!(started.elapsed() < Duration::from_secs(15), "Ctrl-C took {:?}", started.elapsed());
-    std::thread::sleep(Duration::from_millis(100));
     assert!(bridge_dirs().is_empty(), "bridge socket left behind: {:?}", bridge_dirs());
-    assert!(pids_matching(&tag).is_empty(), "server left running after Ctrl-C");
+    assert!(wait_until(Duration::from_secs(5), || pids_matching(&tag).is_empty()), "server left running after Ctrl-C");
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -178,6 +178,8 @@ impl Fixture {
 
     #[tool(description = "Sleep for `ms` milliseconds, then answer.", annotations(read_only_hint = true))]
     async fn sleep(&self, Parameters(a): Parameters<SleepArgs>) -> String {
+        // Tests wait for this line in the server's stderr log to know a call is in flight.
+        eprintln!("fixture: sleep {} ms started", a.ms);
         tokio::time::sleep(Duration::from_millis(a.ms)).await;
         format!("slept {} ms", a.ms)
     }

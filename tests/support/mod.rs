@@ -193,9 +193,20 @@ fn node_tools_dir() -> PathBuf {
     target.join("node-tools")
 }
 
-/// Whether Node and npm are available (the tests that need them are skipped, loudly, if not).
-pub fn have_node() -> bool {
-    Command::new("npm").arg("--version").stdout(Stdio::null()).stderr(Stdio::null()).status().is_ok_and(|s| s.success())
+/// Whether Node and npm are available for a check that needs them. Without them the check is
+/// skipped with a loud notice on a developer's machine, and fails when `CI` is set: CI must
+/// never pass without running it (`bin/setup` installs Node and npm).
+pub fn node_or_skip(what: &str) -> bool {
+    let npm = Command::new("npm").arg("--version").stdout(Stdio::null()).stderr(Stdio::null()).status();
+    if npm.is_ok_and(|s| s.success()) {
+        return true;
+    }
+    assert!(
+        std::env::var_os("CI").is_none_or(|v| v.is_empty()),
+        "npm/Node not found, and CI is set: {what} cannot be skipped (run bin/setup)"
+    );
+    eprintln!("SKIPPED: npm/Node not available: {what}");
+    false
 }
 
 /// Installs `pkg@version` once (under a file lock shared by all test processes) and returns the
@@ -234,6 +245,30 @@ pub fn everything_yaml(name: &str) -> String {
         "    {name}:\n      command: {:?}\n      args: [\"stdio\"]\n      connect_timeout: 30s\n",
         bin.display().to_string()
     )
+}
+
+/// Polls `cond` every 10 ms until it holds or `timeout` has passed; whether it held. Tests wait
+/// on conditions like this, never on a fixed sleep.
+pub fn wait_until(timeout: std::time::Duration, mut cond: impl FnMut() -> bool) -> bool {
+    let deadline = std::time::Instant::now() + timeout;
+    loop {
+        if cond() {
+            return true;
+        }
+        if std::time::Instant::now() >= deadline {
+            return false;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+}
+
+impl Project {
+    /// Whether the stderr log of `server` (under the default workspace) has a line containing
+    /// `needle`: the fixture logs `fixture: sleep N ms started` when a `sleep` call arrives.
+    pub fn server_logged(&self, server: &str, needle: &str) -> bool {
+        let log = self.path().join(".kodelet/mcp/logs").join(format!("{server}.stderr.log"));
+        std::fs::read_to_string(log).is_ok_and(|t| t.contains(needle))
+    }
 }
 
 /// Process ids whose command line mentions `needle` (to check for orphans).
