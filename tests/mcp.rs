@@ -632,3 +632,21 @@ async fn manager_restarts_a_dead_server_and_shuts_down_cleanly() {
     manager.shutdown().await;
     assert!(pids_matching(&tag).is_empty());
 }
+
+/// Log events reach a non-terminal stderr as plain one-line `level: message` lines: no ANSI
+/// colour codes, no timestamps, nothing spread over several lines.
+#[test]
+fn log_lines_on_a_pipe_are_plain_single_lines() {
+    let p = Project::with_fixture();
+    let r = p.run(&["-v", "mcp", "call", "fixture.echo", "--args", r#"{"message": "hi"}"#]);
+    r.assert_ok();
+    assert!(!r.stderr.contains('\x1b'), "ANSI codes on a pipe: {:?}", r.stderr);
+    let logged: Vec<&str> = r.stderr.lines().filter(|l| !l.trim().is_empty()).collect();
+    assert!(!logged.is_empty(), "-v logs something");
+    for line in logged {
+        assert!(
+            ["info: ", "warning: ", "error: ", "debug: "].iter().any(|p| line.starts_with(p)),
+            "not a one-line log event: {line:?}"
+        );
+    }
+}
