@@ -346,6 +346,7 @@ impl Prepared {
         self.loader.set_root(workspace.clone());
         let stack_prefix = ModuleSpecifier::from_directory_path(&workspace).map(|u| u.to_string()).unwrap_or_default();
         let waiting = Waiting { calls: Rc::default(), window: effective_window(req.limits.call_spin) };
+        waiting.calls.set_window(waiting.window);
         self.runtime.op_state().borrow_mut().put(JobState {
             bridge: req.bridge.clone().map(|endpoint| Rc::new(LocalBridgeClient::new(endpoint))),
             call_slots: Rc::new(tokio::sync::Semaphore::new(req.limits.max_concurrent_calls.max(1))),

@@ -16,6 +16,13 @@
 //! `mcp.code_execution.call_spin` after the call went out (a slow tool finds the thread asleep as
 //! before, having cost at most that much CPU), and never on a machine with one CPU (the polling
 //! thread would hold the CPU the bridge and the server need to answer).
+//!
+//! And only while it pays: each lone call counts as a hit when its answer came inside the
+//! window, a miss when it did not (the polling was then pure cost). When misses outnumber hits
+//! over the recent calls of a script (a tool, or a machine, slower than the window), the thread
+//! sleeps at once, polling only every [`PROBE_EVERY`]th lone call to notice when answers come
+//! quickly again. On a machine where a round trip takes longer than `call_spin` this turns the
+//! polling off by itself instead of burning the window on every call.
 
 use std::cell::Cell;
 use std::rc::Rc;
@@ -29,7 +36,22 @@ pub(crate) struct CallsInFlight {
     count: Cell<u32>,
     /// When the outstanding call became the only one (it went out, or the others finished).
     lone_since: Cell<Option<Instant>>,
+    /// Whether the thread polls for the current lone call (decided when it became lone).
+    poll_this: Cell<bool>,
+    /// Recent lone calls answered inside / outside the window (halved when they add up to
+    /// [`HISTORY`], so old calls fade).
+    hits: Cell<u32>,
+    misses: Cell<u32>,
+    /// Lone calls started while polling was off (every [`PROBE_EVERY`]th polls anyway).
+    skipped: Cell<u32>,
+    /// The window the hits and misses were judged against.
+    window: Cell<Duration>,
 }
+
+/// How many recent lone calls judge whether polling pays.
+const HISTORY: u32 = 16;
+/// While polling does not pay, every this-many-th lone call polls anyway, to notice a change.
+pub(crate) const PROBE_EVERY: u32 = 16;
 
 impl CallsInFlight {
     /// Counts a call until the returned guard is dropped (also when the op is dropped unfinished).
@@ -39,13 +61,63 @@ impl CallsInFlight {
     }
 
     fn set_count(&self, n: u32) {
+        let before = self.count.get();
+        // A lone call just ended: judge whether its answer came inside the window.
+        if before == 1
+            && n == 0
+            && let Some(since) = self.lone_since.get()
+        {
+            self.record(since.elapsed() < self.window.get());
+        }
         self.count.set(n);
-        self.lone_since.set(if n == 1 { Some(Instant::now()) } else { None });
+        if n == 1 {
+            self.lone_since.set(Some(Instant::now()));
+            self.poll_this.set(self.pays() || self.probe());
+        } else {
+            self.lone_since.set(None);
+        }
     }
 
-    /// True while one call is outstanding and became the only one less than `window` ago.
+    fn record(&self, hit: bool) {
+        let (mut h, mut m) = (self.hits.get(), self.misses.get());
+        if hit {
+            h += 1;
+        } else {
+            m += 1;
+        }
+        if h + m >= HISTORY {
+            h /= 2;
+            m /= 2;
+        }
+        self.hits.set(h);
+        self.misses.set(m);
+    }
+
+    /// Polling pays while recent lone calls were answered inside the window at least as often
+    /// as not (and always at the start, with nothing recorded).
+    fn pays(&self) -> bool {
+        self.hits.get() >= self.misses.get()
+    }
+
+    /// Counts a lone call that would not poll; true for every [`PROBE_EVERY`]th.
+    fn probe(&self) -> bool {
+        let n = self.skipped.get().wrapping_add(1);
+        self.skipped.set(n);
+        n % PROBE_EVERY == 0
+    }
+
+    /// Sets the window hits and misses are judged against (the runner's effective `call_spin`).
+    pub(crate) fn set_window(&self, window: Duration) {
+        self.window.set(window);
+    }
+
+    /// True while one call is outstanding, became the only one less than `window` ago, and
+    /// polling pays (or this call probes whether it does again).
     pub(crate) fn keep_polling(&self, window: Duration) -> bool {
-        !window.is_zero() && self.count.get() == 1 && self.lone_since.get().is_some_and(|t| t.elapsed() < window)
+        !window.is_zero()
+            && self.count.get() == 1
+            && self.poll_this.get()
+            && self.lone_since.get().is_some_and(|t| t.elapsed() < window)
     }
 
     #[cfg(test)]
@@ -90,6 +162,37 @@ mod tests {
         drop(second);
         assert_eq!(calls.count(), 0);
         assert!(!calls.keep_polling(WINDOW));
+    }
+
+    /// One lone call that takes `took`, judged against `window`.
+    fn lone_call(calls: &Rc<CallsInFlight>, took: Duration) -> bool {
+        let call = calls.start();
+        let polled = calls.keep_polling(WINDOW);
+        std::thread::sleep(took);
+        drop(call);
+        polled
+    }
+
+    #[test]
+    fn stops_polling_while_answers_come_after_the_window_and_probes_for_a_change() {
+        let calls = Rc::new(CallsInFlight::default());
+        calls.set_window(Duration::from_millis(2));
+        assert!(lone_call(&calls, Duration::ZERO), "with nothing recorded, polling is tried");
+        // Slow answers (past the window): after a miss outnumbers the hit, polling stops...
+        assert!(lone_call(&calls, Duration::from_millis(3)));
+        assert!(lone_call(&calls, Duration::from_millis(3)));
+        let polled: Vec<bool> = (0..PROBE_EVERY).map(|_| lone_call(&calls, Duration::from_millis(3))).collect();
+        // ...except for one probe in every PROBE_EVERY lone calls.
+        assert_eq!(polled.iter().filter(|p| **p).count(), 1, "{polled:?}");
+        // Fast answers again: the probes record hits until polling pays once more.
+        let mut resumed = false;
+        for _ in 0..(HISTORY * PROBE_EVERY) {
+            if lone_call(&calls, Duration::ZERO) && calls.pays() {
+                resumed = true;
+                break;
+            }
+        }
+        assert!(resumed, "polling never resumed once answers were fast again");
     }
 
     #[test]
