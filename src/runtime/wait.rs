@@ -103,7 +103,7 @@ impl CallsInFlight {
     fn probe(&self) -> bool {
         let n = self.skipped.get().wrapping_add(1);
         self.skipped.set(n);
-        n % PROBE_EVERY == 0
+        n.is_multiple_of(PROBE_EVERY)
     }
 
     /// Sets the window hits and misses are judged against (the runner's effective `call_spin`).
