@@ -1014,3 +1014,25 @@ fn importing_a_server_that_failed_to_start_says_why() {
         assert_eq!(r.stderr.lines().count(), 1, "one line: {}", r.stderr);
     }
 }
+
+/// Endless or huge input ends in a usage error, not in memory filling up.
+#[test]
+fn endless_script_input_is_capped() {
+    let p = Project::new();
+    let out = p
+        .cmd(&["exec", "-"])
+        .stdin(std::fs::File::open("/dev/zero").unwrap())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert_eq!(stderr, "error: the script on stdin is larger than 16.0 MB\n");
+    let big = p.path().join("big.ts");
+    let f = std::fs::File::create(&big).unwrap();
+    f.set_len(17 << 20).unwrap();
+    let r = p.run(&["exec", "big.ts"]);
+    r.assert_code(2);
+    assert_eq!(r.stderr, "error: big.ts is larger than 16.0 MB\n");
+}

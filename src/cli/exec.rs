@@ -5,7 +5,7 @@
 //! servers it refers to, only those are started (and the tree regenerated for them when
 //! `regenerate_on_startup` says so and their tools changed), the bridge comes up, the script runs.
 
-use std::io::{Read, Write};
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -17,6 +17,7 @@ use super::{Context, EXIT_FAILURE, EXIT_OK, usage};
 use crate::codemode::{CodeMode, Options};
 use crate::mcp::McpManager;
 use crate::runtime::{ExecOutcome, Limits, Script};
+use crate::util::read::{CapError, read_capped};
 use crate::util::size::{human_bytes, parse_bytes, parse_memory_mb, parse_timeout};
 
 pub const AFTER_HELP: &str = "\
@@ -134,13 +135,17 @@ fn limits_from(args: &ExecArgs, mut limits: Limits) -> anyhow::Result<Limits> {
     Ok(limits)
 }
 
+/// Largest script `agent exec` reads (from a file or stdin).
+pub const MAX_SCRIPT_BYTES: u64 = 16 << 20;
+
 /// The script to run, its source (for scanning), and the path it runs as.
 fn read_script(file: &str, cwd: &Path, workspace: &Path) -> anyhow::Result<(Script, String, PathBuf)> {
+    let too_large = |what: &str| usage(format!("{what} is larger than {}", human_bytes(MAX_SCRIPT_BYTES)));
     if file == "-" {
-        let mut bytes = Vec::new();
-        std::io::stdin()
-            .read_to_end(&mut bytes)
-            .map_err(|e| usage(format!("cannot read the script from stdin: {e}")))?;
+        let bytes = read_capped(std::io::stdin().lock(), MAX_SCRIPT_BYTES).map_err(|e| match e {
+            CapError::TooLarge => too_large("the script on stdin"),
+            CapError::Io(e) => usage(format!("cannot read the script from stdin: {e}")),
+        })?;
         let source = String::from_utf8(bytes).map_err(|_| usage("the script on stdin is not valid UTF-8"))?;
         return Ok((Script::Inline(source.clone()), source, workspace.join("main.ts")));
     }
@@ -151,7 +156,11 @@ fn read_script(file: &str, cwd: &Path, workspace: &Path) -> anyhow::Result<(Scri
     if !path.is_file() {
         return Err(usage(format!("not a file: {file}")));
     }
-    let source = std::fs::read(&path).map_err(|e| usage(format!("cannot read {file}: {e}")))?;
+    let opened = std::fs::File::open(&path).map_err(|e| usage(format!("cannot read {file}: {e}")))?;
+    let source = read_capped(opened, MAX_SCRIPT_BYTES).map_err(|e| match e {
+        CapError::TooLarge => too_large(file),
+        CapError::Io(e) => usage(format!("cannot read {file}: {e}")),
+    })?;
     let source = String::from_utf8(source).map_err(|_| usage(format!("{file} is not valid UTF-8")))?;
     Ok((Script::File(path.clone()), source, path))
 }

@@ -3,7 +3,7 @@
 //! line per tool call on stderr, the final answer last, then a one-line summary; or the whole
 //! transcript as JSON (`--json`), or only the final answer (`--quiet`).
 
-use std::io::{Read, Write};
+use std::io::Write;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 use std::time::Duration;
@@ -24,6 +24,7 @@ use crate::agent::tokens;
 use crate::codemode::{CodeMode, Options};
 use crate::config::{Config, ExecutionMode, Provider};
 use crate::mcp::McpManager;
+use crate::util::read::{CapError, read_capped};
 use crate::util::size::{human_bytes, parse_bytes};
 
 pub const AFTER_HELP: &str = "\
@@ -162,11 +163,16 @@ fn apply_flags(config: &mut Config, args: &RunArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// Largest task `agent run -` reads from stdin.
+const MAX_TASK_BYTES: u64 = 16 << 20;
+
 fn read_task(arg: &str) -> anyhow::Result<String> {
     let task = if arg == "-" {
-        let mut s = String::new();
-        std::io::stdin().read_to_string(&mut s).map_err(|e| usage(format!("cannot read the task from stdin: {e}")))?;
-        s
+        let bytes = read_capped(std::io::stdin().lock(), MAX_TASK_BYTES).map_err(|e| match e {
+            CapError::TooLarge => usage(format!("the task on stdin is larger than {}", human_bytes(MAX_TASK_BYTES))),
+            CapError::Io(e) => usage(format!("cannot read the task from stdin: {e}")),
+        })?;
+        String::from_utf8(bytes).map_err(|_| usage("the task on stdin is not valid UTF-8"))?
     } else {
         arg.to_string()
     };

@@ -1,8 +1,10 @@
 //! Leaf helpers with no knowledge of the rest of `agent`: every layer may use them, they use
 //! nothing of the crate. `suggest` ("did you mean"), `size` (byte sizes and durations as users
-//! type them), `fs` (the one atomic file write), `json` (JSON value kinds and local `$ref`s).
+//! type them), `fs` (the one atomic file write), `json` (JSON value kinds and local `$ref`s), `read`
+//! (input read with a cap).
 
 pub mod fs;
 pub mod json;
+pub mod read;
 pub mod size;
 pub mod suggest;
