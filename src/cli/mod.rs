@@ -164,7 +164,9 @@ pub fn exit_code_for(err: &anyhow::Error) -> u8 {
 fn init_tracing(verbose: u8) {
     use tracing_subscriber::EnvFilter;
     let default = match verbose {
-        0 => "warn",
+        // rmcp logs transport failures with Rust type dumps; they reach the user as one-line
+        // errors from the manager, so its own lines wait for -v.
+        0 => "warn,rmcp=off",
         1 => "agent=info,warn",
         _ => "agent=debug,info",
     };
