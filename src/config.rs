@@ -122,14 +122,34 @@ impl fmt::Display for ExecutionMode {
     }
 }
 
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct McpConfig {
     pub execution_mode: ExecutionMode,
     /// Extra `mcpServers` JSON files to import (Claude Desktop / Claude Code / Cursor format).
     pub import: Vec<PathBuf>,
+    /// Largest message (a tool result, a tool list) accepted from a server, in bytes; a call
+    /// whose result is larger fails at once.
+    pub max_result_bytes: usize,
     pub code_execution: CodeExecutionConfig,
     pub servers: BTreeMap<String, ServerConfig>,
+}
+
+/// Default of `mcp.max_result_bytes`: 16 MiB.
+pub const DEFAULT_MAX_RESULT_BYTES: usize = 16 << 20;
+/// Lower bound of `mcp.max_result_bytes` (a handshake or a tool list must fit).
+pub const MIN_MAX_RESULT_BYTES: usize = 64 << 10;
+
+impl Default for McpConfig {
+    fn default() -> Self {
+        Self {
+            execution_mode: ExecutionMode::default(),
+            import: Vec::new(),
+            max_result_bytes: DEFAULT_MAX_RESULT_BYTES,
+            code_execution: CodeExecutionConfig::default(),
+            servers: BTreeMap::new(),
+        }
+    }
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -353,6 +373,11 @@ impl Config {
                     "mcp.servers.{name}.tool_white_list: an empty list would hide every tool; remove the key or set `disabled: true`"
                 )));
             }
+        }
+        if config.mcp.max_result_bytes < MIN_MAX_RESULT_BYTES {
+            return Err(ConfigError::new(format!(
+                "mcp.max_result_bytes: must be at least {MIN_MAX_RESULT_BYTES} (64 KiB)"
+            )));
         }
         if config.mcp.code_execution.max_concurrent_calls == 0 {
             return Err(ConfigError::new("mcp.code_execution.max_concurrent_calls: must be at least 1"));
@@ -678,6 +703,19 @@ mod tests {
         assert!(c.mcp.code_execution.call_spin.is_zero());
         let err = load(dir.path(), "mcp:\n  code_execution:\n    call_spin: 11ms\n", &[]).unwrap_err();
         assert_eq!(err.0, "mcp.code_execution.call_spin: at most 10ms (it is a busy wait; `0s` turns it off)");
+    }
+
+    #[test]
+    fn max_result_bytes_has_a_default_and_a_floor() {
+        let dir = tempfile::tempdir().unwrap();
+        let c = load(dir.path(), "mcp:\n  servers: {}\n", &[]).unwrap();
+        assert_eq!(c.mcp.max_result_bytes, 16 << 20);
+        let c = load(dir.path(), "mcp:\n  max_result_bytes: 1048576\n", &[]).unwrap();
+        assert_eq!(c.mcp.max_result_bytes, 1 << 20);
+        let c = load(dir.path(), "", &[("AGENT_MCP__MAX_RESULT_BYTES", "2097152")]).unwrap();
+        assert_eq!(c.mcp.max_result_bytes, 2 << 20);
+        let err = load(dir.path(), "mcp:\n  max_result_bytes: 1000\n", &[]).unwrap_err();
+        assert_eq!(err.0, "mcp.max_result_bytes: must be at least 65536 (64 KiB)");
     }
 
     #[test]

@@ -406,3 +406,70 @@ async fn the_isolates_client_reports_an_answer_cut_off() {
     assert!(e.message.contains("the answer was cut off"), "{e}");
     assert_eq!(server.await.unwrap(), 1, "the call was sent once");
 }
+
+/// Fault injection: a server dies in the middle of a `Promise.all` of 50 calls (25 to it, one of
+/// them the `crash`, 25 to another server). Every promise settles at once (errors for the dead
+/// server, values for the other), and the next script on the same executor, bridge and manager
+/// gets a restarted server.
+#[tokio::test]
+async fn a_server_killed_mid_promise_all_settles_every_call_and_the_next_script_works() {
+    let tag = format!("fault-{}-{}", std::process::id(), Instant::now().elapsed().as_nanos());
+    let s = setup(&format!("{}{}", fixture_stdio_yaml("a", &["--tag", &tag]), fixture_stdio_yaml("b", &[]))).await;
+    let ep = s.bridge.endpoint().clone();
+    let executor = Executor::new();
+    let limits = Limits { max_concurrent_calls: 64, timeout: Duration::from_secs(60), ..Limits::default() };
+    let run = |script: &str| {
+        executor.execute(ExecRequest {
+            workspace: s._project.path().join(".kodelet/mcp"),
+            script: Script::Inline(script.into()),
+            limits: limits.clone(),
+            bridge: Some(ep.clone()),
+        })
+    };
+    // Both servers up before the storm.
+    let warm = run("export default [await callMCPTool('a', 'echo', { message: 'a' }), \
+                    await callMCPTool('b', 'echo', { message: 'b' })];")
+    .await;
+    assert!(warm.error.is_none(), "{:?}", warm.error);
+    let first_pid = support::pids_matching(&tag);
+    assert_eq!(first_pid.len(), 1);
+
+    let started = Instant::now();
+    let outcome = run("const a = Array.from({ length: 25 }, (_, i) => i === 0\n\
+           ? new Promise((r) => setTimeout(r, 300)).then(() => callMCPTool('a', 'crash', {}))\n\
+           : callMCPTool('a', 'sleep', { ms: 20000 }));\n\
+         const b = Array.from({ length: 25 }, (_, i) => callMCPTool('b', 'sleep', { ms: 600 + i }));\n\
+         export default await Promise.all([...a, ...b].map((p) =>\n\
+           p.then((v) => ({ ok: v }), (e) => ({ err: String(e.message) }))));\n")
+    .await;
+    let elapsed = started.elapsed();
+    assert!(outcome.error.is_none(), "{:?}", outcome.error);
+    assert_eq!(outcome.tool_calls, 50);
+    let settled = outcome.value.unwrap();
+    let settled = settled.as_array().unwrap();
+    assert_eq!(settled.len(), 50);
+    for (i, r) in settled[..25].iter().enumerate() {
+        let err = r["err"].as_str().unwrap_or_else(|| panic!("call {i} to the dead server: {r}"));
+        let tool = if i == 0 { "crash" } else { "sleep" };
+        assert!(
+            err.starts_with(&format!("server `a` failed during `{tool}`: the server exited during the call")),
+            "call {i}: {err}"
+        );
+    }
+    for (i, r) in settled[25..].iter().enumerate() {
+        assert_eq!(r["ok"], json!(format!("slept {} ms", 600 + i)), "call {i} to the live server: {r}");
+    }
+    // Settled when the server died, not when its sleeps would have ended or timed out.
+    assert!(elapsed < Duration::from_secs(10), "{elapsed:?}");
+
+    let next = run("export default [await callMCPTool('a', 'echo', { message: 'restarted' }), \
+                    await callMCPTool('b', 'add', { a: 1, b: 2 })];")
+    .await;
+    assert!(next.error.is_none(), "{:?}", next.error);
+    assert_eq!(next.value.unwrap()[0], json!("restarted"));
+    let second_pid = support::pids_matching(&tag);
+    assert_eq!(second_pid.len(), 1);
+    assert_ne!(first_pid, second_pid, "`a` was started again");
+    s.finish().await;
+    assert!(support::pids_matching(&tag).is_empty(), "server left running");
+}

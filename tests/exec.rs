@@ -521,6 +521,28 @@ fn a_hanging_tool_call_is_abandoned_at_the_timeout() {
     assert_next_run_works(&p);
 }
 
+/// A result over `mcp.max_result_bytes` is an error the script can catch, at once, and the
+/// server keeps answering in the same script.
+#[test]
+fn an_oversized_result_is_an_error_the_script_catches() {
+    let p = Project::with_servers(&format!(
+        "{}      call_timeout: 60s\n  max_result_bytes: 1048576\n",
+        fixture_stdio_yaml("fixture", &[])
+    ));
+    generate(&p);
+    let started = Instant::now();
+    let r = exec_stdin(
+        &p,
+        "import { big, echo } from './servers/fixture/index.ts';\n\
+         try { await big({ bytes: 3000000 }); } catch (e) { console.log(`${e.name}: ${e.message}`); }\n\
+         console.log(await echo({ message: 'next call works' }));\n",
+        &["--timeout", "50s"],
+    );
+    r.assert_ok();
+    assert_eq!(r.stdout, "MCPBridgeError: result of fixture.big is larger than the 1 MiB limit\nnext call works\n");
+    assert!(started.elapsed() < Duration::from_secs(20), "{:?}", started.elapsed());
+}
+
 #[test]
 fn a_server_crashing_mid_call_is_a_clear_error() {
     let p = fixture_project();

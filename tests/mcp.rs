@@ -395,16 +395,72 @@ fn http_unreachable_and_legacy_sse_are_clear_errors() {
     let r = p.run(&["mcp", "list"]);
     r.assert_code(1);
     assert!(
-        r.stderr.contains("server `down` failed to start: cannot connect to http://127.0.0.1:9/mcp"),
+        r.stderr
+            .contains("server `down` failed to start: cannot connect to http://127.0.0.1:9/mcp: connection refused\n"),
         "{}",
         r.stderr
     );
+    assert!(!r.stderr.contains("rmcp::") && !r.stderr.contains("Transport ["), "{}", r.stderr);
     assert!(
         r.stderr
             .contains("server `old` failed to start: it uses the legacy HTTP+SSE transport, which is not supported"),
         "{}",
         r.stderr
     );
+}
+
+/// Each way an HTTP server can be unreachable is one line naming the cause, never rmcp's
+/// transport type: a 404 endpoint, TLS spoken to a plain-HTTP server, a name that does not
+/// resolve.
+#[test]
+fn http_connection_failures_are_one_line_with_the_cause() {
+    let fixture = HttpFixture::start();
+    // Not an MCP server: answers every request with a 404 page.
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        use std::io::{Read, Write};
+        for mut stream in listener.incoming().flatten() {
+            let mut buf = [0u8; 65536];
+            let _ = stream.read(&mut buf);
+            let body = "<html>\n<h1>Not Found</h1>\n</html>\n";
+            let _ = write!(
+                stream,
+                "HTTP/1.1 404 Not Found\r\ncontent-type: text/html\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+                body.len()
+            );
+        }
+    });
+    let tls = fixture.url.replace("http://", "https://");
+    let server = |name: &str, url: &str| format!("    {name}:\n      url: {url}\n      connect_timeout: 5s\n");
+    let p = Project::with_servers(&format!(
+        "{}{}{}",
+        server("missing", &format!("http://127.0.0.1:{port}/mcp")),
+        server("tls", &tls),
+        server("nxdomain", "http://no-such-host.invalid/mcp")
+    ));
+    let r = p.run(&["mcp", "list"]);
+    r.assert_code(1);
+    let line = |server: &str| -> String {
+        let prefix = format!("error: server `{server}` failed to start: cannot connect to ");
+        r.stderr
+            .lines()
+            .find(|l| l.starts_with(&prefix))
+            .unwrap_or_else(|| panic!("{server}:\n{}", r.stderr))
+            .to_string()
+    };
+    assert_eq!(
+        line("missing"),
+        format!(
+            "error: server `missing` failed to start: cannot connect to http://127.0.0.1:{port}/mcp: the server answered HTTP 404 Not Found"
+        )
+    );
+    assert!(line("tls").starts_with(&format!("error: server `tls` failed to start: cannot connect to {tls}: ")));
+    let nx = line("nxdomain");
+    assert!(nx.contains("no-such-host.invalid/mcp: "), "{nx}");
+    for l in r.stderr.lines() {
+        assert!(!l.contains("rmcp::") && !l.contains("Transport [") && !l.contains("reqwest"), "{l}");
+    }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -649,4 +705,125 @@ fn log_lines_on_a_pipe_are_plain_single_lines() {
             "not a one-line log event: {line:?}"
         );
     }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Results over `mcp.max_result_bytes`
+
+/// A result over the limit fails at once (rmcp alone drops the line and the call waits for its
+/// `call_timeout`), and the server stays connected: the next calls work on the same process.
+/// Whether the answer's `id` comes first (rmcp), last (TypeScript SDK) or in the middle (no id
+/// found: every call in flight fails).
+#[tokio::test]
+async fn manager_fails_an_oversized_result_at_once_and_keeps_the_server() {
+    use agent::config::{Config, LoadOptions};
+    use agent::mcp::{McpError, McpManager};
+    for id_at in [None, Some("last"), Some("middle")] {
+        let tag = unique_tag("oversized");
+        let mut extra = vec!["--tag", tag.as_str()];
+        if let Some(at) = id_at {
+            extra.extend(["--response-id", at]);
+        }
+        let p = Project::with_servers(&format!(
+            "{}      call_timeout: 60s\n  max_result_bytes: 1048576\n",
+            fixture_stdio_yaml("fixture", &extra)
+        ));
+        let opts =
+            LoadOptions { project_dir: Some(p.path().to_path_buf()), skip_user_config: true, ..Default::default() };
+        let mut config = Config::load_with_env(&opts, &Default::default()).unwrap();
+        config.mcp.code_execution.workspace_dir = p.path().join(".kodelet/mcp");
+        let manager = McpManager::new(&config);
+        let args = |v: Value| v.as_object().cloned().unwrap();
+        manager.call_tool("fixture", "echo", args(json!({"message": "warm"}))).await.unwrap();
+        let pid = pids_matching(&tag);
+
+        let started = Instant::now();
+        let err = manager.call_tool("fixture", "big", args(json!({"bytes": 3_000_000}))).await.unwrap_err();
+        assert!(matches!(err, McpError::ResultTooLarge { .. }), "{id_at:?}: {err}");
+        assert_eq!(err.to_string(), "result of fixture.big is larger than the 1 MiB limit");
+        assert!(started.elapsed() < Duration::from_secs(10), "{id_at:?}: took {:?}", started.elapsed());
+
+        // Still connected: same process, small results and one just under the limit go through.
+        let r = manager.call_tool("fixture", "echo", args(json!({"message": "after"}))).await.unwrap();
+        assert_eq!(r.content[0].as_text().unwrap().text, "after");
+        let r = manager.call_tool("fixture", "big", args(json!({"bytes": 900_000}))).await.unwrap();
+        assert_eq!(r.content[0].as_text().unwrap().text.len(), 900_000);
+        // Oversized answers next to calls in flight: with an id, only the big call fails. The
+        // big call goes out once the server has logged that the sleep arrived (in flight).
+        let big_after_sleep_arrived = async {
+            let deadline = Instant::now() + Duration::from_secs(20);
+            while !p.server_logged("fixture", "sleep 1500 ms started") && Instant::now() < deadline {
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+            manager.call_tool("fixture", "big", args(json!({"bytes": 2_000_000}))).await
+        };
+        let (big, small) =
+            tokio::join!(big_after_sleep_arrived, manager.call_tool("fixture", "sleep", args(json!({"ms": 1500}))),);
+        assert!(matches!(big, Err(McpError::ResultTooLarge { .. })), "{id_at:?}: {big:?}");
+        if id_at == Some("middle") {
+            assert!(matches!(small, Err(McpError::ResultTooLarge { .. })), "{id_at:?}: {small:?}");
+        } else {
+            assert_eq!(small.unwrap().content[0].as_text().unwrap().text, "slept 1500 ms");
+        }
+        manager.call_tool("fixture", "echo", args(json!({"message": "again"}))).await.unwrap();
+        assert_eq!(pids_matching(&tag), pid, "{id_at:?}: the server was restarted");
+        manager.shutdown().await;
+    }
+}
+
+/// The real default: a 17 MiB result through `agent mcp call` fails at once with the limit in
+/// the message.
+#[test]
+fn call_with_a_17_mib_result_fails_at_once() {
+    let p = Project::with_servers(&format!("{}      call_timeout: 60s\n", fixture_stdio_yaml("fixture", &[])));
+    let started = Instant::now();
+    let r = p.run(&["mcp", "call", "fixture.big", "--args", r#"{"bytes": 17825792}"#]);
+    r.assert_code(1);
+    assert_eq!(r.stderr.trim_end(), "error: result of fixture.big is larger than the 16 MiB limit");
+    assert!(r.stdout.is_empty());
+    assert!(started.elapsed() < Duration::from_secs(30), "took {:?}", started.elapsed());
+}
+
+/// Over Streamable HTTP the same setting caps the answer (rmcp's SSE event limit): the call
+/// fails at once and the next call works. (rmcp closes the session without saying why, so the
+/// message is not the stdio one yet.)
+#[test]
+fn http_results_over_the_limit_fail_at_once() {
+    let server = HttpFixture::start();
+    let p = Project::with_servers(&format!(
+        "    remote:\n      url: {}\n      call_timeout: 60s\n  max_result_bytes: 1048576\n",
+        server.url
+    ));
+    let started = Instant::now();
+    let r = p.run(&["mcp", "call", "remote.big", "--args", r#"{"bytes": 2000000}"#]);
+    r.assert_code(1);
+    assert!(r.stderr.starts_with("error: server `remote` failed during `big`: "), "{}", r.stderr);
+    assert!(!r.stderr.contains("rmcp::"), "{}", r.stderr);
+    assert!(started.elapsed() < Duration::from_secs(30), "took {:?}", started.elapsed());
+    let r = p.run(&["mcp", "call", "remote.big", "--args", r#"{"bytes": 900000}"#, "--output", "b.txt"]);
+    r.assert_ok();
+}
+
+/// A server that announces a changed tool list and then never answers tools/list: the re-listing
+/// before the next call is bounded by `call_timeout`, and the call goes on with the old list.
+#[tokio::test]
+async fn manager_does_not_hang_on_a_relisting_that_never_answers() {
+    use agent::config::{Config, LoadOptions};
+    use agent::mcp::McpManager;
+    let p = Project::with_servers(&format!(
+        "{}      call_timeout: 1s\n",
+        fixture_stdio_yaml("fixture", &["--relist-hangs"])
+    ));
+    let opts = LoadOptions { project_dir: Some(p.path().to_path_buf()), skip_user_config: true, ..Default::default() };
+    let mut config = Config::load_with_env(&opts, &Default::default()).unwrap();
+    config.mcp.code_execution.workspace_dir = p.path().join(".kodelet/mcp");
+    let manager = McpManager::new(&config);
+    let args = |v: Value| v.as_object().cloned().unwrap();
+    manager.call_tool("fixture", "echo", args(json!({"message": "announce"}))).await.unwrap();
+    // Let the announcement arrive.
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let call = manager.call_tool("fixture", "add", args(json!({"a": 1, "b": 2})));
+    let r = tokio::time::timeout(Duration::from_secs(10), call).await.expect("the call hung on tools/list").unwrap();
+    assert_eq!(r.structured_content, Some(json!({"sum": 3})));
+    manager.shutdown().await;
 }

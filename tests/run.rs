@@ -202,6 +202,28 @@ fn large_results_are_cut_with_a_marker() {
     );
 }
 
+/// A result over `mcp.max_result_bytes` goes back to the model as an error at once, and the
+/// next call in the run works.
+#[test]
+fn an_oversized_result_is_an_error_result_at_once() {
+    let fake = FakeLlm::start(vec![
+        Reply::tool("mcp_fixture_big", json!({"bytes": 3000000})),
+        Reply::tool("mcp_fixture_echo", json!({"message": "still there"})),
+        Reply::text("done"),
+    ]);
+    let servers =
+        format!("{}      call_timeout: 60s\n  max_result_bytes: 1048576\n", fixture_stdio_yaml("fixture", &[]));
+    let p = project(&fake, Api::Anthropic, &servers);
+    let started = Instant::now();
+    p.run(&["run", "read big"]).assert_ok();
+    assert!(started.elapsed() < Duration::from_secs(30), "{:?}", started.elapsed());
+    let reqs = fake.requests();
+    let (_, content, is_error) = reqs[1].tool_results().remove(0);
+    assert_eq!((content.as_str(), is_error), ("result of fixture.big is larger than the 1 MiB limit", true));
+    let (_, content, is_error) = reqs[2].tool_results().remove(0);
+    assert_eq!((content.as_str(), is_error), ("still there", false));
+}
+
 #[test]
 fn a_server_that_fails_to_start_is_reported_and_the_run_goes_on() {
     let fake = FakeLlm::start(vec![Reply::text("fine without it")]);

@@ -11,6 +11,9 @@
 //!
 //! Start-failure modes for tests: `--exit-on-start` (writes to stderr and exits 3) and
 //! `--hang-on-start` (never answers `initialize`). `--tag X` is ignored (tests find their processes by it).
+//! `--response-id last` writes each stdio answer's `id` last, as the TypeScript SDK does;
+//! `--response-id middle` writes it between `result` and `jsonrpc` (neither first nor last).
+//! `--relist-hangs`: `echo` announces `tools/list_changed`, after which tools/list never answers.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -144,12 +147,19 @@ struct UpperArgs {
 struct Fixture {
     tool_router: ToolRouter<Self>,
     page_size: usize,
+    /// `--relist-hangs`: `echo` announces a changed tool list, and tools/list never answers again.
+    relist_hangs: bool,
+    announced: std::sync::Arc<std::sync::atomic::AtomicBool>,
 }
 
 #[tool_router]
 impl Fixture {
     #[tool(description = "Echo the message back as text.", annotations(read_only_hint = true, idempotent_hint = true))]
-    async fn echo(&self, Parameters(a): Parameters<EchoArgs>) -> String {
+    async fn echo(&self, Parameters(a): Parameters<EchoArgs>, cx: RequestContext<RoleServer>) -> String {
+        if self.relist_hangs {
+            self.announced.store(true, std::sync::atomic::Ordering::SeqCst);
+            let _ = cx.peer.notify_tool_list_changed().await;
+        }
         a.message
     }
 
@@ -259,6 +269,9 @@ impl ServerHandler for Fixture {
         request: Option<PaginatedRequestParams>,
         _cx: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, McpError> {
+        if self.announced.load(std::sync::atomic::Ordering::SeqCst) {
+            std::future::pending::<()>().await;
+        }
         let all = self.tool_router.list_all();
         let start = match request.and_then(|r| r.cursor) {
             Some(c) => c.parse::<usize>().map_err(|_| McpError::invalid_params("bad cursor", None))?,
@@ -274,6 +287,8 @@ fn main() -> std::process::ExitCode {
     let mut args = std::env::args().skip(1);
     let mut http: Option<String> = None;
     let mut page_size = 3usize;
+    let mut response_id: Option<String> = None;
+    let mut relist_hangs = false;
     while let Some(a) = args.next() {
         match a.as_str() {
             "--http" => http = args.next(),
@@ -287,6 +302,8 @@ fn main() -> std::process::ExitCode {
                 std::thread::sleep(Duration::from_secs(3600));
             },
             "--stderr-noise" => eprintln!("fixture: some noise on stderr at start"),
+            "--response-id" => response_id = args.next(),
+            "--relist-hangs" => relist_hangs = true,
             // Ignored; lets tests find their own server processes in /proc.
             "--tag" => {
                 args.next();
@@ -307,14 +324,26 @@ fn main() -> std::process::ExitCode {
             return std::process::ExitCode::FAILURE;
         }
     };
-    let fixture = Fixture { tool_router: Fixture::tool_router(), page_size };
+    let fixture =
+        Fixture { tool_router: Fixture::tool_router(), page_size, relist_hangs, announced: Default::default() };
     let result = rt.block_on(async move {
         match http {
-            None => {
-                let running = fixture.serve(rmcp::transport::stdio()).await?;
-                running.waiting().await?;
-                Ok::<(), Box<dyn std::error::Error>>(())
-            }
+            None => match response_id {
+                None => {
+                    let running = fixture.serve(rmcp::transport::stdio()).await?;
+                    running.waiting().await?;
+                    Ok::<(), Box<dyn std::error::Error>>(())
+                }
+                Some(at) => {
+                    // rmcp writes `id` second; move it while copying each line to stdout.
+                    let (server_out, reordered) = tokio::io::duplex(1 << 16);
+                    let copy = tokio::spawn(move_response_ids(reordered, at == "last"));
+                    let running = fixture.serve((tokio::io::stdin(), server_out)).await?;
+                    running.waiting().await?;
+                    let _ = copy.await;
+                    Ok(())
+                }
+            },
             Some(addr) => serve_http(fixture, &addr).await,
         }
     });
@@ -323,6 +352,34 @@ fn main() -> std::process::ExitCode {
         Err(e) => {
             eprintln!("fixture: {e}");
             std::process::ExitCode::FAILURE
+        }
+    }
+}
+
+/// Copies JSON-RPC lines to stdout with each answer's `id` moved last, or between `result`
+/// (or `error`) and `jsonrpc`.
+async fn move_response_ids(from: tokio::io::DuplexStream, last: bool) {
+    use tokio::io::{AsyncBufReadExt, AsyncWriteExt};
+    let mut lines = tokio::io::BufReader::new(from).lines();
+    let mut out = tokio::io::stdout();
+    while let Ok(Some(line)) = lines.next_line().await {
+        let moved = match serde_json::from_str::<serde_json::Value>(&line) {
+            Ok(serde_json::Value::Object(mut m)) if !m.contains_key("method") && m.contains_key("id") => {
+                let id = m.remove("id").unwrap_or_default();
+                let jsonrpc = m.remove("jsonrpc").unwrap_or_default();
+                if last {
+                    m.insert("jsonrpc".into(), jsonrpc);
+                    m.insert("id".into(), id);
+                } else {
+                    m.insert("id".into(), id);
+                    m.insert("jsonrpc".into(), jsonrpc);
+                }
+                serde_json::Value::Object(m).to_string()
+            }
+            _ => line,
+        };
+        if out.write_all(format!("{moved}\n").as_bytes()).await.is_err() || out.flush().await.is_err() {
+            break;
         }
     }
 }

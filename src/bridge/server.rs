@@ -248,7 +248,9 @@ pub fn mcp_error(e: McpError) -> Resp {
         McpError::UnknownTool { suggestions, .. } => error(ErrorCode::UnknownTool, message, suggestions),
         McpError::InvalidArguments { .. } => error(ErrorCode::InvalidArguments, message, Vec::new()),
         McpError::Timeout { .. } => error(ErrorCode::Timeout, message, Vec::new()),
-        McpError::Start { .. } | McpError::Call { .. } => error(ErrorCode::ServerError, message, Vec::new()),
+        McpError::Start { .. } | McpError::Call { .. } | McpError::ResultTooLarge { .. } => {
+            error(ErrorCode::ServerError, message, Vec::new())
+        }
     }
 }
 

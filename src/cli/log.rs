@@ -22,7 +22,9 @@ pub fn stderr_color() -> bool {
 pub fn init(verbose: u8) {
     use tracing_subscriber::EnvFilter;
     let default = match verbose {
-        0 => "warn",
+        // rmcp logs transport failures with Rust type dumps; they reach the user as one-line
+        // errors from the manager, so its own lines wait for -v.
+        0 => "warn,rmcp=off",
         1 => "agent=info,warn",
         _ => "agent=debug,info",
     };

@@ -19,13 +19,14 @@ use std::time::{Duration, Instant};
 
 use rmcp::model::{CallToolRequestParams, CallToolResult};
 use rmcp::service::RunningService;
+use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
-use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
 use rmcp::{RoleClient, ServiceExt};
 use serde_json::{Map, Value};
 use tokio::sync::Mutex;
 
 use super::handler::{ClientEvents, McpClientHandler};
+use super::stdio::{ChildTransport, ResultCap, all_in_flight_failed, size_label};
 use super::tools::ToolInfo;
 use crate::config::{Config, ServerConfig, Transport};
 
@@ -46,6 +47,8 @@ pub enum McpError {
     Timeout { server: String, tool: String, timeout: Duration },
     #[error("server `{server}` failed during `{tool}`: {reason}{}", stderr_suffix(stderr))]
     Call { server: String, tool: String, reason: String, stderr: Vec<String> },
+    #[error("result of {server}.{tool} is larger than the {} limit", size_label(*limit))]
+    ResultTooLarge { server: String, tool: String, limit: usize },
 }
 
 fn qualified_hint(server: &str, tools: &[String]) -> String {
@@ -99,6 +102,8 @@ pub struct Connection {
     pgid: Option<i32>,
     /// Where this run's stderr starts in the log file.
     log_offset: u64,
+    /// The size limit of the server's messages (enforced on stdio by `stdio::CappedReader`).
+    cap: Arc<ResultCap>,
     pub started_at: Instant,
 }
 
@@ -126,6 +131,8 @@ pub struct McpManager {
     events: ClientEvents,
     /// Process groups of live stdio servers, for the synchronous kill in `Drop`.
     pgids: Arc<StdMutex<HashMap<String, i32>>>,
+    /// `mcp.max_result_bytes`.
+    max_result_bytes: usize,
 }
 
 impl McpManager {
@@ -143,7 +150,13 @@ impl McpManager {
                 (name.clone(), Arc::new(ServerSlot { name: name.clone(), config: cfg.clone(), conn: Mutex::new(None) }))
             })
             .collect();
-        McpManager { slots, log_dir, events: ClientEvents::default(), pgids: Default::default() }
+        McpManager {
+            slots,
+            log_dir,
+            events: ClientEvents::default(),
+            pgids: Default::default(),
+            max_result_bytes: config.mcp.max_result_bytes,
+        }
     }
 
     /// Receives progress and log notifications from every server (for CLI display).
@@ -217,7 +230,11 @@ impl McpManager {
     async fn current_tools(&self, server: &str, conn: &Connection) -> Result<Arc<Vec<ToolInfo>>, McpError> {
         if conn.tools_stale.swap(false, Ordering::AcqRel) {
             let slot = self.slot(server)?.clone();
-            match list_tools(&slot, conn).await {
+            // A server that announced a change and then never lists its tools must not hang the call.
+            let listed = tokio::time::timeout(slot.config.call_timeout, list_tools(&slot, conn))
+                .await
+                .unwrap_or(Err(Failure::Timeout));
+            match listed {
                 Ok(tools) => {
                     if let Ok(mut w) = conn.tools.write() {
                         *w = Arc::new(tools);
@@ -226,7 +243,7 @@ impl McpManager {
                         v.clear();
                     }
                 }
-                Err(e) => tracing::warn!(server, "refreshing the tool list failed: {e}"),
+                Err(e) => tracing::warn!(server, "refreshing the tool list failed: {}", e.describe(&conn.cap)),
             }
         }
         Ok(conn.tools())
@@ -281,10 +298,12 @@ impl McpManager {
         let slot = self.slot(server)?.clone();
         let timeout = slot.config.call_timeout;
         let params = CallToolRequestParams::new(tool.to_string()).with_arguments(args);
-        let call = conn.service.call_tool(params);
+        let too_large = || McpError::ResultTooLarge { server: server.into(), tool: tool.into(), limit: conn.cap.limit };
+        let call = capped(&conn.cap, conn.service.call_tool(params));
         match tokio::time::timeout(timeout, call).await {
             Ok(Ok(result)) => Ok(result),
-            Ok(Err(e)) => {
+            Ok(Err(Failure::TooLarge)) => Err(too_large()),
+            Ok(Err(Failure::Service(e))) => {
                 // Give the transport a moment to notice a dead process so the next call restarts it.
                 let died = wait_closed(&conn, Duration::from_millis(200)).await;
                 if died {
@@ -294,7 +313,11 @@ impl McpManager {
                         *guard = None;
                     }
                 }
-                let reason = if died { format!("the server exited during the call ({e})") } else { e.to_string() };
+                let reason = if died {
+                    format!("the server exited during the call ({})", service_error(&e))
+                } else {
+                    service_error(&e)
+                };
                 Err(McpError::Call {
                     server: server.into(),
                     tool: tool.into(),
@@ -302,7 +325,9 @@ impl McpManager {
                     stderr: if died { self.stderr_tail(&slot.name, conn.log_offset) } else { Vec::new() },
                 })
             }
-            Err(_) => Err(McpError::Timeout { server: server.into(), tool: tool.into(), timeout }),
+            Ok(Err(Failure::Timeout)) | Err(_) => {
+                Err(McpError::Timeout { server: server.into(), tool: tool.into(), timeout })
+            }
         }
     }
 
@@ -347,6 +372,7 @@ impl McpManager {
         let tools_stale = Arc::new(AtomicBool::new(false));
         let handler = McpClientHandler::new(name, self.events.clone(), tools_stale.clone());
         let timeout = cfg.connect_timeout;
+        let cap = ResultCap::new(self.max_result_bytes);
         let started_at = Instant::now();
         let (service, pgid, log_offset) = match transport {
             Transport::Sse => {
@@ -369,8 +395,8 @@ impl McpManager {
                 }
                 let tcfg = StreamableHttpClientTransportConfig::with_uri(url.clone())
                     .custom_headers(headers)
-                    .max_json_response_size(64 << 20)
-                    .max_sse_event_size(64 << 20);
+                    .max_json_response_size(self.max_result_bytes)
+                    .max_sse_event_size(self.max_result_bytes);
                 let transport = StreamableHttpClientTransport::from_config(tcfg);
                 let service = match tokio::time::timeout(timeout, handler.serve(transport)).await {
                     Ok(Ok(s)) => s,
@@ -392,9 +418,11 @@ impl McpManager {
                 if let Some(cwd) = &cfg.cwd {
                     cmd.current_dir(cwd);
                 }
+                cmd.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::from(log));
                 let mut wrap = process_wrap::tokio::CommandWrap::from(cmd);
                 wrap.wrap(process_wrap::tokio::ProcessGroup::leader());
-                let (child, _) = TokioChildProcess::builder(wrap).stderr(Stdio::from(log)).spawn().map_err(|e| {
+                let spawned = wrap.spawn().and_then(|c| ChildTransport::new(c, cap.clone(), name));
+                let child = spawned.map_err(|e| {
                     let reason = match e.kind() {
                         std::io::ErrorKind::NotFound => format!("command `{command}` not found"),
                         std::io::ErrorKind::PermissionDenied => format!("command `{command}` is not executable"),
@@ -432,6 +460,7 @@ impl McpManager {
             validators: Default::default(),
             pgid,
             log_offset,
+            cap,
             started_at,
         };
         let remaining = timeout.saturating_sub(started_at.elapsed()).max(Duration::from_secs(1));
@@ -451,7 +480,7 @@ impl McpManager {
                     kill_group(g, libc::SIGKILL);
                 }
                 let reason = match other {
-                    Ok(Err(e)) => format!("tools/list failed: {e}"),
+                    Ok(Err(e)) => format!("tools/list failed: {}", e.describe(&conn.cap)),
                     _ => "tools/list did not answer within connect_timeout".to_string(),
                 };
                 Err(fail(reason, self.stderr_tail(name, log_offset)))
@@ -502,8 +531,43 @@ impl Drop for McpManager {
     }
 }
 
-async fn list_tools(slot: &ServerSlot, conn: &Connection) -> Result<Vec<ToolInfo>, rmcp::ServiceError> {
-    let tools = conn.service.list_all_tools().await?;
+/// Why a request to a server got no usable answer.
+enum Failure {
+    /// Its answer was over `mcp.max_result_bytes` and was dropped (see `stdio`).
+    TooLarge,
+    Timeout,
+    Service(rmcp::ServiceError),
+}
+
+impl Failure {
+    fn describe(&self, cap: &ResultCap) -> String {
+        match self {
+            Failure::TooLarge => format!("the answer is larger than the {} limit", size_label(cap.limit)),
+            Failure::Timeout => "no answer in time".into(),
+            Failure::Service(e) => service_error(e),
+        }
+    }
+}
+
+/// Runs one request to a server and fails it at once when its answer was dropped for its size.
+async fn capped<T>(
+    cap: &ResultCap,
+    request: impl Future<Output = Result<T, rmcp::ServiceError>>,
+) -> Result<T, Failure> {
+    // Subscribed before the request is sent, so a drop while it is in flight is seen.
+    let mut dropped = cap.subscribe();
+    tokio::select! {
+        r = request => match r {
+            Ok(v) => Ok(v),
+            Err(rmcp::ServiceError::McpError(e)) if cap.is_ours(&e) => Err(Failure::TooLarge),
+            Err(e) => Err(Failure::Service(e)),
+        },
+        () = all_in_flight_failed(&mut dropped) => Err(Failure::TooLarge),
+    }
+}
+
+async fn list_tools(slot: &ServerSlot, conn: &Connection) -> Result<Vec<ToolInfo>, Failure> {
+    let tools = capped(&conn.cap, conn.service.list_all_tools()).await?;
     let white = slot.config.tool_white_list.as_ref();
     let mut out: Vec<ToolInfo> = tools
         .iter()
@@ -532,14 +596,93 @@ async fn wait_closed(conn: &Connection, max: Duration) -> bool {
     }
 }
 
+/// One line for a failed request, without the transport's Rust type name.
+fn service_error(e: &rmcp::ServiceError) -> String {
+    use rmcp::ServiceError as E;
+    match e {
+        E::TransportSend(t) => format!("cannot send the request: {}", error_chain(t.error.as_ref())),
+        other => one_line(&other.to_string()),
+    }
+}
+
+/// One line for a failed MCP handshake, without rmcp's type names or message dumps.
 fn init_error(e: &rmcp::service::ClientInitializeError) -> String {
     use rmcp::service::ClientInitializeError as E;
     match e {
         E::ConnectionClosed(_) => "the server closed the connection (it exited or is not an MCP server)".into(),
-        other => {
-            let s = other.to_string();
-            s.lines().next().unwrap_or_default().chars().take(300).collect()
+        E::TransportError { error, .. } => error_chain(error.error.as_ref()),
+        E::ExpectedInitResponse(_) | E::ExpectedInitResult(_) => {
+            "the server did not answer `initialize` with its capabilities (is it an MCP server?)".into()
         }
+        E::JsonRpcError(data) => format!("the server refused `initialize`: {}", one_line(&data.message)),
+        E::LegacyFallbackFailed { fallback, .. } => init_error(fallback),
+        other => one_line(&other.to_string()),
+    }
+}
+
+/// The most telling line of an error and its causes: `connection refused`, `dns error: ...`,
+/// `HTTP 404 Not Found`, a TLS error. Transport wrappers (whose messages name Rust types) and
+/// HTTP client boilerplate (`error sending request for url ...`) are skipped.
+fn error_chain(e: &(dyn std::error::Error + 'static)) -> String {
+    use rmcp::transport::streamable_http_client::StreamableHttpError;
+    let mut chain = Vec::new();
+    let mut cur = Some(e);
+    while let Some(c) = cur {
+        chain.push(c);
+        // rmcp's HTTP client error does not expose reqwest's error as its source.
+        cur = match c.downcast_ref::<StreamableHttpError<reqwest::Error>>() {
+            Some(StreamableHttpError::Client(inner)) => Some(inner as &(dyn std::error::Error + 'static)),
+            _ => c.source(),
+        };
+    }
+    if let Some(io) = chain.iter().find_map(|c| c.downcast_ref::<std::io::Error>()) {
+        use std::io::ErrorKind as K;
+        let known = match io.kind() {
+            K::ConnectionRefused => Some("connection refused"),
+            K::ConnectionReset => Some("connection reset by the server"),
+            K::ConnectionAborted => Some("connection aborted"),
+            K::TimedOut => Some("connection timed out"),
+            K::HostUnreachable => Some("host unreachable"),
+            K::NetworkUnreachable => Some("network unreachable"),
+            K::BrokenPipe => Some("the server closed the connection"),
+            _ => None,
+        };
+        if let Some(k) = known {
+            return k.into();
+        }
+    }
+    let texts: Vec<String> = chain.iter().map(|c| lower_first(one_line(&c.to_string()))).collect();
+    let Some(innermost) = texts.last() else { return String::new() };
+    let innermost = innermost.clone();
+    // `unexpected server response: HTTP 404 Not Found: <body>`: the status says it.
+    if let Some(rest) = innermost.strip_prefix("unexpected server response: HTTP ") {
+        let status = rest.split(": ").next().unwrap_or(rest);
+        return format!("the server answered HTTP {status}");
+    }
+    // hyper-util says `dns error` and puts the resolver's message below it.
+    if texts.iter().any(|t| t == "dns error") && innermost != "dns error" {
+        return format!("DNS lookup failed: {innermost}");
+    }
+    innermost
+}
+
+/// The first line of `s`, at most 300 characters, without ` (os error N)`.
+fn one_line(s: &str) -> String {
+    let mut line: String = s.lines().next().unwrap_or_default().chars().take(300).collect();
+    if let Some(i) = line.find(" (os error ") {
+        line.truncate(i);
+    }
+    line
+}
+
+/// `Connection reset` → `connection reset` (a cause read after a colon); `HTTP`, `TLS` stay.
+fn lower_first(s: String) -> String {
+    let mut chars = s.chars();
+    match (chars.next(), chars.next()) {
+        (Some(a), Some(b)) if a.is_ascii_uppercase() && b.is_ascii_lowercase() => {
+            format!("{}{}", a.to_ascii_lowercase(), &s[1..])
+        }
+        _ => s,
     }
 }
 
