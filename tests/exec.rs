@@ -1041,16 +1041,9 @@ fn importing_a_server_that_failed_to_start_says_why() {
 #[test]
 fn endless_script_input_is_capped() {
     let p = Project::new();
-    let out = p
-        .cmd(&["exec", "-"])
-        .stdin(std::fs::File::open("/dev/zero").unwrap())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .output()
-        .unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "{stderr}");
-    assert_eq!(stderr, "error: the script on stdin is larger than 16.0 MB\n");
+    let r = p.run_stdin_from(&["exec", "-"], "/dev/zero");
+    r.assert_code(2);
+    assert_eq!(r.stderr, "error: the script on stdin is larger than 16.0 MB\n");
     let big = p.path().join("big.ts");
     let f = std::fs::File::create(&big).unwrap();
     f.set_len(17 << 20).unwrap();

@@ -764,15 +764,8 @@ fn list_tokens_compares_direct_and_code_mode() {
 fn an_endless_task_on_stdin_is_capped() {
     let fake = FakeLlm::start(vec![]);
     let p = fixture_project(&fake, Api::Anthropic);
-    let out = p
-        .cmd(&["run", "-"])
-        .stdin(std::fs::File::open("/dev/zero").unwrap())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .output()
-        .unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "{stderr}");
-    assert!(stderr.contains("the task on stdin is larger than 16.0 MB"), "{stderr}");
+    let r = p.run_stdin_from(&["run", "-"], "/dev/zero");
+    r.assert_code(2);
+    assert!(r.stderr.contains("the task on stdin is larger than 16.0 MB"), "{}", r.stderr);
     assert!(fake.requests().is_empty());
 }

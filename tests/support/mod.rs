@@ -119,6 +119,14 @@ impl Project {
         let _ = writer.join();
         Run::from(out)
     }
+
+    /// Runs `agent` with stdin read from the file at `path` (e.g. `/dev/zero`).
+    pub fn run_stdin_from(&self, args: &[&str], path: &str) -> Run {
+        let stdin = std::fs::File::open(path).expect("open stdin file");
+        Run::from(
+            self.cmd(args).stdin(stdin).stdout(Stdio::piped()).stderr(Stdio::piped()).output().expect("run agent"),
+        )
+    }
 }
 
 /// What a finished `agent` run printed.
