@@ -636,7 +636,7 @@ fn imports_outside_the_workspace_or_by_url_fail_clearly() {
         ("import x from '/etc/passwd'; console.log(x);", "/etc/passwd is outside the workspace"),
         ("import { secret } from '../outside.ts'; console.log(secret);", "outside.ts is outside the workspace"),
         ("import { secret } from '../../outside.ts'; console.log(secret);", "outside.ts is outside the workspace"),
-        ("import x from './passwd.ts'; console.log(x);", "passwd.ts leads outside the workspace (to /etc/passwd)"),
+        ("import x from './passwd.ts'; console.log(x);", "passwd.ts leads outside the workspace;"),
         ("import fs from 'node:fs'; console.log(fs);", "node: modules are not available"),
         ("import { readFile } from 'fs'; console.log(readFile);", "package imports are not available"),
         ("import x from 'npm:left-pad'; console.log(x);", "npm: packages are not available"),
@@ -952,4 +952,56 @@ fn ctrl_c_stops_the_script_removes_the_socket_and_stops_servers() {
     assert_eq!(std::fs::read_dir(&tmp).unwrap().count(), 0, "bridge directory left behind");
     std::thread::sleep(Duration::from_millis(100));
     assert!(pids_matching(&tag).is_empty(), "server left running after Ctrl-C");
+}
+
+// ---------------------------------------------------------------------------------------------
+// Hardening: memory outside the heap, paths outside the workspace, private caches
+
+/// A directory inside the workspace that is a link out of it: nothing behind the link is
+/// imported, named in an error, or offered as a suggestion, and the link's target never printed.
+#[test]
+fn imports_never_suggest_or_name_files_outside_the_workspace() {
+    let p = fixture_project();
+    p.write("private/credentials.ts", "export const key = 'outside-secret';\n");
+    p.write("private/secret-module.ts", "export const key = 'outside-secret';\n");
+    let ws = p.path().join(WS);
+    std::os::unix::fs::symlink(p.path().join("private"), ws.join("lib")).unwrap();
+    std::os::unix::fs::symlink(p.path().join("private/credentials.ts"), ws.join("credentialz.ts")).unwrap();
+    std::os::unix::fs::symlink("/etc", ws.join("etc")).unwrap();
+    let outside = std::fs::canonicalize(p.path()).unwrap().display().to_string();
+    let cases: &[(&str, &str)] = &[
+        ("import { key } from './lib/secret-modul.ts'; console.log(key);", "lib/secret-modul.ts leads outside"),
+        ("import { key } from './lib/secret-module.ts'; console.log(key);", "lib/secret-module.ts leads outside"),
+        ("import { key } from './lib/nothing-here.ts'; console.log(key);", "lib/nothing-here.ts leads outside"),
+        ("import { key } from './lib/sub/x.ts'; console.log(key);", "lib/sub/x.ts leads outside"),
+        ("import { key } from './lib'; console.log(key);", "lib leads outside"),
+        ("import { key } from './credentials.ts'; console.log(key);", "no such module credentials.ts"),
+        ("import { key } from './credentialz.ts'; console.log(key);", "credentialz.ts leads outside"),
+        ("import x from './etc/passwd'; console.log(x);", "etc/passwd leads outside"),
+        ("import x from './etc/passw'; console.log(x);", "etc/passw leads outside"),
+        ("const m = await import('./lib/secret-modul.ts'); console.log(m);", "lib/secret-modul.ts leads outside"),
+    ];
+    for (script, expected) in cases {
+        let r = exec_stdin(&p, script, &[]);
+        r.assert_code(1);
+        assert_eq!(r.stderr.lines().count(), 1, "{script}: {}", r.stderr);
+        assert!(r.stderr.contains(expected), "{script}: expected {expected:?} in\n{}", r.stderr);
+        for leak in [outside.as_str(), "private", "credentials.ts?", "did you mean", "(to "] {
+            assert!(!r.stderr.contains(leak), "{script}: leaked {leak:?}:\n{}", r.stderr);
+        }
+        assert!(!r.stdout.contains("outside-secret") && !r.stdout.contains("root:"), "{script}: {}", r.stdout);
+    }
+    // Suggestions still work inside.
+    let r = exec_stdin(&p, "import { echo } from './servers/fixture/ech.ts';\nconsole.log(echo);\n", &[]);
+    assert!(r.stderr.contains("did you mean servers/fixture/echo.ts?"), "{}", r.stderr);
+
+    // With no workspace at all, nothing next to where it would be is suggested.
+    p.write_config(&format!(
+        "mcp:\n  code_execution:\n    workspace_dir: missing-ws\n  servers:\n{}",
+        fixture_stdio_yaml("fixture", &[])
+    ));
+    let r = exec_stdin(&p, "import x from './agent.yam';\nconsole.log(x);\n", &[]);
+    r.assert_code(1);
+    assert!(r.stderr.contains("no such module agent.yam in the workspace"), "{}", r.stderr);
+    assert!(!r.stderr.contains("did you mean") && !r.stderr.contains(&outside), "{}", r.stderr);
 }
