@@ -685,7 +685,7 @@ fn no_file_network_environment_or_process_access() {
            webSocket: () => new (globalThis as any).WebSocket('ws://localhost'),\n\
            wasm: () => (globalThis as any).WebAssembly.Memory,\n\
            shadowRealm: () => new (globalThis as any).ShadowRealm(),\n\
-           atomicsWait: () => Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0),\n\
+           atomicsWait: () => Atomics.wait(new Int32Array(4), 0, 0),\n\
            bootstrap: () => (globalThis as any).__bootstrap.core.ops,\n\
          };\n\
          const results: Record<string, string> = {};\n\
@@ -956,6 +956,165 @@ fn ctrl_c_stops_the_script_removes_the_socket_and_stops_servers() {
 
 // ---------------------------------------------------------------------------------------------
 // Hardening: memory outside the heap, paths outside the workspace, private caches
+
+/// Runs `agent exec -` with `script` on stdin; returns what it printed and its peak resident set
+/// in KB: the kernel's high-water mark of the process's own memory (`VmHWM` in
+/// `/proc/<pid>/status`), read every millisecond until it exits. (`wait4`'s `ru_maxrss` would
+/// count the test process it was forked from.)
+fn exec_measured(p: &Project, script: &str, flags: &[&str]) -> (Run, u64) {
+    use std::io::Write;
+    let mut args = vec!["exec"];
+    args.extend_from_slice(flags);
+    args.push("-");
+    let mut child = p
+        .cmd(&args)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let watcher = {
+        let done = done.clone();
+        std::thread::spawn(move || {
+            let mut peak = 0u64;
+            while !done.load(std::sync::atomic::Ordering::SeqCst) {
+                let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+                let hwm = status
+                    .lines()
+                    .find_map(|l| l.strip_prefix("VmHWM:"))
+                    .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok());
+                peak = peak.max(hwm.unwrap_or(0));
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            peak
+        })
+    };
+    let mut stdin = child.stdin.take().unwrap();
+    let script = script.to_string();
+    let writer = std::thread::spawn(move || {
+        let _ = stdin.write_all(script.as_bytes());
+    });
+    let out = child.wait_with_output().unwrap();
+    done.store(true, std::sync::atomic::Ordering::SeqCst);
+    let _ = writer.join();
+    (Run::from(out), watcher.join().unwrap())
+}
+
+/// Every way a script can allocate, under a 64 MB limit: each ends in the one-line memory-limit
+/// error (or cannot be done at all), and the process's peak RSS stays within a few times the
+/// limit, never the gigabytes the script asked for.
+#[test]
+fn every_allocator_is_bounded_by_the_memory_limit() {
+    let p = fixture_project();
+    const MEMORY: &str = "error: memory limit of 64 MB exceeded\n";
+    // Peak RSS allowed: the runtime (~25 MB), the heap (64 MB), the headroom to unwind (16 MB),
+    // tool-call requests held outside the heap (up to the limit again), allocator slack.
+    const MAX_RSS_KB: u64 = 300 * 1024;
+    let cases: &[(&str, &str, &str)] = &[
+        (
+            "SharedArrayBuffer",
+            "const keep = []; for (let i = 0; i < 3; i++) { const b = new SharedArrayBuffer(2 ** 28); \
+             new Uint8Array(b).fill(1); keep.push(b); } console.log('allocated');",
+            "error: ReferenceError: SharedArrayBuffer is not defined at main.ts:1:",
+        ),
+        (
+            "growable SharedArrayBuffer",
+            "const b = new (globalThis as any).SharedArrayBuffer(1, { maxByteLength: 2 ** 30 }); console.log(b);",
+            "error: TypeError: not a function",
+        ),
+        ("ArrayBuffer", "const keep = []; for (;;) keep.push(new ArrayBuffer(2 ** 24));", MEMORY),
+        ("one huge ArrayBuffer", "const b = new ArrayBuffer(2 ** 31); console.log(b.byteLength);", MEMORY),
+        ("typed arrays", "const keep = []; for (;;) keep.push(new Float64Array(2 ** 21).fill(1.5));", MEMORY),
+        (
+            "resizable ArrayBuffer grown",
+            "const b = new ArrayBuffer(0, { maxByteLength: 2 ** 32 }); \
+             for (let n = 2 ** 20; ; n *= 2) { b.resize(n); new Uint8Array(b).fill(1); }",
+            MEMORY,
+        ),
+        (
+            "many resizable ArrayBuffers",
+            "const keep = []; for (;;) { const b = new ArrayBuffer(1, { maxByteLength: 2 ** 32 }); \
+             b.resize(2 ** 20); keep.push(b); }",
+            MEMORY,
+        ),
+        (
+            "structuredClone of one string referenced many times",
+            "const s = 'x'.repeat(2 ** 20); const c = structuredClone(new Array(4096).fill(s)); console.log(c.length);",
+            MEMORY,
+        ),
+        (
+            "structuredClone kept",
+            "const o = { s: 'y'.repeat(2 ** 20) + 1, a: [1, 2, 3] }; const keep = []; for (;;) keep.push(structuredClone(o));",
+            MEMORY,
+        ),
+        ("string repeat", "const s = 'x'.repeat(2 ** 29); console.log(s.length);", MEMORY),
+        // Concatenation builds ropes: the engine's maximum length comes first.
+        (
+            "string doubling",
+            "let s = 'ab'; for (;;) s += s; console.log(s.length);",
+            "error: InternalError: string too long",
+        ),
+        ("string concat kept", "const keep = []; let i = 0; for (;;) keep.push('x'.repeat(2 ** 16) + i++);", MEMORY),
+        ("Array", "const a = new Array(2 ** 28).fill(0); console.log(a.length);", MEMORY),
+        ("Map", "const m = new Map(); for (let i = 0; ; i++) m.set(i, { i });", MEMORY),
+        (
+            "TextEncoder",
+            "const e = new TextEncoder(); const s = 'x'.repeat(2 ** 22); const keep = []; for (;;) keep.push(e.encode(s));",
+            MEMORY,
+        ),
+        ("Errors", "const keep = []; for (;;) keep.push(new Error('x'.repeat(100)));", MEMORY),
+        ("timers", "const f = () => {}; for (;;) setTimeout(f, 1e9);", MEMORY),
+        ("microtasks", "const f = () => {}; for (;;) queueMicrotask(f);", MEMORY),
+        ("promise reactions", "const p = Promise.resolve(); const f = () => {}; for (;;) p.then(f);", MEMORY),
+        (
+            "queued tool calls",
+            "const s = 'x'.repeat(2 ** 20); \
+             for (let i = 0; i < 600; i++) callMCPTool('fixture', 'echo', { message: s }).catch(() => {}); \
+             console.log('queued');",
+            MEMORY,
+        ),
+    ];
+    let mut failures = Vec::new();
+    for (name, script, expected) in cases {
+        let started = Instant::now();
+        let (r, rss_kb) = exec_measured(&p, script, &["--memory-limit", "64MB", "--timeout", "20s"]);
+        let took = started.elapsed();
+        let one_line = r.stderr.lines().count() == 1;
+        if r.code != 1 || !r.stderr.starts_with(expected) || !one_line || rss_kb > MAX_RSS_KB {
+            failures.push(format!(
+                "{name}: exit {}, peak RSS {} MB, {took:?}\n  stdout: {:?}\n  stderr: {:?}",
+                r.code,
+                rss_kb / 1024,
+                r.stdout,
+                r.stderr
+            ));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+    assert_next_run_works(&p);
+}
+
+#[test]
+fn shared_memory_and_webassembly_are_absent() {
+    let p = fixture_project();
+    let out = exec_json(
+        &p,
+        "const g = globalThis as any;\n\
+         let atomics = 'works', waitAsync = 'works';\n\
+         try { Atomics.add(new Int32Array(4), 0, 1); } catch (e: any) { atomics = e.message; }\n\
+         try { (Atomics as any).waitAsync(new Int32Array(4), 0, 0); } catch (e: any) { waitAsync = e.message; }\n\
+         export default { sab: typeof g.SharedArrayBuffer, wasm: typeof g.WebAssembly, atomics, waitAsync };\n",
+        &[],
+    );
+    assert_eq!(
+        out["value"],
+        json!({"sab": "undefined", "wasm": "undefined", "atomics": "works",
+               "waitAsync": "Atomics.waitAsync is not available in scripts"}),
+        "{out}"
+    );
+}
 
 /// A directory inside the workspace that is a link out of it: nothing behind the link is
 /// imported, named in an error, or offered as a suggestion, and the link's target never printed.

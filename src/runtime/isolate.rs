@@ -353,6 +353,17 @@ impl Prepared {
             tool_calls: 0,
             output: OutputSink::new(req.limits.max_output_bytes),
             stack_prefix: stack_prefix.clone(),
+            request_bytes: Rc::default(),
+            max_request_bytes: usize::try_from(req.limits.memory_limit_mb)
+                .unwrap_or(usize::MAX / MIB)
+                .saturating_mul(MIB),
+            out_of_memory: {
+                let control = self.control.clone();
+                Rc::new(move || {
+                    control.flags.out_of_memory.store(true, Ordering::SeqCst);
+                    control.terminate();
+                })
+            },
         });
         let _ = started.send(JobControl { inner: Some(self.control.clone()) });
 
@@ -581,6 +592,9 @@ fn missing_global_hint(message: &str) -> Option<&'static str> {
             "scripts run without file system, network, environment or process access; \
              call MCP tools through ./servers/<server>/index.ts",
         ),
+        "SharedArrayBuffer" | "WebAssembly" | "Worker" => {
+            Some("scripts run single-threaded, without shared memory, workers or WebAssembly")
+        }
         _ => None,
     }
 }
