@@ -1164,3 +1164,38 @@ fn imports_never_suggest_or_name_files_outside_the_workspace() {
     assert!(r.stderr.contains("no such module agent.yam in the workspace"), "{}", r.stderr);
     assert!(!r.stderr.contains("did you mean") && !r.stderr.contains(&outside), "{}", r.stderr);
 }
+
+/// The engine's cache of compiled scripts (their string literals included) is private: an
+/// existing world-readable one is tightened on use, and what this run adds is 0600 too.
+#[test]
+fn the_compiled_script_caches_are_private() {
+    use std::os::unix::fs::PermissionsExt;
+    let p = fixture_project();
+    let cache = p.path().join("cache");
+    let bytecode = cache.join("bc");
+    let snapshots = cache.join("agent");
+    for dir in [&bytecode, &snapshots] {
+        std::fs::create_dir_all(dir).unwrap();
+        std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let old = dir.join("0000000000000000.qbc");
+        std::fs::write(&old, b"old").unwrap();
+        std::fs::set_permissions(&old, std::fs::Permissions::from_mode(0o644)).unwrap();
+    }
+    p.write("job.ts", &format!("const token = 'sk-{}';\nconsole.log(token.length);\n", unique_tag("secret")));
+    let out = p
+        .cmd(&["exec", "job.ts"])
+        .env("V82JSC_BC_CACHE_DIR", &bytecode)
+        .env("XDG_CACHE_HOME", &cache)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let mode = |p: &std::path::Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+    for dir in [&bytecode, &snapshots] {
+        assert_eq!(mode(dir), 0o700, "{}", dir.display());
+        let files: Vec<_> = std::fs::read_dir(dir).unwrap().flatten().map(|e| e.path()).collect();
+        assert!(files.len() >= 2, "this run added nothing to {}: {files:?}", dir.display());
+        for f in files {
+            assert_eq!(mode(&f), 0o600, "{}", f.display());
+        }
+    }
+}

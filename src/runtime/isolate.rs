@@ -93,8 +93,16 @@ fn runner_thread(mut rx: std::sync::mpsc::Receiver<Box<Job>>, limit_mb: Arc<Atom
         }
     };
     let _enter = tokio_rt.enter();
-    if let Some(dir) = engine_bytecode_cache_dir() {
-        prune_bytecode_cache(&dir, BYTECODE_CACHE_KEEP);
+    // Before the engine first writes to it (it compiles while creating the first runtime below).
+    let bytecode_cache = engine_bytecode_cache_dir();
+    let mut private_files = std::collections::HashSet::new();
+    if let Some(dir) = &bytecode_cache {
+        if let Err(e) = super::snapshot::make_private(dir) {
+            tracing::info!("cannot make the bytecode cache {} private: {e}", dir.display());
+        }
+        prune_bytecode_cache(dir, BYTECODE_CACHE_KEEP);
+        // Learn what is there now, so the pass after each job only looks at new files.
+        tighten_new_cache_files(dir, &mut private_files);
     }
     let cache = TranspileCache::default();
     let mut next: Option<Result<Prepared, String>> = None;
@@ -146,6 +154,10 @@ fn runner_thread(mut rx: std::sync::mpsc::Receiver<Box<Job>>, limit_mb: Arc<Atom
         };
         let Job { req, started, done } = *job;
         let outcome = tokio_rt.block_on(prepared.run(req, started));
+        // Before answering: `agent exec` exits as soon as it has the answer.
+        if let Some(dir) = &bytecode_cache {
+            tighten_new_cache_files(dir, &mut private_files);
+        }
         let _ = done.send(outcome);
         // Freeing the isolate (possibly a full heap) happens after the caller has its answer.
         drop(prepared);
@@ -179,7 +191,8 @@ fn hand_over(
 /// The QuickJS backend (v8x) keeps compiled bytecode of every script and module it compiles in
 /// `$XDG_CACHE_HOME/v8x/quickjs-bytecode` (or `~/.cache/...`, or `V82JSC_BC_CACHE_DIR`), which
 /// speeds up creating isolates by ~15 ms but would grow by one file per distinct script forever.
-/// Each runner thread trims it to the newest entries when it starts.
+/// Each runner thread trims it to the newest entries when it starts. It holds compiled scripts
+/// (their string literals included), so it is kept private: 0700, files 0600.
 const BYTECODE_CACHE_KEEP: usize = 512;
 
 fn engine_bytecode_cache_dir() -> Option<PathBuf> {
@@ -193,6 +206,21 @@ fn engine_bytecode_cache_dir() -> Option<PathBuf> {
         .map(PathBuf::from)
         .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))?;
     Some(base.join("v8x/quickjs-bytecode"))
+}
+
+/// Sets the files the engine added to its bytecode cache since the last pass to 0600: it writes
+/// them with the process's umask (the directory, 0700, already keeps them from other users).
+fn tighten_new_cache_files(dir: &Path, known: &mut std::collections::HashSet<std::ffi::OsString>) {
+    let Ok(entries) = std::fs::read_dir(dir) else { return };
+    // SAFETY: getuid has no preconditions.
+    let uid = unsafe { libc::getuid() };
+    for e in entries.flatten() {
+        let name = e.file_name();
+        if !known.contains(&name) {
+            super::snapshot::tighten_file(&e.path(), uid);
+            known.insert(name);
+        }
+    }
 }
 
 /// Deletes the oldest `.qbc` files (and leftover `.tmp` files) beyond the newest `keep / 2` once
