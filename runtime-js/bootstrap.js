@@ -779,15 +779,19 @@ defineGlobal("fetch", function fetch() {
   );
 });
 
-// Atomics.wait blocks the thread in native code where a timeout cannot interrupt it.
+// Atomics.wait blocks the thread in native code where a timeout cannot interrupt it. Without
+// shared memory (finalize.js removes SharedArrayBuffer) there is nobody to wait for, and
+// Atomics.waitAsync would only park waiters in the engine's own registry, outside the heap limit.
 if (globalThis.Atomics !== undefined) {
-  ObjectDefineProperty(globalThis.Atomics, "wait", {
-    value: function wait() {
-      throw new TypeErrorCtor("Atomics.wait is not available in scripts");
-    },
-    writable: false,
-    configurable: false,
-  });
+  for (const name of ["wait", "waitAsync"]) {
+    ObjectDefineProperty(globalThis.Atomics, name, {
+      value: function unavailable() {
+        throw new TypeErrorCtor(`Atomics.${name} is not available in scripts`);
+      },
+      writable: false,
+      configurable: false,
+    });
+  }
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -1,8 +1,10 @@
 // Runs in every isolate after the bootstrap (fresh, or restored from the runtime snapshot) and
 // before any script: hands the bootstrap's private "settle the default export" function to Rust,
 // then cuts every path from script code to the ops. Also removed: WebAssembly (scripts have
-// nothing to instantiate, and its memory would sit outside the heap accounting), the engine's
-// `gc` hook, and ShadowRealm (deno_core sets up no host hook for it, so it can only throw).
+// nothing to instantiate, and its memory would sit outside the heap accounting),
+// SharedArrayBuffer (scripts are single-threaded, and the engine allocates its memory with
+// calloc, outside the heap limit), the engine's `gc` hook, and ShadowRealm (deno_core sets up no
+// host hook for it, so it can only throw).
 //
 // This file is embedded in the binary and must stay 7-bit ASCII.
 ((globalThis) => {
@@ -12,6 +14,7 @@
   delete globalThis.Deno;
   delete globalThis.__bootstrap;
   delete globalThis.WebAssembly;
+  delete globalThis.SharedArrayBuffer;
   delete globalThis.gc;
   delete globalThis.ShadowRealm;
 })(globalThis);

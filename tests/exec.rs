@@ -686,7 +686,7 @@ fn imports_outside_the_workspace_or_by_url_fail_clearly() {
         ("import x from '/etc/passwd'; console.log(x);", "/etc/passwd is outside the workspace"),
         ("import { secret } from '../outside.ts'; console.log(secret);", "outside.ts is outside the workspace"),
         ("import { secret } from '../../outside.ts'; console.log(secret);", "outside.ts is outside the workspace"),
-        ("import x from './passwd.ts'; console.log(x);", "passwd.ts leads outside the workspace (to /etc/passwd)"),
+        ("import x from './passwd.ts'; console.log(x);", "passwd.ts leads outside the workspace;"),
         ("import fs from 'node:fs'; console.log(fs);", "node: modules are not available"),
         ("import { readFile } from 'fs'; console.log(readFile);", "package imports are not available"),
         ("import x from 'npm:left-pad'; console.log(x);", "npm: packages are not available"),
@@ -735,7 +735,7 @@ fn no_file_network_environment_or_process_access() {
            webSocket: () => new (globalThis as any).WebSocket('ws://localhost'),\n\
            wasm: () => (globalThis as any).WebAssembly.Memory,\n\
            shadowRealm: () => new (globalThis as any).ShadowRealm(),\n\
-           atomicsWait: () => Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0),\n\
+           atomicsWait: () => Atomics.wait(new Int32Array(4), 0, 0),\n\
            bootstrap: () => (globalThis as any).__bootstrap.core.ops,\n\
          };\n\
          const results: Record<string, string> = {};\n\
@@ -1050,4 +1050,255 @@ fn endless_script_input_is_capped() {
     let r = p.run(&["exec", "big.ts"]);
     r.assert_code(2);
     assert_eq!(r.stderr, "error: big.ts is larger than 16.0 MB\n");
+}
+
+// ---------------------------------------------------------------------------------------------
+// Hardening: memory outside the heap, paths outside the workspace, private caches
+
+/// Runs `agent exec -` with `script` on stdin; returns what it printed and its peak resident set
+/// in KB: the kernel's high-water mark of the process's own memory (`VmHWM` in
+/// `/proc/<pid>/status`), read every millisecond until it exits. (`wait4`'s `ru_maxrss` would
+/// count the test process it was forked from.)
+fn exec_measured(p: &Project, script: &str, flags: &[&str]) -> (Run, u64) {
+    use std::io::Write;
+    let mut args = vec!["exec"];
+    args.extend_from_slice(flags);
+    args.push("-");
+    let mut child = p
+        .cmd(&args)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let watcher = {
+        let done = done.clone();
+        std::thread::spawn(move || {
+            let mut peak = 0u64;
+            while !done.load(std::sync::atomic::Ordering::SeqCst) {
+                let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+                let hwm = status
+                    .lines()
+                    .find_map(|l| l.strip_prefix("VmHWM:"))
+                    .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok());
+                peak = peak.max(hwm.unwrap_or(0));
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            peak
+        })
+    };
+    let mut stdin = child.stdin.take().unwrap();
+    let script = script.to_string();
+    let writer = std::thread::spawn(move || {
+        let _ = stdin.write_all(script.as_bytes());
+    });
+    let out = child.wait_with_output().unwrap();
+    done.store(true, std::sync::atomic::Ordering::SeqCst);
+    let _ = writer.join();
+    (Run::from(out), watcher.join().unwrap())
+}
+
+/// Every way a script can allocate, under a 64 MB limit: each ends in the one-line memory-limit
+/// error (or cannot be done at all), and the process's peak RSS stays within a few times the
+/// limit, never the gigabytes the script asked for.
+#[test]
+fn every_allocator_is_bounded_by_the_memory_limit() {
+    let p = fixture_project();
+    const MEMORY: &str = "error: memory limit of 64 MB exceeded\n";
+    // Peak RSS allowed: the runtime (~25 MB), the heap (64 MB), the headroom to unwind (16 MB),
+    // tool-call requests held outside the heap (up to the limit again), allocator slack.
+    const MAX_RSS_KB: u64 = 300 * 1024;
+    let cases: &[(&str, &str, &str)] = &[
+        (
+            "SharedArrayBuffer",
+            "const keep = []; for (let i = 0; i < 3; i++) { const b = new SharedArrayBuffer(2 ** 28); \
+             new Uint8Array(b).fill(1); keep.push(b); } console.log('allocated');",
+            "error: ReferenceError: SharedArrayBuffer is not defined at main.ts:1:",
+        ),
+        (
+            "growable SharedArrayBuffer",
+            "const b = new (globalThis as any).SharedArrayBuffer(1, { maxByteLength: 2 ** 30 }); console.log(b);",
+            "error: TypeError: not a function",
+        ),
+        ("ArrayBuffer", "const keep = []; for (;;) keep.push(new ArrayBuffer(2 ** 24));", MEMORY),
+        ("one huge ArrayBuffer", "const b = new ArrayBuffer(2 ** 31); console.log(b.byteLength);", MEMORY),
+        ("typed arrays", "const keep = []; for (;;) keep.push(new Float64Array(2 ** 21).fill(1.5));", MEMORY),
+        (
+            "resizable ArrayBuffer grown",
+            "const b = new ArrayBuffer(0, { maxByteLength: 2 ** 32 }); \
+             for (let n = 2 ** 20; ; n *= 2) { b.resize(n); new Uint8Array(b).fill(1); }",
+            MEMORY,
+        ),
+        (
+            "many resizable ArrayBuffers",
+            "const keep = []; for (;;) { const b = new ArrayBuffer(1, { maxByteLength: 2 ** 32 }); \
+             b.resize(2 ** 20); keep.push(b); }",
+            MEMORY,
+        ),
+        (
+            "structuredClone of one string referenced many times",
+            "const s = 'x'.repeat(2 ** 20); const c = structuredClone(new Array(4096).fill(s)); console.log(c.length);",
+            MEMORY,
+        ),
+        (
+            "structuredClone kept",
+            "const o = { s: 'y'.repeat(2 ** 20) + 1, a: [1, 2, 3] }; const keep = []; for (;;) keep.push(structuredClone(o));",
+            MEMORY,
+        ),
+        ("string repeat", "const s = 'x'.repeat(2 ** 29); console.log(s.length);", MEMORY),
+        // Concatenation builds ropes: the engine's maximum length comes first.
+        (
+            "string doubling",
+            "let s = 'ab'; for (;;) s += s; console.log(s.length);",
+            "error: InternalError: string too long",
+        ),
+        ("string concat kept", "const keep = []; let i = 0; for (;;) keep.push('x'.repeat(2 ** 16) + i++);", MEMORY),
+        ("Array", "const a = new Array(2 ** 28).fill(0); console.log(a.length);", MEMORY),
+        ("Map", "const m = new Map(); for (let i = 0; ; i++) m.set(i, { i });", MEMORY),
+        (
+            "TextEncoder",
+            "const e = new TextEncoder(); const s = 'x'.repeat(2 ** 22); const keep = []; for (;;) keep.push(e.encode(s));",
+            MEMORY,
+        ),
+        ("Errors", "const keep = []; for (;;) keep.push(new Error('x'.repeat(100)));", MEMORY),
+        ("timers", "const f = () => {}; for (;;) setTimeout(f, 1e9);", MEMORY),
+        ("microtasks", "const f = () => {}; for (;;) queueMicrotask(f);", MEMORY),
+        ("promise reactions", "const p = Promise.resolve(); const f = () => {}; for (;;) p.then(f);", MEMORY),
+        (
+            "queued tool calls",
+            "const s = 'x'.repeat(2 ** 20); \
+             for (let i = 0; i < 600; i++) callMCPTool('fixture', 'echo', { message: s }).catch(() => {}); \
+             console.log('queued');",
+            MEMORY,
+        ),
+    ];
+    let mut failures = Vec::new();
+    for (name, script, expected) in cases {
+        let started = Instant::now();
+        let (r, rss_kb) = exec_measured(&p, script, &["--memory-limit", "64MB", "--timeout", "20s"]);
+        let took = started.elapsed();
+        let one_line = r.stderr.lines().count() == 1;
+        if r.code != 1 || !r.stderr.starts_with(expected) || !one_line || rss_kb > MAX_RSS_KB {
+            failures.push(format!(
+                "{name}: exit {}, peak RSS {} MB, {took:?}\n  stdout: {:?}\n  stderr: {:?}",
+                r.code,
+                rss_kb / 1024,
+                r.stdout,
+                r.stderr
+            ));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+    assert_next_run_works(&p);
+}
+
+#[test]
+fn shared_memory_and_webassembly_are_absent() {
+    let p = fixture_project();
+    let out = exec_json(
+        &p,
+        "const g = globalThis as any;\n\
+         let atomics = 'works', waitAsync = 'works';\n\
+         try { Atomics.add(new Int32Array(4), 0, 1); } catch (e: any) { atomics = e.message; }\n\
+         try { (Atomics as any).waitAsync(new Int32Array(4), 0, 0); } catch (e: any) { waitAsync = e.message; }\n\
+         export default { sab: typeof g.SharedArrayBuffer, wasm: typeof g.WebAssembly, atomics, waitAsync };\n",
+        &[],
+    );
+    assert_eq!(
+        out["value"],
+        json!({"sab": "undefined", "wasm": "undefined", "atomics": "works",
+               "waitAsync": "Atomics.waitAsync is not available in scripts"}),
+        "{out}"
+    );
+}
+
+/// A directory inside the workspace that is a link out of it: nothing behind the link is
+/// imported, named in an error, or offered as a suggestion, and the link's target never printed.
+#[test]
+fn imports_never_suggest_or_name_files_outside_the_workspace() {
+    let p = fixture_project();
+    p.write("private/credentials.ts", "export const key = 'outside-secret';\n");
+    p.write("private/secret-module.ts", "export const key = 'outside-secret';\n");
+    let ws = p.path().join(WS);
+    std::os::unix::fs::symlink(p.path().join("private"), ws.join("lib")).unwrap();
+    std::os::unix::fs::symlink(p.path().join("private/credentials.ts"), ws.join("credentialz.ts")).unwrap();
+    std::os::unix::fs::symlink("/etc", ws.join("etc")).unwrap();
+    let outside = std::fs::canonicalize(p.path()).unwrap().display().to_string();
+    let cases: &[(&str, &str)] = &[
+        ("import { key } from './lib/secret-modul.ts'; console.log(key);", "lib/secret-modul.ts leads outside"),
+        ("import { key } from './lib/secret-module.ts'; console.log(key);", "lib/secret-module.ts leads outside"),
+        ("import { key } from './lib/nothing-here.ts'; console.log(key);", "lib/nothing-here.ts leads outside"),
+        ("import { key } from './lib/sub/x.ts'; console.log(key);", "lib/sub/x.ts leads outside"),
+        ("import { key } from './lib'; console.log(key);", "lib leads outside"),
+        ("import { key } from './credentials.ts'; console.log(key);", "no such module credentials.ts"),
+        ("import { key } from './credentialz.ts'; console.log(key);", "credentialz.ts leads outside"),
+        ("import x from './etc/passwd'; console.log(x);", "etc/passwd leads outside"),
+        ("import x from './etc/passw'; console.log(x);", "etc/passw leads outside"),
+        ("const m = await import('./lib/secret-modul.ts'); console.log(m);", "lib/secret-modul.ts leads outside"),
+    ];
+    for (script, expected) in cases {
+        let r = exec_stdin(&p, script, &[]);
+        r.assert_code(1);
+        assert_eq!(r.stderr.lines().count(), 1, "{script}: {}", r.stderr);
+        assert!(r.stderr.contains(expected), "{script}: expected {expected:?} in\n{}", r.stderr);
+        for leak in [outside.as_str(), "private", "credentials.ts?", "did you mean", "(to "] {
+            assert!(!r.stderr.contains(leak), "{script}: leaked {leak:?}:\n{}", r.stderr);
+        }
+        assert!(!r.stdout.contains("outside-secret") && !r.stdout.contains("root:"), "{script}: {}", r.stdout);
+    }
+    // Suggestions still work inside.
+    let r = exec_stdin(&p, "import { echo } from './servers/fixture/ech.ts';\nconsole.log(echo);\n", &[]);
+    assert!(r.stderr.contains("did you mean servers/fixture/echo.ts?"), "{}", r.stderr);
+
+    // With no workspace at all, nothing next to where it would be is suggested.
+    p.write_config(&format!(
+        "mcp:\n  code_execution:\n    workspace_dir: missing-ws\n  servers:\n{}",
+        fixture_stdio_yaml("fixture", &[])
+    ));
+    let r = exec_stdin(&p, "import x from './agent.yam';\nconsole.log(x);\n", &[]);
+    r.assert_code(1);
+    assert!(r.stderr.contains("no such module agent.yam in the workspace"), "{}", r.stderr);
+    assert!(!r.stderr.contains("did you mean") && !r.stderr.contains(&outside), "{}", r.stderr);
+}
+
+/// The engine's cache of compiled scripts (their string literals included) is private: an
+/// existing world-readable one is tightened on use (directory 0700, files 0600).
+#[test]
+fn the_compiled_script_caches_are_private() {
+    use std::os::unix::fs::PermissionsExt;
+    let p = fixture_project();
+    let cache = p.path().join("cache");
+    let bytecode = cache.join("bc");
+    let snapshots = cache.join("agent");
+    for dir in [&bytecode, &snapshots] {
+        std::fs::create_dir_all(dir).unwrap();
+        std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let old = dir.join("0000000000000000.qbc");
+        std::fs::write(&old, b"old").unwrap();
+        std::fs::set_permissions(&old, std::fs::Permissions::from_mode(0o644)).unwrap();
+    }
+    p.write("job.ts", &format!("const token = 'sk-{}';\nconsole.log(token.length);\n", unique_tag("secret")));
+    // The directories are private from the first run on; what a run adds (the engine writes
+    // with the umask) is tightened when the next run starts, so the second run of the same
+    // job (which adds nothing) leaves every file 0600.
+    for _ in 0..2 {
+        let out = p
+            .cmd(&["exec", "job.ts"])
+            .env("V82JSC_BC_CACHE_DIR", &bytecode)
+            .env("XDG_CACHE_HOME", &cache)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    }
+    let mode = |p: &std::path::Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+    for dir in [&bytecode, &snapshots] {
+        assert_eq!(mode(dir), 0o700, "{}", dir.display());
+        let files: Vec<_> = std::fs::read_dir(dir).unwrap().flatten().map(|e| e.path()).collect();
+        assert!(files.len() >= 2, "this run added nothing to {}: {files:?}", dir.display());
+        for f in files {
+            assert_eq!(mode(&f), 0o600, "{}", f.display());
+        }
+    }
 }

@@ -677,6 +677,61 @@ fn code_mode_without_a_tree_or_regeneration_is_a_usage_error() {
     assert!(fake.requests()[0].system().contains("servers/fixture/"));
 }
 
+/// The discovery tools over a tree full of links: to /etc/passwd, to the project directory (its
+/// agent.yaml and the server logs), to an ancestor (a loop) and to the tree itself. Recursive
+/// listings and searches show nothing from outside, do not loop, and the links that stay inside
+/// still work.
+#[test]
+fn code_mode_discovery_walks_never_leave_the_tree() {
+    let fake = FakeLlm::start(vec![
+        Reply::tools(
+            "Looking around.",
+            &[
+                ("list_files", json!({"recursive": true})),
+                ("grep_files", json!({"pattern": "root"})),
+                ("grep_files", json!({"pattern": "outside-sec?ret|mc?p:|secret tok?en", "max_results": 200})),
+                ("grep_files", json!({"pattern": "export async function echo", "path": "servers"})),
+                ("list_files", json!({"path": "servers/fixture/up", "recursive": true})),
+                ("read_file", json!({"path": "pw.ts"})),
+                ("read_file", json!({"path": "up/agent.yaml"})),
+            ],
+        ),
+        Reply::text("done"),
+    ]);
+    let p = fixture_project(&fake, Api::Anthropic);
+    p.run(&["mcp", "generate"]).assert_ok();
+    p.write("notes.txt", "outside-secret\n");
+    p.write(".kodelet/mcp/logs/fixture.stderr.log", "secret token in a log\n");
+    let ws = p.path().join(".kodelet/mcp");
+    let link = |target: &str, at: &str| std::os::unix::fs::symlink(target, ws.join(at)).unwrap();
+    link("/etc/passwd", "pw.ts");
+    link("../..", "up");
+    link("../../../..", "servers/fixture/up");
+    link("..", "servers/loop");
+    link(".", "servers/fixture/self");
+    link("../logs", "servers/logs");
+    link("fixture/echo.ts", "servers/alias.ts");
+    let r = p.run(&["run", "--mode", "code", "look around"]);
+    r.assert_ok();
+    let results = fake.requests()[1].tool_results();
+    assert_eq!(results.len(), 7, "{results:?}");
+    // (The errors of the last three name the paths the model asked for, and nothing else.)
+    for (id, text, _) in &results[..4] {
+        for leak in ["root:x", "outside-secret", "secret token", "agent.yaml", "notes.txt", "pw.ts", "logs/", "mcp:"] {
+            assert!(!text.contains(leak), "{id} leaked {leak:?}:\n{text}");
+        }
+    }
+    let listing = &results[0].1;
+    assert!(listing.contains("servers/fixture/echo.ts") && listing.contains("servers/alias.ts"), "{listing}");
+    assert!(listing.lines().count() < 200, "{listing}");
+    assert_eq!(results[1].1, "no match for `root`");
+    assert_eq!(results[2].1, "no match for `outside-sec?ret|mc?p:|secret tok?en`");
+    assert!(results[3].1.starts_with("servers/fixture/echo.ts:"), "{}", results[3].1);
+    for (_, text, is_error) in &results[4..] {
+        assert!(*is_error && text.contains("outside the API tree"), "{text}");
+    }
+}
+
 #[test]
 fn code_mode_ctrl_c_stops_the_script_servers_and_bridge() {
     let tag = unique_tag("code-sigint");

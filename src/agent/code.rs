@@ -3,8 +3,9 @@
 //! and the system prompt that names the servers and where their API lives.
 //!
 //! Discovery is confined to the tree: paths are relative to its root, `..` and absolute paths are
-//! refused, symlinks are resolved and must stay inside, and `logs/` (server stderr) and dot-files
-//! (the generator's manifest) are not part of it. MCP tool definitions are never sent in code mode.
+//! refused, every path touched (walks included) is checked where its symlinks really lead and
+//! must stay inside, and `logs/` (server stderr) and dot-files (the generator's manifest) are not
+//! part of it. MCP tool definitions are never sent in code mode.
 
 use std::fmt::Write as _;
 use std::path::{Component, Path, PathBuf};
@@ -14,6 +15,7 @@ use serde_json::{Value, json};
 use super::provider::ToolSpec;
 pub use crate::codegen::ServerEntry;
 use crate::config::CodeExecutionConfig;
+use crate::runtime::confine::{self, Confined, Refusal};
 
 pub const CODE_EXECUTION: &str = "code_execution";
 pub const LIST_FILES: &str = "list_files";
@@ -26,6 +28,8 @@ const MAX_READ_BYTES: usize = 48 * 1024;
 const MAX_GREP_RESULTS: usize = 200;
 /// Most entries one `list_files` returns.
 const MAX_LIST_ENTRIES: usize = 1000;
+/// Largest file `read_file` and `grep_files` read (generated files are a few KB).
+const MAX_FILE_BYTES: u64 = 8 * 1024 * 1024;
 
 /// The limits the `code_execution` description states.
 #[derive(Debug, Clone)]
@@ -164,9 +168,25 @@ pub fn server_line(e: &ServerEntry) -> String {
 }
 
 /// The discovery tools over one tree.
+///
+/// Every path they touch is opened through `runtime::confine` and used only where it really is
+/// part of the tree (links resolved): inside it, not under `logs/`, no dot-file on the way. Walks
+/// (`list_files` with `recursive`, `grep_files`) follow a link only when it leads inside the tree
+/// and enter each real directory once, so a link to an ancestor cannot loop; links leading out
+/// are left out of listings and searches.
 #[derive(Debug, Clone)]
 pub struct Discovery {
     root: PathBuf,
+}
+
+/// One entry met by a walk.
+struct Entry {
+    /// The path as shown: under the tree root, through the links the walk followed.
+    shown: PathBuf,
+    /// Where it really is, inside the tree.
+    real: PathBuf,
+    dir: bool,
+    len: u64,
 }
 
 impl Discovery {
@@ -196,20 +216,15 @@ impl Discovery {
         }
     }
 
-    /// Resolves a path the model gave: relative, inside the tree, not in `logs/` or a dot-file.
-    fn resolve(&self, rel: &str) -> Result<PathBuf, String> {
+    /// Opens a path the model gave: relative, inside the tree, not in `logs/` or a dot-file,
+    /// neither as written nor where its links lead. Returns the path as shown and the open file.
+    fn resolve(&self, rel: &str) -> Result<(PathBuf, Confined), String> {
         let p = Path::new(rel.trim());
         let mut clean = PathBuf::new();
         for c in p.components() {
             match c {
                 Component::CurDir => {}
-                Component::Normal(x) => {
-                    let name = x.to_string_lossy();
-                    if name.starts_with('.') {
-                        return Err(format!("`{rel}` is not part of the API tree"));
-                    }
-                    clean.push(x);
-                }
+                Component::Normal(x) => clean.push(x),
                 Component::ParentDir | Component::RootDir | Component::Prefix(_) => {
                     return Err(format!(
                         "`{rel}` is outside the API tree: use a path relative to its root, without `..`"
@@ -217,60 +232,100 @@ impl Discovery {
                 }
             }
         }
-        if clean.components().next().is_some_and(|c| c.as_os_str() == "logs") {
-            return Err(format!("`{rel}` is not part of the API tree (logs/ holds server logs)"));
+        if let Some(why) = hidden(&clean) {
+            return Err(format!("`{rel}` is not part of the API tree{why}"));
         }
-        let full = self.root.join(&clean);
-        let real = std::fs::canonicalize(&full).map_err(|_| format!("`{rel}` does not exist in the API tree"))?;
-        if !real.starts_with(&self.root) {
-            return Err(format!("`{rel}` is outside the API tree"));
+        let shown = self.root.join(&clean);
+        let opened = self.open(&shown).map_err(|r| match r {
+            Refusal::Missing(_) => format!("`{rel}` does not exist in the API tree"),
+            Refusal::Outside => format!("`{rel}` is outside the API tree"),
+            Refusal::Special => format!("`{rel}` is not a regular file or directory"),
+        })?;
+        Ok((shown, opened))
+    }
+
+    /// Opens `path` if it really is part of the tree: inside it and, links resolved, neither
+    /// under `logs/` nor a dot-file.
+    fn open(&self, path: &Path) -> Result<Confined, Refusal> {
+        let opened = confine::open_inside(&self.root, path)?;
+        match opened.real.strip_prefix(&self.root) {
+            Ok(rel) if hidden(rel).is_none() => Ok(opened),
+            _ => Err(Refusal::Outside),
         }
-        Ok(real)
     }
 
     fn rel<'a>(&self, p: &'a Path) -> std::borrow::Cow<'a, str> {
         p.strip_prefix(&self.root).unwrap_or(p).to_string_lossy()
     }
 
-    /// Whether a directory entry is part of the tree (skips dot-files and the top-level `logs/`).
-    fn visible(&self, p: &Path) -> bool {
-        let name = p.file_name().map(|n| n.to_string_lossy()).unwrap_or_default();
-        !(name.starts_with('.') || (p.parent() == Some(self.root.as_path()) && name == "logs"))
+    /// The entries of a directory that are part of the tree, each opened (and closed again) to
+    /// learn where it really is; links leading out, broken links and special files are skipped.
+    fn entries(&self, shown: &Path, dir: &Confined) -> Vec<Entry> {
+        let Ok(names) = dir.names() else { return Vec::new() };
+        names
+            .into_iter()
+            .filter(|name| hidden(shown.join(name).strip_prefix(&self.root).unwrap_or(Path::new(""))).is_none())
+            .filter_map(|name| {
+                let opened = self.open(&dir.real.join(&name)).ok()?;
+                Some(Entry {
+                    shown: shown.join(&name),
+                    dir: opened.is_dir(),
+                    len: opened.meta.len(),
+                    real: opened.real,
+                })
+            })
+            .collect()
     }
 
-    fn entries(&self, dir: &Path) -> Vec<PathBuf> {
-        let mut out: Vec<PathBuf> = std::fs::read_dir(dir)
-            .map(|rd| rd.flatten().map(|e| e.path()).filter(|p| self.visible(p)).collect())
-            .unwrap_or_default();
-        out.sort();
-        out
+    /// Walks below `start` (depth first; the whole subtree when `recursive`), calling `visit` for
+    /// each entry until it returns false. Each real directory is entered once.
+    fn walk(&self, shown: PathBuf, start: Confined, recursive: bool, mut visit: impl FnMut(&Entry) -> bool) {
+        let mut entered = std::collections::HashSet::new();
+        entered.insert(start.real.clone());
+        let mut stack = vec![(shown, start.real.clone())];
+        let mut first = Some(start);
+        while let Some((shown, real)) = stack.pop() {
+            // Opened when its turn comes (and checked again), so pending directories hold no
+            // descriptor.
+            let dir = match first.take() {
+                Some(dir) => dir,
+                None => match self.open(&real) {
+                    Ok(dir) if dir.is_dir() => dir,
+                    _ => continue,
+                },
+            };
+            let entries = self.entries(&shown, &dir);
+            drop(dir);
+            for e in entries.into_iter().rev() {
+                if !visit(&e) {
+                    return;
+                }
+                if recursive && e.dir && entered.insert(e.real.clone()) {
+                    stack.push((e.shown, e.real));
+                }
+            }
+        }
     }
 
     fn list(&self, rel: &str, recursive: bool) -> Result<String, String> {
-        let dir = self.resolve(rel)?;
+        let (shown, dir) = self.resolve(rel)?;
         if !dir.is_dir() {
             return Err(format!("`{rel}` is a file; use {READ_FILE} to read it"));
         }
         let mut lines = Vec::new();
-        let mut stack = vec![dir];
         let mut more = false;
-        while let Some(d) = stack.pop() {
-            for p in self.entries(&d).into_iter().rev() {
-                if lines.len() >= MAX_LIST_ENTRIES {
-                    more = true;
-                    break;
-                }
-                if p.is_dir() {
-                    lines.push(format!("{}/", self.rel(&p)));
-                    if recursive {
-                        stack.push(p);
-                    }
-                } else {
-                    let size = p.metadata().map(|m| m.len()).unwrap_or(0);
-                    lines.push(format!("{}  ({size} B)", self.rel(&p)));
-                }
+        self.walk(shown, dir, recursive, |e| {
+            if lines.len() >= MAX_LIST_ENTRIES {
+                more = true;
+                return false;
             }
-        }
+            if e.dir {
+                lines.push(format!("{}/", self.rel(&e.shown)));
+            } else {
+                lines.push(format!("{}  ({} B)", self.rel(&e.shown), e.len));
+            }
+            true
+        });
         lines.sort();
         if lines.is_empty() {
             return Ok(format!("`{rel}` is empty"));
@@ -282,11 +337,11 @@ impl Discovery {
     }
 
     fn read(&self, rel: &str, offset: Option<u64>, limit: Option<u64>) -> Result<String, String> {
-        let path = self.resolve(rel)?;
-        if path.is_dir() {
+        let (_, file) = self.resolve(rel)?;
+        if file.is_dir() {
             return Err(format!("`{rel}` is a directory; use {LIST_FILES} to list it"));
         }
-        let text = std::fs::read_to_string(&path).map_err(|e| format!("cannot read `{rel}`: {e}"))?;
+        let text = file.read_text(MAX_FILE_BYTES).map_err(|e| format!("cannot read `{rel}`: {e}"))?;
         if text.is_empty() {
             return Ok(format!("`{rel}` is empty"));
         }
@@ -324,27 +379,35 @@ impl Discovery {
             .size_limit(1 << 20)
             .build()
             .map_err(|e| format!("invalid pattern: {e}"))?;
-        let start = self.resolve(rel)?;
-        let mut files = Vec::new();
-        let mut stack = vec![start];
-        while let Some(p) = stack.pop() {
-            if p.is_dir() {
-                stack.extend(self.entries(&p));
-            } else {
-                files.push(p);
-            }
+        let (shown, start) = self.resolve(rel)?;
+        // (shown, real) of every file to search: each real file once, under its own path when the
+        // walk met it there too, else under the first link that led to it.
+        let mut files: Vec<(PathBuf, PathBuf)> = Vec::new();
+        if start.is_dir() {
+            let mut by_real: std::collections::BTreeMap<PathBuf, PathBuf> = std::collections::BTreeMap::new();
+            self.walk(shown, start, true, |e| {
+                if !e.dir && (e.shown == e.real || !by_real.contains_key(&e.real)) {
+                    by_real.insert(e.real.clone(), e.shown.clone());
+                }
+                true
+            });
+            files = by_real.into_iter().map(|(real, shown)| (shown, real)).collect();
+        } else {
+            files.push((shown, start.real.clone()));
         }
         files.sort();
         let mut out = Vec::new();
         let mut total = 0usize;
-        for f in files {
-            let Ok(text) = std::fs::read_to_string(&f) else { continue };
+        for (shown, real) in files {
+            // Opened again through the check: what is read is what was listed, or nothing.
+            let Ok(file) = self.open(&real) else { continue };
+            let Ok(text) = file.read_text(MAX_FILE_BYTES) else { continue };
             for (i, line) in text.lines().enumerate() {
                 if re.is_match(line) {
                     total += 1;
                     if out.len() < max {
                         let line = super::provider::short(line.trim(), 300);
-                        out.push(format!("{}:{}: {line}", self.rel(&f), i + 1));
+                        out.push(format!("{}:{}: {line}", self.rel(&shown), i + 1));
                     }
                 }
             }
@@ -359,14 +422,35 @@ impl Discovery {
     }
 }
 
+/// Why a path relative to the tree root is not part of the tree: a dot-file or dot-directory
+/// anywhere on it (the generator's manifest), or the top-level `logs/` (server stderr).
+fn hidden(rel: &Path) -> Option<&'static str> {
+    for (i, c) in rel.components().enumerate() {
+        let Component::Normal(name) = c else { return Some("") };
+        let name = name.to_string_lossy();
+        if name.starts_with('.') {
+            return Some("");
+        }
+        if i == 0 && name == "logs" {
+            return Some(" (logs/ holds server logs)");
+        }
+    }
+    None
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     fn tree() -> tempfile::TempDir {
         let d = tempfile::tempdir().unwrap();
+        fill_tree(d.path());
+        d
+    }
+
+    fn fill_tree(root: &Path) {
         let w = |p: &str, s: &str| {
-            let f = d.path().join(p);
+            let f = root.join(p);
             std::fs::create_dir_all(f.parent().unwrap()).unwrap();
             std::fs::write(f, s).unwrap();
         };
@@ -378,7 +462,29 @@ mod tests {
         );
         w("logs/fixture.stderr.log", "secret token in a log\n");
         w(".agent-manifest.json", "{}");
-        d
+    }
+
+    /// A tree at `<tmp>/ws` next to files it must never show, with links of every kind.
+    fn tree_with_links() -> (tempfile::TempDir, PathBuf) {
+        use std::os::unix::fs::symlink;
+        let outer = tempfile::tempdir().unwrap();
+        let root = outer.path().join("ws");
+        fill_tree(&root);
+        std::fs::write(outer.path().join("agent.yaml"), "api_key: outside-secret\n").unwrap();
+        std::fs::create_dir_all(outer.path().join("elsewhere")).unwrap();
+        std::fs::write(outer.path().join("elsewhere/passwd"), "root:x:0:0:outside-secret\n").unwrap();
+        let link = |target: &str, at: &str| symlink(target, root.join(at)).unwrap();
+        link("/etc/passwd", "pw.ts");
+        link("../../../elsewhere/passwd", "servers/fixture/passwd.ts");
+        link("..", "up");
+        link("../../elsewhere", "servers/escape");
+        link("..", "servers/loop");
+        link(".", "servers/fixture/self");
+        link("../logs", "servers/logs_alias");
+        link("../.agent-manifest.json", "servers/manifest.ts");
+        link("fixture/echo.ts", "servers/alias.ts");
+        link("nowhere.ts", "servers/broken.ts");
+        (outer, root)
     }
 
     #[test]
@@ -421,6 +527,59 @@ mod tests {
         }
         assert!(d.call(GREP_FILES, &json!({"pattern": "("})).unwrap_err().starts_with("invalid pattern"));
         assert!(d.call(READ_FILE, &json!({"path": "nope.ts"})).unwrap_err().contains("does not exist"));
+    }
+
+    #[test]
+    fn walks_never_follow_links_out_of_the_tree_and_never_loop() {
+        let (_outer, root) = tree_with_links();
+        let d = Discovery::new(&root);
+        let leaks = |what: &str, text: &str| {
+            for needle in ["root:x", "outside-secret", "agent.yaml", "elsewhere", "secret token", "pw.ts", "passwd"] {
+                assert!(!text.contains(needle), "{what} leaked {needle:?}:\n{text}");
+            }
+        };
+        let all = d.call(LIST_FILES, &json!({"recursive": true})).unwrap();
+        leaks("list_files recursive", &all);
+        for hidden in ["up/", "escape", "logs_alias", "manifest.ts", "broken.ts"] {
+            assert!(!all.contains(hidden), "{hidden} listed:\n{all}");
+        }
+        // Links that stay inside are followed (a link to an ancestor is listed, entered once).
+        assert!(all.contains("servers/alias.ts  (95 B)"), "{all}");
+        assert!(all.contains("servers/loop/"), "{all}");
+        assert!(all.lines().count() < 40, "{all}");
+        for pattern in ["root", "secret", "api_key", "x:0:0", "."] {
+            let hits = d.call(GREP_FILES, &json!({"pattern": pattern, "max_results": 200})).unwrap();
+            leaks(&format!("grep_files {pattern}"), &hits);
+        }
+        // A file met through a link and at its own path is searched once, under its own path.
+        let echo = d.call(GREP_FILES, &json!({"pattern": "interface EchoInput"})).unwrap();
+        assert_eq!(echo, "servers/fixture/echo.ts:2: export interface EchoInput { message: string }");
+        let echo = d.call(GREP_FILES, &json!({"pattern": "interface EchoInput", "path": "servers/alias.ts"})).unwrap();
+        assert_eq!(echo, "servers/alias.ts:2: export interface EchoInput { message: string }");
+        for path in ["servers", "servers/fixture", "servers/loop", "servers/fixture/self"] {
+            let listed = d.call(LIST_FILES, &json!({"path": path, "recursive": true})).unwrap();
+            leaks(&format!("list_files {path}"), &listed);
+            let hits = d.call(GREP_FILES, &json!({"pattern": "root|secret", "path": path})).unwrap();
+            leaks(&format!("grep_files in {path}"), &hits);
+        }
+        for path in [
+            "pw.ts",
+            "up/agent.yaml",
+            "servers/fixture/passwd.ts",
+            "servers/escape/passwd",
+            "servers/logs_alias/fixture.stderr.log",
+            "servers/manifest.ts",
+            "servers/loop/logs/fixture.stderr.log",
+        ] {
+            let e = d.call(READ_FILE, &json!({"path": path})).unwrap_err();
+            assert!(e.contains("outside the API tree") || e.contains("not part of the API tree"), "{path}: {e}");
+            let e = d.call(GREP_FILES, &json!({"pattern": ".", "path": path})).unwrap_err();
+            assert!(e.contains("outside the API tree") || e.contains("not part of the API tree"), "{path}: {e}");
+        }
+        assert_eq!(
+            d.call(READ_FILE, &json!({"path": "servers/alias.ts", "limit": 1})).unwrap(),
+            "export async function echo(input: EchoInput) {}\n[lines 1-1 of 2; call read_file with offset 2 for more]"
+        );
     }
 
     #[test]

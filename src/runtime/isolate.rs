@@ -93,7 +93,11 @@ fn runner_thread(mut rx: std::sync::mpsc::Receiver<Box<Job>>, limit_mb: Arc<Atom
         }
     };
     let _enter = tokio_rt.enter();
+    // Before the engine first writes to it (it compiles while creating the first runtime below).
     if let Some(dir) = engine_bytecode_cache_dir() {
+        if let Err(e) = super::snapshot::private_dir(&dir) {
+            tracing::info!("cannot make the bytecode cache {} private: {e}", dir.display());
+        }
         prune_bytecode_cache(&dir, BYTECODE_CACHE_KEEP);
     }
     let cache = TranspileCache::default();
@@ -179,7 +183,8 @@ fn hand_over(
 /// The QuickJS backend (v8x) keeps compiled bytecode of every script and module it compiles in
 /// `$XDG_CACHE_HOME/v8x/quickjs-bytecode` (or `~/.cache/...`, or `V82JSC_BC_CACHE_DIR`), which
 /// speeds up creating isolates by ~15 ms but would grow by one file per distinct script forever.
-/// Each runner thread trims it to the newest entries when it starts.
+/// Each runner thread trims it to the newest entries when it starts. It holds compiled scripts
+/// (their string literals included), so it is kept private: 0700, files 0600.
 const BYTECODE_CACHE_KEEP: usize = 512;
 
 fn engine_bytecode_cache_dir() -> Option<PathBuf> {
@@ -197,14 +202,28 @@ fn engine_bytecode_cache_dir() -> Option<PathBuf> {
 
 /// Deletes the oldest `.qbc` files (and leftover `.tmp` files) beyond the newest `keep / 2` once
 /// there are more than `keep`, so trimming happens rarely and hot entries are rebuilt rarely.
+/// Files the engine wrote with the umask (0644) are set to 0600 on the way, from the metadata
+/// this pass reads anyway (the 0700 directory already keeps them from other users; no extra
+/// pass over the directory, no work after a job).
 pub(crate) fn prune_bytecode_cache(dir: &Path, keep: usize) {
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
     let Ok(entries) = std::fs::read_dir(dir) else { return };
+    // SAFETY: getuid has no preconditions.
+    let uid = unsafe { libc::getuid() };
     let mut files: Vec<(std::time::SystemTime, PathBuf)> = Vec::new();
     for e in entries.flatten() {
         let path = e.path();
         match path.extension().and_then(|x| x.to_str()) {
             Some("qbc") => {
-                let modified = e.metadata().and_then(|m| m.modified()).unwrap_or(std::time::UNIX_EPOCH);
+                let meta = e.metadata().ok();
+                if let Some(m) = &meta
+                    && m.is_file()
+                    && m.uid() == uid
+                    && m.mode() & 0o077 != 0
+                {
+                    let _ = std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600));
+                }
+                let modified = meta.and_then(|m| m.modified().ok()).unwrap_or(std::time::UNIX_EPOCH);
                 files.push((modified, path));
             }
             Some("tmp") => {
@@ -354,6 +373,17 @@ impl Prepared {
             tool_calls: 0,
             output: OutputSink::new(req.limits.max_output_bytes),
             stack_prefix: stack_prefix.clone(),
+            request_bytes: Rc::default(),
+            max_request_bytes: usize::try_from(req.limits.memory_limit_mb)
+                .unwrap_or(usize::MAX / MIB)
+                .saturating_mul(MIB),
+            out_of_memory: {
+                let control = self.control.clone();
+                Rc::new(move || {
+                    control.flags.out_of_memory.store(true, Ordering::SeqCst);
+                    control.terminate();
+                })
+            },
         });
         let _ = started.send(JobControl { inner: Some(self.control.clone()) });
 
@@ -582,6 +612,9 @@ fn missing_global_hint(message: &str) -> Option<&'static str> {
             "scripts run without file system, network, environment or process access; \
              call MCP tools through ./servers/<server>/index.ts",
         ),
+        "SharedArrayBuffer" | "WebAssembly" | "Worker" => {
+            Some("scripts run single-threaded, without shared memory, workers or WebAssembly")
+        }
         _ => None,
     }
 }

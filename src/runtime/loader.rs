@@ -5,6 +5,11 @@
 //! `npm:`, `jsr:`, `http(s):`, `file:`, ...) and bare package names fail with a message that says
 //! why. The entry script itself may live anywhere; it is handed over as source text.
 //!
+//! Workspace files are opened through [`super::confine`]: where a file really is is checked on
+//! the open file, so a link swapped in between cannot lead out. A path that leads out through a
+//! link is refused before anything behind the link is looked at, and no message (errors, "did
+//! you mean" suggestions) ever names a file outside the workspace or a link's target there.
+//!
 //! `.ts`/`.mts` modules are transpiled (type-stripped) with deno_ast on load, keeping source maps
 //! so stack traces point at TypeScript lines. Transpiled output is cached across executions by
 //! path, size and modification time.
@@ -23,7 +28,11 @@ use deno_core::{
 use deno_error::JsErrorBox;
 
 use super::FailureKind;
+use super::confine::{self, Refusal};
 use crate::util::suggest::suggest;
+
+/// Largest module the loader reads (generated tool files are a few KB).
+const MAX_MODULE_BYTES: u64 = 16 * 1024 * 1024;
 
 /// Transpiled modules shared by every isolate of one runner thread.
 pub(crate) type TranspileCache = Rc<RefCell<HashMap<PathBuf, Cached>>>;
@@ -150,17 +159,31 @@ impl WorkspaceLoader {
                 root.display()
             )));
         }
+        // A path that leads out through a link (itself or a directory on the way) is refused
+        // before anything behind the link is looked at: what exists there is no script's business.
+        if leads_outside(&root, &joined) {
+            return Err(deny(format!(
+                "{} leads outside the workspace; scripts may only import modules inside it",
+                display_path(&root, &joined)
+            )));
+        }
         let Some(found) = candidates(&joined).into_iter().find(|p| p.is_file()) else {
             return Err(deny(not_found(&root, &joined)));
         };
-        let real = std::fs::canonicalize(&found).map_err(|e| deny(format!("cannot read {}: {e}", found.display())))?;
-        if !real.starts_with(&root) {
-            return Err(deny(format!(
-                "{} leads outside the workspace (to {}); scripts may only import modules inside it",
-                display_path(&root, &found),
-                real.display()
-            )));
-        }
+        // Where it really leads is checked on the opened file; a target outside is never named.
+        let real = match confine::open_inside(&root, &found) {
+            Ok(opened) => opened.real,
+            Err(Refusal::Outside) => {
+                return Err(deny(format!(
+                    "{} leads outside the workspace; scripts may only import modules inside it",
+                    display_path(&root, &found)
+                )));
+            }
+            Err(Refusal::Special) => {
+                return Err(deny(format!("{} is not a regular file", display_path(&root, &found))));
+            }
+            Err(Refusal::Missing(e)) => return Err(deny(format!("cannot read {}: {e}", display_path(&root, &found)))),
+        };
         if media_kind(&real).is_none() {
             return Err(deny(format!(
                 "{} is not a module scripts can import (only .ts, .mts, .js and .mjs files)",
@@ -175,18 +198,24 @@ impl WorkspaceLoader {
         let path = specifier
             .to_file_path()
             .map_err(|()| self.fail(FailureKind::Import, format!("cannot load {specifier}: not a file")))?;
-        // Resolution already checked this; checking the real path again here keeps load() safe on
-        // its own (and against a symlink swapped in between).
-        let path = std::fs::canonicalize(&path).unwrap_or(path);
-        if !path.starts_with(&root) {
-            return Err(
-                self.fail(FailureKind::Import, format!("cannot load {}: outside the workspace", path.display()))
-            );
-        }
+        // Resolution already checked this; checking where the opened file really is keeps load()
+        // safe on its own (and against a symlink swapped in between). What is read is that file.
+        let shown = if path.starts_with(&root) { display_path(&root, &path) } else { "a module".to_string() };
+        let file = confine::open_inside(&root, &path).map_err(|r| {
+            let why = match r {
+                Refusal::Outside => "it leads outside the workspace".to_string(),
+                Refusal::Special => "not a regular file".to_string(),
+                Refusal::Missing(e) => e.to_string(),
+            };
+            self.fail(FailureKind::Import, format!("cannot load {shown}: {why}"))
+        })?;
+        let path = file.real.clone();
         let kind = media_kind(&path)
-            .ok_or_else(|| self.fail(FailureKind::Import, format!("cannot load {}: not a module", path.display())))?;
-        let meta = std::fs::metadata(&path)
-            .map_err(|e| self.fail(FailureKind::Import, format!("cannot read {}: {e}", display_path(&root, &path))))?;
+            .ok_or_else(|| self.fail(FailureKind::Import, format!("cannot load {shown}: not a module")))?;
+        if file.is_dir() {
+            return Err(self.fail(FailureKind::Import, format!("cannot load {shown}: a directory")));
+        }
+        let meta = file.meta.clone();
         let modified = meta.modified().ok();
         if let Some(hit) = self.cache.borrow().get(&path)
             && hit.len == meta.len()
@@ -198,7 +227,8 @@ impl WorkspaceLoader {
             }
             return Ok(module_source(specifier, hit.code.clone()));
         }
-        let text = std::fs::read_to_string(&path)
+        let text = file
+            .read_text(MAX_MODULE_BYTES)
             .map_err(|e| self.fail(FailureKind::Import, format!("cannot read {}: {e}", display_path(&root, &path))))?;
         let code = self.transpile(specifier, text, kind).map_err(|m| self.fail(FailureKind::Compile, m))?;
         let source_map = self.source_maps.borrow().get(specifier.as_str()).cloned();
@@ -324,23 +354,47 @@ fn candidates(path: &Path) -> Vec<PathBuf> {
     out
 }
 
+/// Whether the deepest existing one of `path` and its ancestors (up to `root`) really is outside
+/// `root`, through a symlink.
+fn leads_outside(root: &Path, path: &Path) -> bool {
+    let mut p = path;
+    loop {
+        match confine::open_inside(root, p) {
+            Err(Refusal::Outside) => return true,
+            Err(Refusal::Missing(_)) => {}
+            Ok(_) | Err(Refusal::Special) => return false,
+        }
+        match p.parent() {
+            Some(parent) if parent.starts_with(root) => p = parent,
+            _ => return false,
+        }
+    }
+}
+
+/// "No such module", with a suggestion from the deepest existing ancestor (a typo in the server
+/// or tool name). Only the workspace is searched: an ancestor or a suggested entry whose links
+/// lead out of it is never listed or named.
 fn not_found(root: &Path, path: &Path) -> String {
     let mut msg = format!("no such module {} in the workspace", display_path(root, path));
-    // Suggest from the deepest existing ancestor: a typo in the server or tool name.
     let mut missing = path;
     while let Some(parent) = missing.parent() {
-        if parent.is_dir() {
-            let wanted = missing.file_name().and_then(|n| n.to_str()).unwrap_or("");
-            let names: Vec<String> = std::fs::read_dir(parent)
-                .map(|rd| rd.flatten().filter_map(|e| e.file_name().to_str().map(str::to_string)).collect())
-                .unwrap_or_default();
-            let close = suggest(wanted, names.iter().map(String::as_str));
-            if let Some(best) = close.first() {
-                msg.push_str(&format!("; did you mean {}?", display_path(root, &parent.join(best))));
-            }
+        if !parent.starts_with(root) {
             break;
         }
-        if !parent.starts_with(root) {
+        if let Ok(dir) = confine::open_inside(root, parent)
+            && dir.is_dir()
+        {
+            let wanted = missing.file_name().and_then(|n| n.to_str()).unwrap_or("");
+            let names: Vec<String> = dir
+                .names()
+                .map(|names| names.into_iter().filter_map(|n| n.into_string().ok()).collect())
+                .unwrap_or_default();
+            let best = suggest(wanted, names.iter().map(String::as_str))
+                .into_iter()
+                .find(|name| confine::open_inside(root, &dir.real.join(name)).is_ok());
+            if let Some(best) = best {
+                msg.push_str(&format!("; did you mean {}?", display_path(root, &parent.join(best))));
+            }
             break;
         }
         missing = parent;

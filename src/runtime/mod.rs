@@ -15,7 +15,10 @@
 //! - `output`: captured stdout/stderr under the output cap.
 //! - `snapshot`: the bootstrapped isolate, snapshotted once per binary and cached on disk.
 //! - `scan`: which MCP servers a script (and its imports) refers to.
+//! - `confine`: opening workspace files only where they really are inside it (the loader and
+//!   code mode's discovery tools read through it).
 
+pub(crate) mod confine;
 mod isolate;
 mod loader;
 mod ops;

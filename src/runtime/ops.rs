@@ -28,6 +28,23 @@ pub(crate) struct JobState {
     pub output: OutputSink,
     /// `file:///…/workspace/`: cut from stack traces printed by `console` so they read `main.ts:3:9`.
     pub stack_prefix: String,
+    /// Bytes of tool-call requests queued or in flight. They are held outside the JS heap (the
+    /// script's own copy is garbage once the call is made), so they are counted here instead.
+    pub request_bytes: Rc<std::cell::Cell<usize>>,
+    /// Most request bytes held at once: the heap limit. Past it the script is stopped with the
+    /// memory-limit error, as if the heap had filled up.
+    pub max_request_bytes: usize,
+    /// Stops the script with the memory-limit error.
+    pub out_of_memory: Rc<dyn Fn()>,
+}
+
+/// Gives a tool call's request bytes back when the call ends (or is dropped).
+struct RequestBytes(Rc<std::cell::Cell<usize>>, usize);
+
+impl Drop for RequestBytes {
+    fn drop(&mut self) {
+        self.0.set(self.0.get().saturating_sub(self.1));
+    }
 }
 
 /// The bootstrap's `settleDefault(namespace)`, registered once per isolate.
@@ -83,11 +100,18 @@ pub(crate) fn extension(with_bootstrap: bool) -> deno_core::Extension {
 #[op2]
 #[string]
 async fn op_agent_call_tool(state: Rc<RefCell<OpState>>, #[string] body: String) -> String {
-    let (bridge, slots, in_flight) = {
+    let (bridge, slots, in_flight, _held) = {
         let mut s = state.borrow_mut();
         let job = s.borrow_mut::<JobState>();
         job.tool_calls += 1;
-        (job.bridge.clone(), job.call_slots.clone(), job.in_flight.clone())
+        let held = job.request_bytes.get().saturating_add(body.len());
+        if held > job.max_request_bytes {
+            (job.out_of_memory)();
+            return error_answer("memory_limit", None, "memory limit exceeded by queued tool calls", &[]);
+        }
+        job.request_bytes.set(held);
+        let guard = RequestBytes(job.request_bytes.clone(), body.len());
+        (job.bridge.clone(), job.call_slots.clone(), job.in_flight.clone(), guard)
     };
     let Some(bridge) = bridge else {
         return error_answer("bridge_unreachable", None, "no MCP bridge: tool calls are not available here", &[]);

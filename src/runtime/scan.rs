@@ -14,6 +14,8 @@ use super::loader::normalize;
 
 /// At most this many workspace files are scanned per script (imports are followed transitively).
 const MAX_FILES: usize = 200;
+/// Larger files are not scanned (the loader refuses them too).
+const MAX_FILE_BYTES: u64 = 16 * 1024 * 1024;
 
 /// What a script refers to.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
@@ -55,11 +57,13 @@ pub fn scan(source: &str, entry_path: &Path, workspace: &Path) -> ScriptRefs {
                 .into_iter()
                 .find(|p| p.is_file());
             let Some(file) = file else { continue };
-            let Ok(real) = std::fs::canonicalize(&file) else { continue };
-            if !real.starts_with(&root) || !seen.insert(real.clone()) {
+            // Read only what really is inside the workspace (links resolved on the open file).
+            let Ok(opened) = super::confine::open_inside(&root, &file) else { continue };
+            let real = opened.real.clone();
+            if opened.is_dir() || !seen.insert(real.clone()) {
                 continue;
             }
-            if let Ok(text) = std::fs::read_to_string(&real) {
+            if let Ok(text) = opened.read_text(MAX_FILE_BYTES) {
                 queue.push((real, text));
             }
         }

@@ -6,8 +6,8 @@
 //! it is made once per binary and kept in `$XDG_CACHE_HOME/agent/` (or `~/.cache/agent/`),
 //! keyed by the executable's identity (path, size, modification time) and the bootstrap source:
 //! a rebuilt or upgraded binary makes a new one. The file is framed with a length and checksum,
-//! written atomically (0600, directory 0700), and only read back when owned by us and not
-//! writable by others. Any problem means no snapshot: the isolate is bootstrapped from source,
+//! written atomically (0600, directory 0700; an existing directory or file that is looser is
+//! tightened on use), and only read back when owned by us and not writable by others. Any problem means no snapshot: the isolate is bootstrapped from source,
 //! as it would be without this module. `AGENT_NO_SNAPSHOT=1` turns it off.
 
 use std::hash::{Hash, Hasher};
@@ -36,6 +36,11 @@ pub(crate) fn startup_snapshot() -> Option<&'static [u8]> {
 
 fn load_or_create() -> Option<Box<[u8]>> {
     let path = cache_file()?;
+    if let Some(dir) = path.parent()
+        && let Err(e) = make_private(dir)
+    {
+        tracing::info!("cannot make {} private: {e}", dir.display());
+    }
     if let Some(bytes) = read_trusted(&path) {
         return Some(bytes);
     }
@@ -103,9 +108,50 @@ fn create() -> Option<Box<[u8]>> {
     .flatten()
 }
 
+/// Makes a cache directory of ours private and the (few) files in it 0600; see [`private_dir`].
+pub(crate) fn make_private(dir: &Path) -> std::io::Result<()> {
+    private_dir(dir)?;
+    // SAFETY: getuid has no preconditions.
+    let uid = unsafe { libc::getuid() };
+    for entry in std::fs::read_dir(dir)?.flatten() {
+        tighten_file(&entry.path(), uid);
+    }
+    Ok(())
+}
+
+/// Makes a cache directory of ours private: created 0700 when missing (parents included), set to
+/// 0700 when it is looser. One owned by someone else is an error. (The files in a 0700
+/// directory are out of other users' reach whatever their own mode.)
+pub(crate) fn private_dir(dir: &Path) -> std::io::Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::DirBuilder::new().recursive(true).mode(0o700).create(dir)?;
+    // SAFETY: getuid has no preconditions.
+    let uid = unsafe { libc::getuid() };
+    let meta = std::fs::metadata(dir)?;
+    if meta.uid() != uid {
+        return Err(std::io::Error::other("it is not owned by you"));
+    }
+    if meta.mode() & 0o777 != 0o700 {
+        std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))?;
+    }
+    Ok(())
+}
+
+/// Sets a regular file of ours (not followed if it is a link) to 0600 if it is looser.
+pub(crate) fn tighten_file(path: &Path, uid: u32) {
+    use std::os::unix::fs::PermissionsExt;
+    if let Ok(m) = std::fs::symlink_metadata(path)
+        && m.is_file()
+        && m.uid() == uid
+        && m.mode() & 0o077 != 0
+    {
+        let _ = std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600));
+    }
+}
+
 fn store(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     let dir = path.parent().unwrap_or(Path::new("."));
-    std::fs::DirBuilder::new().recursive(true).mode(0o700).create(dir)?;
+    make_private(dir)?;
     let mut data = Vec::with_capacity(24 + bytes.len());
     data.extend_from_slice(MAGIC);
     data.extend_from_slice(&(bytes.len() as u64).to_le_bytes());
@@ -159,5 +205,26 @@ mod tests {
         assert!(read_trusted(&path).is_some());
         std::fs::set_permissions(&path, std::os::unix::fs::PermissionsExt::from_mode(0o620)).unwrap();
         assert!(read_trusted(&path).is_none());
+    }
+
+    #[test]
+    fn an_existing_cache_directory_is_made_private_on_use() {
+        use std::os::unix::fs::PermissionsExt;
+        let base = tempfile::tempdir().unwrap();
+        let dir = base.path().join("agent");
+        std::fs::create_dir(&dir).unwrap();
+        std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let old = dir.join("runtime-0.snap");
+        std::fs::write(&old, b"x").unwrap();
+        std::fs::set_permissions(&old, std::fs::Permissions::from_mode(0o644)).unwrap();
+        store(&dir.join("runtime-1.snap"), b"snapshot bytes").unwrap();
+        assert_eq!(std::fs::metadata(&dir).unwrap().mode() & 0o777, 0o700);
+        assert_eq!(std::fs::metadata(&old).unwrap().mode() & 0o777, 0o600);
+        // Created from nothing, parents included.
+        let fresh = base.path().join("a/b/c");
+        make_private(&fresh).unwrap();
+        for d in [base.path().join("a"), fresh] {
+            assert_eq!(std::fs::metadata(&d).unwrap().mode() & 0o777, 0o700, "{}", d.display());
+        }
     }
 }
