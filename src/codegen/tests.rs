@@ -454,3 +454,23 @@ fn the_cache_is_read_from_the_head_of_the_manifest() {
         assert_eq!(full["tools"].as_array().unwrap().len(), tools.len());
     }
 }
+
+/// A link planted in the tree (`servers/alpha -> elsewhere`) never redirects generation: no file
+/// is written or deleted through it, and the report says why.
+#[test]
+fn generation_never_writes_or_deletes_through_a_linked_directory() {
+    let (_t, dir) = tmpdir();
+    let outside = dir.parent().unwrap().join("outside");
+    std::fs::create_dir_all(&outside).unwrap();
+    let victim = outside.join("old.ts");
+    std::fs::write(&victim, format!("{}\n", render::ts_header(Some("alpha")))).unwrap();
+    std::fs::create_dir_all(dir.join("servers")).unwrap();
+    std::os::unix::fs::symlink(&outside, dir.join("servers/alpha")).unwrap();
+    let r = generate(&sample(), &GenerateOptions { clean: true, ..opts(&dir) }).unwrap();
+    let names: Vec<String> =
+        std::fs::read_dir(&outside).unwrap().flatten().map(|e| e.file_name().to_string_lossy().into_owned()).collect();
+    assert_eq!(names, ["old.ts"], "nothing written through the link");
+    assert!(victim.exists(), "nothing deleted through the link");
+    assert!(r.warnings.iter().any(|w| w.contains("servers/alpha is a symbolic link")), "{:?}", r.warnings);
+    assert!(dir.join("servers/beta/index.ts").is_file(), "other servers are generated as usual");
+}

@@ -7,7 +7,7 @@
 //! the top level of the output directory and at the files directly inside `servers/<dir>/` for
 //! the server directories in scope.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::io::Read;
 use std::path::Path;
 
@@ -54,19 +54,32 @@ pub struct Outcome {
 pub fn write(dir: &Path, files: &[PlannedFile], force: bool) -> anyhow::Result<Outcome> {
     std::fs::create_dir_all(dir).with_context(|| format!("cannot create the output directory {}", dir.display()))?;
     let mut out = Outcome::default();
-    let mut made_dirs: BTreeSet<&str> = BTreeSet::new();
+    // Per parent directory: whether files may go there (created, and no link on the way).
+    let mut dirs_ok: BTreeMap<&str, bool> = BTreeMap::new();
     for f in files {
         if f.verified && !force {
             out.unchanged += 1;
             continue;
         }
         let path = dir.join(&f.path);
-        if let Some((parent, _)) = f.path.rsplit_once('/')
-            && made_dirs.insert(parent)
-        {
-            let p = dir.join(parent);
-            if let Err(e) = std::fs::create_dir_all(&p) {
-                out.warnings.push(format!("skipped {}: cannot create {}: {e}", f.path, p.display()));
+        if let Some((parent, _)) = f.path.rsplit_once('/') {
+            let ok = *dirs_ok.entry(parent).or_insert_with(|| {
+                if let Some(link) = linked_dir(dir, parent) {
+                    out.warnings.push(format!(
+                        "skipped {parent}/: {link} is a symbolic link, and generated files are never written through one"
+                    ));
+                    return false;
+                }
+                let p = dir.join(parent);
+                match std::fs::create_dir_all(&p) {
+                    Ok(()) => true,
+                    Err(e) => {
+                        out.warnings.push(format!("skipped {parent}/: cannot create {}: {e}", p.display()));
+                        false
+                    }
+                }
+            });
+            if !ok {
                 continue;
             }
         }
@@ -104,6 +117,10 @@ pub fn delete_stale(dir: &Path, keep: &BTreeSet<&str>, scope: &DeleteScope) -> O
         DeleteScope::Dirs(d) => d.iter().cloned().collect(),
     };
     for d in &server_dirs {
+        // Never through a link: `servers/x -> /elsewhere` would delete files outside the tree.
+        if linked_dir(dir, &format!("servers/{d}")).is_some() {
+            continue;
+        }
         candidates.extend(list_files(&servers_dir.join(d)).into_iter().map(|f| format!("servers/{d}/{f}")));
     }
     for rel in candidates {
@@ -123,6 +140,25 @@ pub fn delete_stale(dir: &Path, keep: &BTreeSet<&str>, scope: &DeleteScope) -> O
         let _ = std::fs::remove_dir(servers_dir.join(d));
     }
     out
+}
+
+/// The first directory of `rel_dir` (a `/`-separated path under `dir`) that is a symbolic link.
+/// The tree is written and cleaned only through real directories: a planted link such as
+/// `servers/x -> /etc` must not redirect generation outside it.
+fn linked_dir(dir: &Path, rel_dir: &str) -> Option<String> {
+    let mut path = dir.to_path_buf();
+    let mut shown = String::new();
+    for part in rel_dir.split('/') {
+        path.push(part);
+        if !shown.is_empty() {
+            shown.push('/');
+        }
+        shown.push_str(part);
+        if std::fs::symlink_metadata(&path).is_ok_and(|m| m.file_type().is_symlink()) {
+            return Some(shown);
+        }
+    }
+    None
 }
 
 /// Names of the regular files directly in `dir` (none when it does not exist).
