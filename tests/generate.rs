@@ -417,9 +417,41 @@ fn hostile_metadata_compiles_and_appears_only_escaped() {
     assert!(all.contains(r#""evil\"; $$pwn$$(); \"\n*/ $$pwn$$(); /*", "x\"; $$pwn$$(); //\u2028$$pwn$$();", input)"#));
     // In comments, `*/` is always broken up.
     assert!(all.contains(r"*\/ $$pwn$$(); /*"));
+    // Optional properties named like `Object.prototype` members admit the inherited member.
+    let ctor = read(dir.join("servers/__proto__/constructor.ts"));
+    assert!(ctor.contains("  constructor?: string | Object[\"constructor\"];\n"), "{ctor}");
+    assert!(ctor.contains("  __proto__?: string;\n"), "{ctor}");
     // Any text that escaped a comment or string would call the undeclared `$$pwn$$` and fail tsc.
     let Some(tsc) = tsc() else { return };
-    assert_compiles(&tsc, &dir, "import * as all from \"./index.ts\";\nconsole.log(Object.keys(all));\n");
+    assert_compiles(
+        &tsc,
+        &dir,
+        r#"
+import * as all from "./index.ts";
+import { constructor, toString, type ConstructorInput } from "./servers/__proto__/index.ts";
+
+console.log(Object.keys(all));
+// Every `Object.prototype` name as an optional property: omitted, given, and the `= {}` default.
+await constructor();
+await constructor({});
+await constructor({ q: "x" });
+const all_given: ConstructorInput = {
+  constructor: "c", toString: "s", toLocaleString: 1, valueOf: 2, hasOwnProperty: true,
+  isPrototypeOf: { constructor: "c" }, propertyIsEnumerable: ["p"], ["__proto__"]: "p",
+  __defineGetter__: "g", __defineSetter__: "s", __lookupGetter__: "g", __lookupSetter__: "s",
+  nested: { toString: "t", valueOf: "a", other: "o" },
+};
+const out = await constructor(all_given);
+const v: number = out.valueOf;
+console.log(v, out.constructor, out.__proto__);
+await toString({ constructor: {} });
+await toString({ constructor: { hasOwnProperty: true }, toString: { __proto__: 1, valueOf: "x" } });
+// @ts-expect-error -- `constructor` is required here
+await toString({});
+// @ts-expect-error -- `valueOf` is an integer when given
+await constructor({ valueOf: "2" });
+"#,
+    );
 }
 
 /// Every file under `dir` but the manifest and the MCP manager's `logs/` (it logs server stderr

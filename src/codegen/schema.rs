@@ -56,6 +56,23 @@ const GLOBAL_TYPE_NAMES: &[&str] = &[
     "Symbol",
 ];
 
+/// The members TypeScript's `Object` interface declares: every object type has them, so an
+/// optional property of that name that is absent reads as the inherited member, and TypeScript
+/// checks an object literal that omits the property against it (`{}` is not a
+/// `{ constructor?: string }`: its `constructor` is a `Function`). Such a property's type
+/// therefore also admits the inherited member's type (`string | Object["constructor"]`). Other
+/// `Object.prototype` names (`__proto__`, `__defineGetter__`, ...) are not in the interface and
+/// need nothing.
+pub const OBJECT_MEMBERS: &[&str] = &[
+    "constructor",
+    "toString",
+    "toLocaleString",
+    "valueOf",
+    "hasOwnProperty",
+    "isPrototypeOf",
+    "propertyIsEnumerable",
+];
+
 /// A TypeScript type expression.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Ty {
@@ -674,16 +691,18 @@ impl<'a> Converter<'a> {
             Some(Value::Object(props)) => {
                 for (name, schema) in props {
                     self.notes.push(Vec::new());
-                    let ty = self.convert(schema, cx.nested());
+                    let mut ty = self.convert(schema, cx.nested());
+                    let optional = !required_set.contains(name.as_str());
+                    if optional && OBJECT_MEMBERS.contains(&name.as_str()) && !ty.is_unknown() {
+                        ty = union(vec![ty, Ty::Named(format!("Object[{}]", string_literal(name)))]);
+                        self.note(format!(
+                            "Note: when absent, this property reads as the `{name}` every object inherits, hence the wider type."
+                        ));
+                    }
                     let notes = self.notes.pop().unwrap_or_default();
                     let mut doc = Doc::new();
                     field_doc(&mut doc, schema, &notes);
-                    obj.props.push(Prop {
-                        name: name.clone(),
-                        optional: !required_set.contains(name.as_str()),
-                        ty,
-                        doc,
-                    });
+                    obj.props.push(Prop { name: name.clone(), optional, ty, doc });
                 }
             }
             Some(_) => self.note("Note: `properties` is not an object; ignored."),
