@@ -1144,3 +1144,7 @@ fn compact_json(v: &Value) -> String {
 #[cfg(test)]
 #[path = "schema_tests.rs"]
 mod tests;
+
+#[cfg(test)]
+#[path = "schema_props.rs"]
+mod props;
