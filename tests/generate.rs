@@ -322,6 +322,28 @@ fn a_saved_tool_list_reproduces_the_live_tree_byte_for_byte() {
 }
 
 #[test]
+fn a_tools_list_dump_with_the_server_info_generates() {
+    // What MCP clients save: the server's info (`serverInfo`) next to the `tools/list` result.
+    let p = Project::new();
+    let tools =
+        r#"[{"name": "echo", "inputSchema": {"type": "object", "properties": {"message": {"type": "string"}}}}]"#;
+    p.write("dump.json", &format!(r#"{{"server": {{"name": "everything", "version": "2.0.0"}}, "tools": {tools}}}"#));
+    let r = p.run(&["mcp", "generate", "--from-tools", "dump.json"]);
+    r.assert_ok();
+    assert!(r.stdout.contains("Generated 1 tool on 1 server ("), "{}", r.stdout);
+    assert!(p.path().join(".kodelet/mcp/servers/everything/echo.ts").is_file(), "{}", r.stdout);
+    // Without a name, `--server` names the server.
+    p.write("nameless.json", &format!(r#"{{"server": {{"version": "2.0.0"}}, "tools": {tools}}}"#));
+    let r = p.run(&["mcp", "generate", "--from-tools", "nameless.json", "--server", "mine", "-o", "other"]);
+    r.assert_ok();
+    assert!(p.path().join("other/servers/mine/echo.ts").is_file(), "{}", r.stdout);
+    p.write("bad.json", r#"{"server": {"name": 3}, "tools": []}"#);
+    let r = p.run(&["mcp", "generate", "--from-tools", "bad.json"]);
+    r.assert_code(2);
+    assert_eq!(r.stderr, "error: bad.json: `server.name` must be a string\n");
+}
+
+#[test]
 fn github_corpus_generates_offline_and_compiles() {
     let p = Project::new();
     let r =

@@ -3,7 +3,7 @@
 //! - the `agent mcp list --json` array of `{server, name, ...}` records;
 //! - a plain array of MCP `Tool` objects (`{name, title?, description?, inputSchema, outputSchema?,
 //!   annotations?}`), or an object `{"tools": [...]}` (what `tools/list` returns), optionally with
-//!   a top-level `"server"`.
+//!   a top-level `"server"`: a name, or the server's info `{"name": ..., "version": ...}`.
 //!
 //! A tool without a `server` gets the top-level `server`, else `default_server`, else the file
 //! stem. Errors name the file and the offending element (`tools[3].name: ...`).
@@ -32,7 +32,14 @@ pub fn parse_tools(doc: &Value, default_server: Option<&str>, stem: &str) -> any
                 let server = match o.get("server") {
                     None | Some(Value::Null) => None,
                     Some(Value::String(s)) => Some(s.as_str()),
-                    Some(_) => bail!("`server` must be a string"),
+                    // What MCP clients save next to `tools/list`: the server's `serverInfo`.
+                    Some(Value::Object(info)) => match info.get("name") {
+                        None | Some(Value::Null) => None,
+                        Some(Value::String(s)) if s.is_empty() => None,
+                        Some(Value::String(s)) => Some(s.as_str()),
+                        Some(_) => bail!("`server.name` must be a string"),
+                    },
+                    Some(_) => bail!("`server` must be a string or an object with a `name`"),
                 };
                 (items, server, "tools")
             }
@@ -107,6 +114,21 @@ mod tests {
         let wrapped = json!({"server": "top", "tools": [{"name": "a"}, {"name": "b", "server": "own"}]});
         let t = parse_tools(&wrapped, Some("gh"), "stem").unwrap();
         assert_eq!((t[0].server.as_str(), t[1].server.as_str()), ("top", "own"));
+    }
+
+    #[test]
+    fn the_server_may_be_its_info_object() {
+        let dump = json!({"server": {"name": "everything", "version": "1.0"}, "tools": [{"name": "a"}]});
+        assert_eq!(parse_tools(&dump, Some("flag"), "stem").unwrap()[0].server, "everything");
+        for nameless in [json!({"version": "1.0"}), json!({"name": null}), json!({"name": ""})] {
+            let dump = json!({"server": nameless, "tools": [{"name": "a"}]});
+            assert_eq!(parse_tools(&dump, Some("flag"), "stem").unwrap()[0].server, "flag", "{dump}");
+            assert_eq!(parse_tools(&dump, None, "stem").unwrap()[0].server, "stem", "{dump}");
+        }
+        let e = parse_tools(&json!({"server": {"name": 3}, "tools": []}), None, "s").unwrap_err();
+        assert_eq!(e.to_string(), "`server.name` must be a string");
+        let e = parse_tools(&json!({"server": [1], "tools": []}), None, "s").unwrap_err();
+        assert_eq!(e.to_string(), "`server` must be a string or an object with a `name`");
     }
 
     #[test]
