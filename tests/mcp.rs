@@ -460,6 +460,56 @@ fn config_errors_name_the_key() {
     assert!(r.stderr.contains("agent.yaml"), "syntax errors name the file: {}", r.stderr);
 }
 
+/// A "billion laughs" document: `levels` anchors, each a list of `fan` aliases of the last.
+fn alias_bomb(levels: usize, fan: usize) -> String {
+    let mut y = format!("l0: &l0 [{}]\n", vec!["\"lol\""; fan].join(", "));
+    for i in 1..levels {
+        y.push_str(&format!("l{i}: &l{i} [{}]\n", vec![format!("*l{}", i - 1); fan].join(", ")));
+    }
+    y
+}
+
+#[test]
+fn oversized_config_and_arguments_are_usage_errors() {
+    let p = Project::with_fixture();
+    // 10^9 copies of "lol" from 500 bytes of ./agent.yaml, read without being named.
+    p.write_config(&alias_bomb(9, 10));
+    let started = Instant::now();
+    let r = p.run(&["mcp", "list"]);
+    r.assert_code(2);
+    assert_eq!(
+        r.stderr,
+        format!(
+            "error: config file {} expands past 4 MB once its YAML aliases are resolved\n",
+            p.path().join("agent.yaml").display()
+        )
+    );
+    assert!(started.elapsed() < Duration::from_secs(10), "{:?}", started.elapsed());
+    let r = p.run(&["mcp", "list", "--config", "/dev/zero"]);
+    r.assert_code(2);
+    assert_eq!(r.stderr, "error: config file /dev/zero is larger than 4 MB\n");
+
+    p.write_config(&format!("mcp:\n  servers:\n{}", fixture_stdio_yaml("fixture", &[])));
+    let big = format!("{{\"a\": 1, \"b\": 2, \"pad\": \"{}\"}}", "x".repeat(16 << 20));
+    p.write("big.json", &big);
+    let r = p.run(&["mcp", "call", "fixture.add", "--args", "@big.json"]);
+    r.assert_code(2);
+    assert_eq!(r.stderr, "error: --args file big.json is larger than 16 MB\n");
+    let r = p.run(&["mcp", "call", "fixture.add", "--args", "@/dev/zero"]);
+    r.assert_code(2);
+    assert_eq!(r.stderr, "error: --args file /dev/zero is larger than 16 MB\n");
+    let out = p
+        .cmd(&["mcp", "call", "fixture.add", "--args", "-"])
+        .stdin(std::fs::File::open("/dev/zero").unwrap())
+        .output()
+        .unwrap();
+    let r = support::Run::from(out);
+    r.assert_code(2);
+    assert_eq!(r.stderr, "error: --args from stdin is larger than 16 MB\n");
+    // Nothing was started.
+    assert!(!p.path().join(".kodelet/mcp/logs/fixture.stderr.log").exists());
+}
+
 #[test]
 fn missing_env_var_fails_only_the_server_that_uses_it() {
     let servers = format!(
