@@ -153,6 +153,10 @@ pub struct CodeExecutionConfig {
 /// Upper bound of `call_spin`: it is a busy wait, worth it only for answers that come quickly.
 pub const MAX_CALL_SPIN: Duration = Duration::from_millis(10);
 
+/// The smallest script heap (`memory_limit_mb`, `--memory-limit`): below it the runtime's
+/// bootstrap alone does not fit. The runtime uses this number too.
+pub const MIN_HEAP_MB: u64 = 16;
+
 /// A configuration file (or an imported `mcpServers` file) may hold this much, and a YAML file
 /// may expand to this much once its aliases are replaced by what they name ("billion laughs").
 pub const MAX_CONFIG_BYTES: usize = 4 << 20;
@@ -290,6 +294,12 @@ impl Config {
                     Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
                         return Err(ConfigError::new(format!("config file {} does not exist", path.display())));
                     }
+                    Ok(m) if m.is_dir() => {
+                        return Err(ConfigError::new(format!(
+                            "config file {} is a directory, not a file",
+                            path.display()
+                        )));
+                    }
                     // Anything else (a FIFO such as `<(...)` included) is read, up to the cap.
                     _ => {}
                 }
@@ -356,7 +366,10 @@ impl Config {
         }
         for p in &config.mcp.import {
             let p = if p.is_absolute() { p.clone() } else { project_dir.join(p) };
-            if !p.is_file() {
+            if p.is_dir() {
+                return Err(ConfigError::new(format!("mcp.import: {} is a directory, not a file", p.display())));
+            }
+            if !p.exists() {
                 return Err(ConfigError::new(format!("mcp.import: {} does not exist", p.display())));
             }
             imports.push(p);
@@ -368,25 +381,73 @@ impl Config {
             }
             config.sources.push(file);
         }
-        for (name, server) in &config.mcp.servers {
+        config.validate()?;
+        Ok(config)
+    }
+
+    /// Values that parse but cannot work: zero timeouts and sizes, a heap too small to start.
+    fn validate(&self) -> Result<(), ConfigError> {
+        for (name, server) in &self.mcp.servers {
             validate_server_name(name)?;
             if server.tool_white_list.as_ref().is_some_and(|l| l.is_empty()) {
                 return Err(ConfigError::new(format!(
                     "mcp.servers.{name}.tool_white_list: an empty list would hide every tool; remove the key or set `disabled: true`"
                 )));
             }
+            positive_duration(
+                &format!("mcp.servers.{name}.connect_timeout"),
+                server.connect_timeout,
+                "the server could never start",
+            )?;
+            positive_duration(
+                &format!("mcp.servers.{name}.call_timeout"),
+                server.call_timeout,
+                "every call would time out",
+            )?;
         }
-        if config.mcp.code_execution.max_concurrent_calls == 0 {
+        let ce = &self.mcp.code_execution;
+        positive_duration("mcp.code_execution.timeout", ce.timeout, "every script would time out")?;
+        if ce.memory_limit_mb < MIN_HEAP_MB {
+            return Err(ConfigError::new(format!(
+                "mcp.code_execution.memory_limit_mb: {} MB is too small; the runtime needs at least {MIN_HEAP_MB} MB",
+                ce.memory_limit_mb
+            )));
+        }
+        if ce.max_output_bytes == 0 {
+            return Err(ConfigError::new(
+                "mcp.code_execution.max_output_bytes: must be at least 1 (0 would drop everything a script prints)",
+            ));
+        }
+        if ce.max_concurrent_calls == 0 {
             return Err(ConfigError::new("mcp.code_execution.max_concurrent_calls: must be at least 1"));
         }
-        if config.mcp.code_execution.call_spin > MAX_CALL_SPIN {
+        if ce.call_spin > MAX_CALL_SPIN {
             return Err(ConfigError::new(format!(
                 "mcp.code_execution.call_spin: at most {} (it is a busy wait; `0s` turns it off)",
                 humantime::format_duration(MAX_CALL_SPIN)
             )));
         }
-        Ok(config)
+        positive_duration("llm.request_timeout", self.llm.request_timeout, "every model request would time out")?;
+        if self.llm.max_tokens == 0 {
+            return Err(ConfigError::new("llm.max_tokens: must be at least 1"));
+        }
+        if self.agent.max_turns == 0 {
+            return Err(ConfigError::new("agent.max_turns: must be at least 1"));
+        }
+        if self.agent.max_tool_result_bytes == 0 {
+            return Err(ConfigError::new(
+                "agent.max_tool_result_bytes: must be at least 1 (0 would cut every tool result to nothing)",
+            ));
+        }
+        Ok(())
     }
+}
+
+fn positive_duration(key: &str, d: Duration, why: &str) -> Result<(), ConfigError> {
+    if d.is_zero() {
+        return Err(ConfigError::new(format!("{key}: must be greater than zero ({why})")));
+    }
+    Ok(())
 }
 
 fn user_config_path(env: &BTreeMap<String, String>) -> Option<PathBuf> {
@@ -872,6 +933,78 @@ mod tests {
         };
         let err = Config::load_with_env(&opts, &env(&[])).unwrap_err();
         assert_eq!(err.0, "config file /dev/zero is larger than 4 MB");
+    }
+
+    #[test]
+    fn zero_durations_and_sizes_are_refused_with_their_key() {
+        let dir = tempfile::tempdir().unwrap();
+        let server = |key: &str| format!("mcp:\n  servers:\n    gh:\n      command: x\n      {key}\n");
+        let cases = [
+            (
+                server("call_timeout: 0s"),
+                "mcp.servers.gh.call_timeout: must be greater than zero (every call would time out)",
+            ),
+            (
+                server("call_timeout: 0"),
+                "mcp.servers.gh.call_timeout: must be greater than zero (every call would time out)",
+            ),
+            (
+                server("connect_timeout: 0ms"),
+                "mcp.servers.gh.connect_timeout: must be greater than zero (the server could never start)",
+            ),
+            (
+                "mcp:\n  code_execution:\n    timeout: 0s\n".into(),
+                "mcp.code_execution.timeout: must be greater than zero (every script would time out)",
+            ),
+            (
+                "mcp:\n  code_execution:\n    memory_limit_mb: 1\n".into(),
+                "mcp.code_execution.memory_limit_mb: 1 MB is too small; the runtime needs at least 16 MB",
+            ),
+            (
+                "mcp:\n  code_execution:\n    max_output_bytes: 0\n".into(),
+                "mcp.code_execution.max_output_bytes: must be at least 1 (0 would drop everything a script prints)",
+            ),
+            (
+                "llm:\n  request_timeout: 0s\n".into(),
+                "llm.request_timeout: must be greater than zero (every model request would time out)",
+            ),
+            ("llm:\n  max_tokens: 0\n".into(), "llm.max_tokens: must be at least 1"),
+            ("agent:\n  max_turns: 0\n".into(), "agent.max_turns: must be at least 1"),
+            (
+                "agent:\n  max_tool_result_bytes: 0\n".into(),
+                "agent.max_tool_result_bytes: must be at least 1 (0 would cut every tool result to nothing)",
+            ),
+        ];
+        for (yaml, want) in cases {
+            assert_eq!(load(dir.path(), &yaml, &[]).unwrap_err().0, want, "{yaml}");
+        }
+        // The same from the environment; negative values do not parse at all.
+        let err = load(dir.path(), &server("disabled: false"), &[("AGENT_MCP__SERVERS__GH__CALL_TIMEOUT", "0")]);
+        assert!(err.unwrap_err().0.starts_with("mcp.servers.gh.call_timeout: must be greater than zero"));
+        let err = load(dir.path(), &server("call_timeout: -1"), &[]).unwrap_err();
+        assert!(err.0.starts_with("mcp.servers.gh.call_timeout: invalid duration"), "{err}");
+        let err = load(dir.path(), "mcp:\n  code_execution:\n    max_output_bytes: -5\n", &[]).unwrap_err();
+        assert!(err.0.starts_with("mcp.code_execution.max_output_bytes: invalid value"), "{err}");
+        // The smallest accepted values.
+        let c = load(dir.path(), "mcp:\n  code_execution:\n    memory_limit_mb: 16\n    timeout: 1ms\n", &[]).unwrap();
+        assert_eq!(c.mcp.code_execution.memory_limit_mb, MIN_HEAP_MB);
+    }
+
+    #[test]
+    fn a_directory_is_not_a_config_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let opts = |p: &Path| LoadOptions {
+            config_file: Some(p.to_path_buf()),
+            project_dir: Some(dir.path().to_path_buf()),
+            skip_user_config: true,
+        };
+        let err = Config::load_with_env(&opts(dir.path()), &env(&[])).unwrap_err();
+        assert_eq!(err.0, format!("config file {} is a directory, not a file", dir.path().display()));
+        let err = Config::load_with_env(&opts(&dir.path().join("nope.yaml")), &env(&[])).unwrap_err();
+        assert!(err.0.ends_with("nope.yaml does not exist"), "{err}");
+        std::fs::create_dir(dir.path().join("imports")).unwrap();
+        let err = load(dir.path(), "mcp:\n  import: [imports]\n", &[]).unwrap_err();
+        assert!(err.0.starts_with("mcp.import: ") && err.0.ends_with("imports is a directory, not a file"), "{err}");
     }
 
     #[test]
