@@ -9,7 +9,7 @@
 //! so one server's missing token never blocks the others. Unknown keys and wrong types are
 //! errors naming the key path. This module knows nothing of the rest of the crate.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::fmt;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -170,6 +170,14 @@ pub struct CodeExecutionConfig {
 /// Upper bound of `call_spin`: it is a busy wait, worth it only for answers that come quickly.
 pub const MAX_CALL_SPIN: Duration = Duration::from_millis(10);
 
+/// The smallest script heap (`memory_limit_mb`, `--memory-limit`): below it the runtime's
+/// bootstrap alone does not fit. The runtime uses this number too.
+pub const MIN_HEAP_MB: u64 = 16;
+
+/// A configuration file (or an imported `mcpServers` file) may hold this much, and a YAML file
+/// may expand to this much once its aliases are replaced by what they name ("billion laughs").
+pub const MAX_CONFIG_BYTES: usize = 4 << 20;
+
 impl Default for CodeExecutionConfig {
     fn default() -> Self {
         Self {
@@ -293,8 +301,18 @@ impl Config {
             opts.config_file.clone().or_else(|| env.get("AGENT_CONFIG").filter(|s| !s.is_empty()).map(PathBuf::from));
         match explicit {
             Some(path) => {
-                if !path.is_file() {
-                    return Err(ConfigError::new(format!("config file {} does not exist", path.display())));
+                match std::fs::metadata(&path) {
+                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                        return Err(ConfigError::new(format!("config file {} does not exist", path.display())));
+                    }
+                    Ok(m) if m.is_dir() => {
+                        return Err(ConfigError::new(format!(
+                            "config file {} is a directory, not a file",
+                            path.display()
+                        )));
+                    }
+                    // Anything else (a FIFO such as `<(...)` included) is read, up to the cap.
+                    _ => {}
                 }
                 builder = builder.add_source(yaml_file(&path)?);
             }
@@ -355,7 +373,10 @@ impl Config {
         }
         for p in &config.mcp.import {
             let p = if p.is_absolute() { p.clone() } else { project_dir.join(p) };
-            if !p.is_file() {
+            if p.is_dir() {
+                return Err(ConfigError::new(format!("mcp.import: {} is a directory, not a file", p.display())));
+            }
+            if !p.exists() {
                 return Err(ConfigError::new(format!("mcp.import: {} does not exist", p.display())));
             }
             imports.push(p);
@@ -366,30 +387,78 @@ impl Config {
                 config.mcp.servers.entry(name).or_insert(server);
             }
         }
-        for (name, server) in &config.mcp.servers {
+        config.validate()?;
+        Ok(config)
+    }
+
+    /// Values that parse but cannot work: zero timeouts and sizes, a heap too small to start.
+    fn validate(&self) -> Result<(), ConfigError> {
+        for (name, server) in &self.mcp.servers {
             validate_server_name(name)?;
             if server.tool_white_list.as_ref().is_some_and(|l| l.is_empty()) {
                 return Err(ConfigError::new(format!(
                     "mcp.servers.{name}.tool_white_list: an empty list would hide every tool; remove the key or set `disabled: true`"
                 )));
             }
+            positive_duration(
+                &format!("mcp.servers.{name}.connect_timeout"),
+                server.connect_timeout,
+                "the server could never start",
+            )?;
+            positive_duration(
+                &format!("mcp.servers.{name}.call_timeout"),
+                server.call_timeout,
+                "every call would time out",
+            )?;
         }
-        if config.mcp.max_result_bytes < MIN_MAX_RESULT_BYTES {
+        if self.mcp.max_result_bytes < MIN_MAX_RESULT_BYTES {
             return Err(ConfigError::new(format!(
                 "mcp.max_result_bytes: must be at least {MIN_MAX_RESULT_BYTES} (64 KiB)"
             )));
         }
-        if config.mcp.code_execution.max_concurrent_calls == 0 {
+        let ce = &self.mcp.code_execution;
+        positive_duration("mcp.code_execution.timeout", ce.timeout, "every script would time out")?;
+        if ce.memory_limit_mb < MIN_HEAP_MB {
+            return Err(ConfigError::new(format!(
+                "mcp.code_execution.memory_limit_mb: {} MB is too small; the runtime needs at least {MIN_HEAP_MB} MB",
+                ce.memory_limit_mb
+            )));
+        }
+        if ce.max_output_bytes == 0 {
+            return Err(ConfigError::new(
+                "mcp.code_execution.max_output_bytes: must be at least 1 (0 would drop everything a script prints)",
+            ));
+        }
+        if ce.max_concurrent_calls == 0 {
             return Err(ConfigError::new("mcp.code_execution.max_concurrent_calls: must be at least 1"));
         }
-        if config.mcp.code_execution.call_spin > MAX_CALL_SPIN {
+        if ce.call_spin > MAX_CALL_SPIN {
             return Err(ConfigError::new(format!(
                 "mcp.code_execution.call_spin: at most {} (it is a busy wait; `0s` turns it off)",
                 humantime::format_duration(MAX_CALL_SPIN)
             )));
         }
-        Ok(config)
+        positive_duration("llm.request_timeout", self.llm.request_timeout, "every model request would time out")?;
+        if self.llm.max_tokens == 0 {
+            return Err(ConfigError::new("llm.max_tokens: must be at least 1"));
+        }
+        if self.agent.max_turns == 0 {
+            return Err(ConfigError::new("agent.max_turns: must be at least 1"));
+        }
+        if self.agent.max_tool_result_bytes == 0 {
+            return Err(ConfigError::new(
+                "agent.max_tool_result_bytes: must be at least 1 (0 would cut every tool result to nothing)",
+            ));
+        }
+        Ok(())
     }
+}
+
+fn positive_duration(key: &str, d: Duration, why: &str) -> Result<(), ConfigError> {
+    if d.is_zero() {
+        return Err(ConfigError::new(format!("{key}: must be greater than zero ({why})")));
+    }
+    Ok(())
 }
 
 fn user_config_path(env: &BTreeMap<String, String>) -> Option<PathBuf> {
@@ -400,8 +469,15 @@ fn user_config_path(env: &BTreeMap<String, String>) -> Option<PathBuf> {
 }
 
 fn yaml_file(path: &Path) -> Result<config::File<config::FileSourceString, config::FileFormat>, ConfigError> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| ConfigError::new(format!("cannot read config file {}: {e}", path.display())))?;
+    let text = read_capped(path, "config file")?;
+    // The config crate builds the whole YAML tree, copying every alias: measure that first.
+    if yaml_expands_past(&text, MAX_CONFIG_BYTES as u64) {
+        return Err(ConfigError::new(format!(
+            "config file {} expands past {} MB once its YAML aliases are resolved",
+            path.display(),
+            MAX_CONFIG_BYTES >> 20
+        )));
+    }
     // Parse once here so a syntax error names the file (the config crate's message does not).
     if let Err(e) =
         config::Config::builder().add_source(config::File::from_str(&text, config::FileFormat::Yaml)).build()
@@ -410,6 +486,73 @@ fn yaml_file(path: &Path) -> Result<config::File<config::FileSourceString, confi
     }
     Ok(config::File::from_str(&text, config::FileFormat::Yaml))
 }
+
+/// The text of `path`, refused past [`MAX_CONFIG_BYTES`] (so `/dev/zero` or a runaway file
+/// cannot exhaust memory). `what` names the file in errors ("config file").
+fn read_capped(path: &Path, what: &str) -> Result<String, ConfigError> {
+    use crate::util::read::{CapError, read_capped};
+    let cannot = |e: std::io::Error| ConfigError::new(format!("cannot read {what} {}: {e}", path.display()));
+    let file = std::fs::File::open(path).map_err(cannot)?;
+    let bytes = read_capped(file, MAX_CONFIG_BYTES as u64).map_err(|e| match e {
+        CapError::TooLarge => {
+            ConfigError::new(format!("{what} {} is larger than {} MB", path.display(), MAX_CONFIG_BYTES >> 20))
+        }
+        CapError::Io(e) => cannot(e),
+    })?;
+    String::from_utf8(bytes).map_err(|_| ConfigError::new(format!("{what} {} is not valid UTF-8", path.display())))
+}
+
+/// Whether the YAML document would take more than `max` bytes once every alias is replaced by
+/// a copy of its anchor. Measured on the parser's events (linear in the text, nothing is
+/// copied): a scalar counts its length, and every node [`YAML_NODE_BYTES`] more (that is
+/// roughly what the tree holds per node). A syntax error ends the measurement: the config
+/// crate reports it.
+fn yaml_expands_past(text: &str, max: u64) -> bool {
+    use yaml_rust2::parser::{Event, Parser};
+    let mut parser = Parser::new_from_str(text);
+    // Expanded size of each anchor, and of each collection still open (with its anchor id).
+    let mut anchors: HashMap<usize, u64> = HashMap::new();
+    let mut open: Vec<(usize, u64)> = Vec::new();
+    let mut total: u64 = 0;
+    loop {
+        let Ok((event, _)) = parser.next_token() else { return false };
+        // A finished node: (its anchor id or 0, its expanded size).
+        let finished = match event {
+            Event::StreamEnd => return false,
+            Event::Scalar(value, _, anchor, _) => {
+                let size = value.len() as u64 + YAML_NODE_BYTES;
+                total = total.saturating_add(size);
+                Some((anchor, size))
+            }
+            Event::Alias(id) => {
+                let size = anchors.get(&id).copied().unwrap_or(YAML_NODE_BYTES);
+                total = total.saturating_add(size);
+                Some((0, size))
+            }
+            Event::SequenceStart(anchor, _) | Event::MappingStart(anchor, _) => {
+                total = total.saturating_add(YAML_NODE_BYTES);
+                open.push((anchor, YAML_NODE_BYTES));
+                None
+            }
+            Event::SequenceEnd | Event::MappingEnd => open.pop(),
+            _ => None,
+        };
+        if total > max {
+            return true;
+        }
+        if let Some((anchor, size)) = finished {
+            if anchor != 0 {
+                anchors.insert(anchor, size);
+            }
+            if let Some((_, parent)) = open.last_mut() {
+                *parent = parent.saturating_add(size);
+            }
+        }
+    }
+}
+
+/// What one YAML node costs in [`yaml_expands_past`], besides its text.
+const YAML_NODE_BYTES: u64 = 8;
 
 /// `mcp.servers.<name>.…` → `mcp.servers.<name>`; `llm.…` → `llm`; anything else → None.
 fn deferral_key(path: &str) -> Option<String> {
@@ -568,8 +711,7 @@ pub fn import_mcp_servers(
         #[serde(default)]
         disabled: bool,
     }
-    let text =
-        std::fs::read_to_string(file).map_err(|e| ConfigError::new(format!("cannot read {}: {e}", file.display())))?;
+    let text = read_capped(file, "mcpServers file")?;
     let mut tree: Value =
         serde_json::from_str(&text).map_err(|e| ConfigError::new(format!("{}: invalid JSON: {e}", file.display())))?;
     let mut deferred: BTreeMap<String, Vec<String>> = BTreeMap::new();
@@ -763,6 +905,126 @@ mod tests {
         assert_eq!(c.mcp.servers["remote"].transport().unwrap(), Transport::Http);
         assert_eq!(c.mcp.servers["old"].transport().unwrap(), Transport::Sse);
         assert_eq!(c.mcp.servers["dup"].command.as_deref(), Some("from-yaml"));
+    }
+
+    /// A "billion laughs" document: `levels` anchors, each a list of `fan` aliases of the last.
+    fn alias_bomb(levels: usize, fan: usize) -> String {
+        let mut y = format!("l0: &l0 [{}]\n", vec!["\"lol\""; fan].join(", "));
+        for i in 1..levels {
+            y.push_str(&format!("l{i}: &l{i} [{}]\n", vec![format!("*l{}", i - 1); fan].join(", ")));
+        }
+        y
+    }
+
+    #[test]
+    fn yaml_alias_bombs_are_refused_before_they_expand() {
+        let dir = tempfile::tempdir().unwrap();
+        // 10^6 copies of "lol": past the cap, though the file is 400 bytes.
+        let started = std::time::Instant::now();
+        let err = load(dir.path(), &alias_bomb(6, 10), &[]).unwrap_err();
+        let file = dir.path().join("agent.yaml");
+        assert_eq!(
+            err.0,
+            format!("config file {} expands past 4 MB once its YAML aliases are resolved", file.display())
+        );
+        assert!(started.elapsed() < Duration::from_secs(2), "{:?}", started.elapsed());
+        // A handful of aliases is fine (and a real config may use some).
+        assert!(!yaml_expands_past(&alias_bomb(3, 10), MAX_CONFIG_BYTES as u64));
+        let c = load(dir.path(), "x: &t 5s\nmcp:\n  servers:\n    a:\n      command: c\n      call_timeout: *t\n", &[]);
+        assert!(c.unwrap_err().0.contains("unknown field `x`"), "the document itself still loads");
+        // Nested aliases count at every use; a syntax error is left to the YAML parser's message.
+        assert!(yaml_expands_past(&alias_bomb(4, 100), MAX_CONFIG_BYTES as u64));
+        assert!(!yaml_expands_past("a: [unclosed", MAX_CONFIG_BYTES as u64));
+        assert!(yaml_expands_past(&"k: v\n".repeat(1000), 1000));
+    }
+
+    #[test]
+    fn oversized_config_files_are_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let big = format!("agent:\n  system_prompt: \"{}\"\n", "x".repeat(MAX_CONFIG_BYTES));
+        // (Not `unwrap_err`: a loaded config would print its 4 MB prompt.)
+        let err = load(dir.path(), &big, &[]).err().map(|e| e.0);
+        let want = format!("config file {} is larger than 4 MB", dir.path().join("agent.yaml").display());
+        assert_eq!(err.as_deref(), Some(want.as_str()));
+        let opts = LoadOptions {
+            config_file: Some(PathBuf::from("/dev/zero")),
+            project_dir: Some(dir.path().to_path_buf()),
+            skip_user_config: true,
+        };
+        let err = Config::load_with_env(&opts, &env(&[])).unwrap_err();
+        assert_eq!(err.0, "config file /dev/zero is larger than 4 MB");
+    }
+
+    #[test]
+    fn zero_durations_and_sizes_are_refused_with_their_key() {
+        let dir = tempfile::tempdir().unwrap();
+        let server = |key: &str| format!("mcp:\n  servers:\n    gh:\n      command: x\n      {key}\n");
+        let cases = [
+            (
+                server("call_timeout: 0s"),
+                "mcp.servers.gh.call_timeout: must be greater than zero (every call would time out)",
+            ),
+            (
+                server("call_timeout: 0"),
+                "mcp.servers.gh.call_timeout: must be greater than zero (every call would time out)",
+            ),
+            (
+                server("connect_timeout: 0ms"),
+                "mcp.servers.gh.connect_timeout: must be greater than zero (the server could never start)",
+            ),
+            (
+                "mcp:\n  code_execution:\n    timeout: 0s\n".into(),
+                "mcp.code_execution.timeout: must be greater than zero (every script would time out)",
+            ),
+            (
+                "mcp:\n  code_execution:\n    memory_limit_mb: 1\n".into(),
+                "mcp.code_execution.memory_limit_mb: 1 MB is too small; the runtime needs at least 16 MB",
+            ),
+            (
+                "mcp:\n  code_execution:\n    max_output_bytes: 0\n".into(),
+                "mcp.code_execution.max_output_bytes: must be at least 1 (0 would drop everything a script prints)",
+            ),
+            (
+                "llm:\n  request_timeout: 0s\n".into(),
+                "llm.request_timeout: must be greater than zero (every model request would time out)",
+            ),
+            ("llm:\n  max_tokens: 0\n".into(), "llm.max_tokens: must be at least 1"),
+            ("agent:\n  max_turns: 0\n".into(), "agent.max_turns: must be at least 1"),
+            (
+                "agent:\n  max_tool_result_bytes: 0\n".into(),
+                "agent.max_tool_result_bytes: must be at least 1 (0 would cut every tool result to nothing)",
+            ),
+        ];
+        for (yaml, want) in cases {
+            assert_eq!(load(dir.path(), &yaml, &[]).unwrap_err().0, want, "{yaml}");
+        }
+        // The same from the environment; negative values do not parse at all.
+        let err = load(dir.path(), &server("disabled: false"), &[("AGENT_MCP__SERVERS__GH__CALL_TIMEOUT", "0")]);
+        assert!(err.unwrap_err().0.starts_with("mcp.servers.gh.call_timeout: must be greater than zero"));
+        let err = load(dir.path(), &server("call_timeout: -1"), &[]).unwrap_err();
+        assert!(err.0.starts_with("mcp.servers.gh.call_timeout: invalid duration"), "{err}");
+        let err = load(dir.path(), "mcp:\n  code_execution:\n    max_output_bytes: -5\n", &[]).unwrap_err();
+        assert!(err.0.starts_with("mcp.code_execution.max_output_bytes: invalid value"), "{err}");
+        // The smallest accepted values.
+        let c = load(dir.path(), "mcp:\n  code_execution:\n    memory_limit_mb: 16\n    timeout: 1ms\n", &[]).unwrap();
+        assert_eq!(c.mcp.code_execution.memory_limit_mb, MIN_HEAP_MB);
+    }
+
+    #[test]
+    fn a_directory_is_not_a_config_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let opts = |p: &Path| LoadOptions {
+            config_file: Some(p.to_path_buf()),
+            project_dir: Some(dir.path().to_path_buf()),
+            skip_user_config: true,
+        };
+        let err = Config::load_with_env(&opts(dir.path()), &env(&[])).unwrap_err();
+        assert_eq!(err.0, format!("config file {} is a directory, not a file", dir.path().display()));
+        let err = Config::load_with_env(&opts(&dir.path().join("nope.yaml")), &env(&[])).unwrap_err();
+        assert!(err.0.ends_with("nope.yaml does not exist"), "{err}");
+        std::fs::create_dir(dir.path().join("imports")).unwrap();
+        let err = load(dir.path(), "mcp:\n  import: [imports]\n", &[]).unwrap_err();
+        assert!(err.0.starts_with("mcp.import: ") && err.0.ends_with("imports is a directory, not a file"), "{err}");
     }
 
     #[test]

@@ -946,6 +946,7 @@ fn usage_errors_exit_2() {
         (&["--memory-limit", "lots"][..], "error: --memory-limit: invalid size"),
         (&["--memory-limit", "1"][..], "error: --memory-limit: 1 MB is too small"),
         (&["--max-output", "5 parsecs"][..], "error: --max-output: invalid size unit"),
+        (&["--max-output", "0"][..], "error: --max-output: must be at least 1"),
     ] {
         let mut args = vec!["exec"];
         args.extend_from_slice(flags);

@@ -347,6 +347,28 @@ fn a_saved_tool_list_reproduces_the_live_tree_byte_for_byte() {
 }
 
 #[test]
+fn a_tools_list_dump_with_the_server_info_generates() {
+    // What MCP clients save: the server's info (`serverInfo`) next to the `tools/list` result.
+    let p = Project::new();
+    let tools =
+        r#"[{"name": "echo", "inputSchema": {"type": "object", "properties": {"message": {"type": "string"}}}}]"#;
+    p.write("dump.json", &format!(r#"{{"server": {{"name": "everything", "version": "2.0.0"}}, "tools": {tools}}}"#));
+    let r = p.run(&["mcp", "generate", "--from-tools", "dump.json"]);
+    r.assert_ok();
+    assert!(r.stdout.contains("Generated 1 tool on 1 server ("), "{}", r.stdout);
+    assert!(p.path().join(".kodelet/mcp/servers/everything/echo.ts").is_file(), "{}", r.stdout);
+    // Without a name, `--server` names the server.
+    p.write("nameless.json", &format!(r#"{{"server": {{"version": "2.0.0"}}, "tools": {tools}}}"#));
+    let r = p.run(&["mcp", "generate", "--from-tools", "nameless.json", "--server", "mine", "-o", "other"]);
+    r.assert_ok();
+    assert!(p.path().join("other/servers/mine/echo.ts").is_file(), "{}", r.stdout);
+    p.write("bad.json", r#"{"server": {"name": 3}, "tools": []}"#);
+    let r = p.run(&["mcp", "generate", "--from-tools", "bad.json"]);
+    r.assert_code(2);
+    assert_eq!(r.stderr, "error: bad.json: `server.name` must be a string\n");
+}
+
+#[test]
 fn github_corpus_generates_offline_and_compiles() {
     let p = Project::new();
     let r =
@@ -442,9 +464,41 @@ fn hostile_metadata_compiles_and_appears_only_escaped() {
     assert!(all.contains(r#""evil\"; $$pwn$$(); \"\n*/ $$pwn$$(); /*", "x\"; $$pwn$$(); //\u2028$$pwn$$();", input)"#));
     // In comments, `*/` is always broken up.
     assert!(all.contains(r"*\/ $$pwn$$(); /*"));
+    // Optional properties named like `Object.prototype` members admit the inherited member.
+    let ctor = read(dir.join("servers/__proto__/constructor.ts"));
+    assert!(ctor.contains("  constructor?: string | Object[\"constructor\"];\n"), "{ctor}");
+    assert!(ctor.contains("  __proto__?: string;\n"), "{ctor}");
     // Any text that escaped a comment or string would call the undeclared `$$pwn$$` and fail tsc.
     let Some(tsc) = tsc() else { return };
-    assert_compiles(&tsc, &dir, "import * as all from \"./index.ts\";\nconsole.log(Object.keys(all));\n");
+    assert_compiles(
+        &tsc,
+        &dir,
+        r#"
+import * as all from "./index.ts";
+import { constructor, toString, type ConstructorInput } from "./servers/__proto__/index.ts";
+
+console.log(Object.keys(all));
+// Every `Object.prototype` name as an optional property: omitted, given, and the `= {}` default.
+await constructor();
+await constructor({});
+await constructor({ q: "x" });
+const all_given: ConstructorInput = {
+  constructor: "c", toString: "s", toLocaleString: 1, valueOf: 2, hasOwnProperty: true,
+  isPrototypeOf: { constructor: "c" }, propertyIsEnumerable: ["p"], ["__proto__"]: "p",
+  __defineGetter__: "g", __defineSetter__: "s", __lookupGetter__: "g", __lookupSetter__: "s",
+  nested: { toString: "t", valueOf: "a", other: "o" },
+};
+const out = await constructor(all_given);
+const v: number = out.valueOf;
+console.log(v, out.constructor, out.__proto__);
+await toString({ constructor: {} });
+await toString({ constructor: { hasOwnProperty: true }, toString: { __proto__: 1, valueOf: "x" } });
+// @ts-expect-error -- `constructor` is required here
+await toString({});
+// @ts-expect-error -- `valueOf` is an integer when given
+await constructor({ valueOf: "2" });
+"#,
+    );
 }
 
 /// Every file under `dir` but the manifest and the MCP manager's `logs/` (it logs server stderr
@@ -673,4 +727,15 @@ console.log(JSON.stringify(out));
 
     assert_ne!(wrong.code, 0);
     assert!(wrong.stderr.contains("MCPBridgeError") && wrong.stderr.contains("unauthorized"), "{}", wrong.stderr);
+}
+
+#[test]
+fn an_oversized_tools_file_is_a_usage_error() {
+    let p = Project::new();
+    let f = std::fs::File::create(p.path().join("huge.json")).unwrap();
+    f.set_len(65 << 20).unwrap();
+    let r = p.run(&["mcp", "generate", "--from-tools", "huge.json"]);
+    r.assert_code(2);
+    assert_eq!(r.stderr, "error: huge.json is larger than 64 MB\n");
+    assert!(!p.path().join(".kodelet").exists(), "nothing written");
 }

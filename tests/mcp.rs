@@ -515,6 +515,100 @@ fn config_errors_name_the_key() {
     assert!(r.stderr.contains("agent.yaml"), "syntax errors name the file: {}", r.stderr);
 }
 
+/// A "billion laughs" document: `levels` anchors, each a list of `fan` aliases of the last.
+fn alias_bomb(levels: usize, fan: usize) -> String {
+    let mut y = format!("l0: &l0 [{}]\n", vec!["\"lol\""; fan].join(", "));
+    for i in 1..levels {
+        y.push_str(&format!("l{i}: &l{i} [{}]\n", vec![format!("*l{}", i - 1); fan].join(", ")));
+    }
+    y
+}
+
+#[test]
+fn oversized_config_and_arguments_are_usage_errors() {
+    let p = Project::with_fixture();
+    // 10^9 copies of "lol" from 500 bytes of ./agent.yaml, read without being named.
+    p.write_config(&alias_bomb(9, 10));
+    let started = Instant::now();
+    let r = p.run(&["mcp", "list"]);
+    r.assert_code(2);
+    assert_eq!(
+        r.stderr,
+        format!(
+            "error: config file {} expands past 4 MB once its YAML aliases are resolved\n",
+            p.path().join("agent.yaml").display()
+        )
+    );
+    assert!(started.elapsed() < Duration::from_secs(10), "{:?}", started.elapsed());
+    let r = p.run(&["mcp", "list", "--config", "/dev/zero"]);
+    r.assert_code(2);
+    assert_eq!(r.stderr, "error: config file /dev/zero is larger than 4 MB\n");
+
+    p.write_config(&format!("mcp:\n  servers:\n{}", fixture_stdio_yaml("fixture", &[])));
+    let big = format!("{{\"a\": 1, \"b\": 2, \"pad\": \"{}\"}}", "x".repeat(16 << 20));
+    p.write("big.json", &big);
+    let r = p.run(&["mcp", "call", "fixture.add", "--args", "@big.json"]);
+    r.assert_code(2);
+    assert_eq!(r.stderr, "error: --args file big.json is larger than 16 MB\n");
+    let r = p.run(&["mcp", "call", "fixture.add", "--args", "@/dev/zero"]);
+    r.assert_code(2);
+    assert_eq!(r.stderr, "error: --args file /dev/zero is larger than 16 MB\n");
+    let out = p
+        .cmd(&["mcp", "call", "fixture.add", "--args", "-"])
+        .stdin(std::fs::File::open("/dev/zero").unwrap())
+        .output()
+        .unwrap();
+    let r = support::Run::from(out);
+    r.assert_code(2);
+    assert_eq!(r.stderr, "error: --args from stdin is larger than 16 MB\n");
+    // Nothing was started.
+    assert!(!p.path().join(".kodelet/mcp/logs/fixture.stderr.log").exists());
+}
+
+#[test]
+fn config_values_that_cannot_work_exit_2_with_their_key() {
+    let p = Project::new();
+    p.write("script.ts", "console.log(1);\n");
+    // Was a runtime failure (exit 1) on the first script; now refused like `--memory-limit 1`.
+    p.write_config("mcp:\n  code_execution:\n    memory_limit_mb: 1\n");
+    let r = p.run(&["exec", "script.ts"]);
+    r.assert_code(2);
+    assert_eq!(
+        r.stderr,
+        "error: mcp.code_execution.memory_limit_mb: 1 MB is too small; the runtime needs at least 16 MB\n"
+    );
+    let r = p.run(&["exec", "--memory-limit", "1", "script.ts"]);
+    r.assert_code(2);
+    // `call_timeout: 0s` made every call time out (exit 1).
+    p.write_config(&format!("mcp:\n  servers:\n{}      call_timeout: 0s\n", fixture_stdio_yaml("fixture", &[])));
+    let r = p.run(&["mcp", "call", "fixture.echo", "--args", r#"{"message": "x"}"#]);
+    r.assert_code(2);
+    assert_eq!(
+        r.stderr,
+        "error: mcp.servers.fixture.call_timeout: must be greater than zero (every call would time out)\n"
+    );
+    p.write_config(&format!("mcp:\n  servers:\n{}", fixture_stdio_yaml("fixture", &[])));
+    let out = p.cmd(&["mcp", "list"]).env("AGENT_MCP__SERVERS__FIXTURE__CONNECT_TIMEOUT", "0").output().unwrap();
+    let r = support::Run::from(out);
+    r.assert_code(2);
+    assert_eq!(
+        r.stderr,
+        "error: mcp.servers.fixture.connect_timeout: must be greater than zero (the server could never start)\n"
+    );
+    p.write_config("mcp:\n  code_execution:\n    timeout: 0s\n");
+    let r = p.run(&["exec", "script.ts"]);
+    r.assert_code(2);
+    assert!(r.stderr.contains("mcp.code_execution.timeout: must be greater than zero"), "{}", r.stderr);
+    p.write_config("mcp:\n  code_execution:\n    max_output_bytes: 0\n");
+    p.run(&["exec", "script.ts"]).assert_code(2);
+
+    // `--config` naming a directory says so.
+    std::fs::create_dir(p.path().join("conf.d")).unwrap();
+    let r = p.run(&["mcp", "list", "--config", "conf.d"]);
+    r.assert_code(2);
+    assert_eq!(r.stderr, "error: config file conf.d is a directory, not a file\n");
+}
+
 #[test]
 fn missing_env_var_fails_only_the_server_that_uses_it() {
     let servers = format!(

@@ -15,6 +15,7 @@ use crate::mcp::tools::{Reader, result_text};
 use crate::mcp::{McpError, McpManager};
 use crate::util::fs::{Access, write_atomic};
 use crate::util::json::json_kind;
+use crate::util::read::{CapError, read_capped};
 use crate::util::size::human_bytes;
 
 pub const AFTER_HELP: &str = "\
@@ -133,14 +134,18 @@ pub fn split_target(target: &str) -> anyhow::Result<(&str, &str)> {
     }
 }
 
-/// Reads `--args`: inline JSON, `@file`, or `-` (stdin). Must be a JSON object.
+/// `--args` from a file or stdin may hold this much (what the bridge accepts for one request).
+pub const MAX_ARGS_BYTES: usize = 16 << 20;
+
+/// Reads `--args`: inline JSON, `@file`, or `-` (stdin), at most [`MAX_ARGS_BYTES`]. Must be a
+/// JSON object.
 pub fn parse_args(spec: &str) -> anyhow::Result<Map<String, Value>> {
     let (text, origin) = if spec == "-" {
-        let mut s = String::new();
-        std::io::stdin().read_to_string(&mut s).map_err(|e| usage(format!("cannot read --args from stdin: {e}")))?;
+        let s = read_args(std::io::stdin().lock(), "--args from stdin")?;
         (s, "stdin".to_string())
     } else if let Some(path) = spec.strip_prefix('@') {
-        let s = std::fs::read_to_string(path).map_err(|e| usage(format!("cannot read --args file {path}: {e}")))?;
+        let file = std::fs::File::open(path).map_err(|e| usage(format!("cannot read --args file {path}: {e}")))?;
+        let s = read_args(file, &format!("--args file {path}"))?;
         (s, path.to_string())
     } else {
         (spec.to_string(), "--args".to_string())
@@ -151,6 +156,16 @@ pub fn parse_args(spec: &str) -> anyhow::Result<Map<String, Value>> {
         Value::Object(map) => Ok(map),
         other => Err(usage(format!("{origin} must be a JSON object of named arguments, got {}", json_kind(&other)))),
     }
+}
+
+/// All of `input` as text, or a usage error naming `what` when it holds more than
+/// [`MAX_ARGS_BYTES`] (`@/dev/zero` would otherwise grow without end) or is not UTF-8.
+fn read_args(input: impl Read, what: &str) -> anyhow::Result<String> {
+    let bytes = read_capped(input, MAX_ARGS_BYTES as u64).map_err(|e| match e {
+        CapError::TooLarge => usage(format!("{what} is larger than {} MB", MAX_ARGS_BYTES >> 20)),
+        CapError::Io(e) => usage(format!("cannot read {what}: {e}")),
+    })?;
+    String::from_utf8(bytes).map_err(|_| usage(format!("{what} is not valid UTF-8")))
 }
 
 /// Human rendering (see [`Reader::Terminal`]).

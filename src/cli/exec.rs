@@ -129,6 +129,9 @@ fn limits_from(args: &ExecArgs, mut limits: Limits) -> anyhow::Result<Limits> {
     }
     if let Some(o) = &args.max_output {
         let bytes = parse_bytes(o).map_err(|e| usage(format!("--max-output: {e}")))?;
+        if bytes == 0 {
+            return Err(usage("--max-output: must be at least 1 (0 would drop everything the script prints)"));
+        }
         limits.max_output_bytes =
             usize::try_from(bytes).map_err(|_| usage(format!("--max-output: {o} is too large")))?;
     }

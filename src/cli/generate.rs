@@ -24,9 +24,10 @@ are deleted, and files that do not start with the generated-by-agent header are 
 A tool whose schema cannot be converted is generated untyped and reported as degraded.
 
 --from-tools FILE reads a saved tool list instead of starting servers: the `agent mcp list --json`
-array, a plain array of MCP Tool objects, or an object with a `tools` array. Tools without a
-`server` field belong to the file's top-level `server`, else to the only --server given, else to
-the file name without extension. With --server, only those servers are regenerated; the others
+array, a plain array of MCP Tool objects, or an object with a `tools` array (a `tools/list` dump;
+its `server` may be a name or the server's info object {name, version}). Tools without a
+`server` field belong to the file's top-level server, else to the only --server given, else to
+the file name without extension. The file may be at most 64 MB. With --server, only those servers are regenerated; the others
 keep what was generated for them before.
 
 Examples:

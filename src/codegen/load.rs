@@ -3,7 +3,7 @@
 //! - the `agent mcp list --json` array of `{server, name, ...}` records;
 //! - a plain array of MCP `Tool` objects (`{name, title?, description?, inputSchema, outputSchema?,
 //!   annotations?}`), or an object `{"tools": [...]}` (what `tools/list` returns), optionally with
-//!   a top-level `"server"`.
+//!   a top-level `"server"`: a name, or the server's info `{"name": ..., "version": ...}`.
 //!
 //! A tool without a `server` gets the top-level `server`, else `default_server`, else the file
 //! stem. Errors name the file and the offending element (`tools[3].name: ...`).
@@ -16,8 +16,17 @@ use serde_json::{Map, Value};
 use crate::mcp::ToolInfo;
 use crate::mcp::tools::empty_object_schema;
 
+/// Largest tool list file read (GitHub's 117 tools are 0.3 MB).
+pub const MAX_TOOLS_FILE_BYTES: u64 = 64 << 20;
+
 pub fn load_tools_file(path: &Path, default_server: Option<&str>) -> anyhow::Result<Vec<ToolInfo>> {
-    let text = std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
+    use crate::util::read::{CapError, read_capped};
+    let file = std::fs::File::open(path).with_context(|| format!("cannot read {}", path.display()))?;
+    let bytes = read_capped(file, MAX_TOOLS_FILE_BYTES).map_err(|e| match e {
+        CapError::TooLarge => anyhow!("{} is larger than {} MB", path.display(), MAX_TOOLS_FILE_BYTES >> 20),
+        CapError::Io(e) => anyhow!("cannot read {}: {e}", path.display()),
+    })?;
+    let text = String::from_utf8(bytes).map_err(|_| anyhow!("{} is not valid UTF-8", path.display()))?;
     let doc: Value = serde_json::from_str(&text).map_err(|e| anyhow!("{} is not valid JSON: {e}", path.display()))?;
     let stem = path.file_stem().and_then(|s| s.to_str()).filter(|s| !s.is_empty()).unwrap_or("tools");
     parse_tools(&doc, default_server, stem).map_err(|e| anyhow!("{}: {e}", path.display()))
@@ -32,7 +41,14 @@ pub fn parse_tools(doc: &Value, default_server: Option<&str>, stem: &str) -> any
                 let server = match o.get("server") {
                     None | Some(Value::Null) => None,
                     Some(Value::String(s)) => Some(s.as_str()),
-                    Some(_) => bail!("`server` must be a string"),
+                    // What MCP clients save next to `tools/list`: the server's `serverInfo`.
+                    Some(Value::Object(info)) => match info.get("name") {
+                        None | Some(Value::Null) => None,
+                        Some(Value::String(s)) if s.is_empty() => None,
+                        Some(Value::String(s)) => Some(s.as_str()),
+                        Some(_) => bail!("`server.name` must be a string"),
+                    },
+                    Some(_) => bail!("`server` must be a string or an object with a `name`"),
                 };
                 (items, server, "tools")
             }
@@ -107,6 +123,21 @@ mod tests {
         let wrapped = json!({"server": "top", "tools": [{"name": "a"}, {"name": "b", "server": "own"}]});
         let t = parse_tools(&wrapped, Some("gh"), "stem").unwrap();
         assert_eq!((t[0].server.as_str(), t[1].server.as_str()), ("top", "own"));
+    }
+
+    #[test]
+    fn the_server_may_be_its_info_object() {
+        let dump = json!({"server": {"name": "everything", "version": "1.0"}, "tools": [{"name": "a"}]});
+        assert_eq!(parse_tools(&dump, Some("flag"), "stem").unwrap()[0].server, "everything");
+        for nameless in [json!({"version": "1.0"}), json!({"name": null}), json!({"name": ""})] {
+            let dump = json!({"server": nameless, "tools": [{"name": "a"}]});
+            assert_eq!(parse_tools(&dump, Some("flag"), "stem").unwrap()[0].server, "flag", "{dump}");
+            assert_eq!(parse_tools(&dump, None, "stem").unwrap()[0].server, "stem", "{dump}");
+        }
+        let e = parse_tools(&json!({"server": {"name": 3}, "tools": []}), None, "s").unwrap_err();
+        assert_eq!(e.to_string(), "`server.name` must be a string");
+        let e = parse_tools(&json!({"server": [1], "tools": []}), None, "s").unwrap_err();
+        assert_eq!(e.to_string(), "`server` must be a string or an object with a `name`");
     }
 
     #[test]

@@ -56,6 +56,23 @@ const GLOBAL_TYPE_NAMES: &[&str] = &[
     "Symbol",
 ];
 
+/// The members TypeScript's `Object` interface declares: every object type has them, so an
+/// optional property of that name that is absent reads as the inherited member, and TypeScript
+/// checks an object literal that omits the property against it (`{}` is not a
+/// `{ constructor?: string }`: its `constructor` is a `Function`). Such a property's type
+/// therefore also admits the inherited member's type (`string | Object["constructor"]`). Other
+/// `Object.prototype` names (`__proto__`, `__defineGetter__`, ...) are not in the interface and
+/// need nothing.
+pub const OBJECT_MEMBERS: &[&str] = &[
+    "constructor",
+    "toString",
+    "toLocaleString",
+    "valueOf",
+    "hasOwnProperty",
+    "isPrototypeOf",
+    "propertyIsEnumerable",
+];
+
 /// A TypeScript type expression.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Ty {
@@ -674,16 +691,18 @@ impl<'a> Converter<'a> {
             Some(Value::Object(props)) => {
                 for (name, schema) in props {
                     self.notes.push(Vec::new());
-                    let ty = self.convert(schema, cx.nested());
+                    let mut ty = self.convert(schema, cx.nested());
+                    let optional = !required_set.contains(name.as_str());
+                    if optional && OBJECT_MEMBERS.contains(&name.as_str()) && !ty.is_unknown() {
+                        ty = union(vec![ty, Ty::Named(format!("Object[{}]", string_literal(name)))]);
+                        self.note(format!(
+                            "Note: when absent, this property reads as the `{name}` every object inherits, hence the wider type."
+                        ));
+                    }
                     let notes = self.notes.pop().unwrap_or_default();
                     let mut doc = Doc::new();
                     field_doc(&mut doc, schema, &notes);
-                    obj.props.push(Prop {
-                        name: name.clone(),
-                        optional: !required_set.contains(name.as_str()),
-                        ty,
-                        doc,
-                    });
+                    obj.props.push(Prop { name: name.clone(), optional, ty, doc });
                 }
             }
             Some(_) => self.note("Note: `properties` is not an object; ignored."),
@@ -713,12 +732,16 @@ impl<'a> Converter<'a> {
             index = Some(union(members));
         }
 
-        // Required keys without a property schema still have to be present.
+        // Required keys without a property schema still have to be present. They take the
+        // type of other keys, unless it is too large to repeat for each of them.
         let mut declared: HashSet<String> = obj.props.iter().map(|p| p.name.clone()).collect();
+        let key_ty = match &index {
+            Some(i) if fits(i, &mut { MAX_COPIED_NODES }) => i.clone(),
+            _ => UNKNOWN,
+        };
         for key in &required {
             if declared.insert(key.to_string()) {
-                let ty = index.clone().unwrap_or(UNKNOWN);
-                obj.props.push(Prop { name: key.to_string(), optional: false, ty, doc: Doc::new() });
+                obj.props.push(Prop { name: key.to_string(), optional: false, ty: key_ty.clone(), doc: Doc::new() });
             }
         }
 
@@ -729,7 +752,16 @@ impl<'a> Converter<'a> {
             return if explicit_closed || cx.input_root { Ty::EmptyObject } else { obj_with_index(obj, UNKNOWN) };
         }
         if let Some(idx) = index {
-            // Every property must fit the index signature (TypeScript checks it).
+            // Every property must fit the index signature (TypeScript checks it), so it repeats
+            // their types. Repeating large ones would double the text at every nesting level.
+            let mut budget = MAX_COPIED_NODES;
+            if !obj.props.iter().all(|p| fits(&p.ty, &mut budget)) {
+                self.note(
+                    "Note: other keys are typed `unknown`: the index signature would have to repeat the \
+                     properties' types, which are too large.",
+                );
+                return obj_with_index(obj, UNKNOWN);
+            }
             let mut members = vec![idx];
             members.extend(obj.props.iter().map(|p| p.ty.clone()));
             if obj.props.iter().any(|p| p.optional) {
@@ -900,6 +932,29 @@ impl<'a> Converter<'a> {
     }
 }
 
+/// How many type nodes an index signature may repeat from its object's properties (or a
+/// required key without a schema from the index signature) before it becomes `unknown`.
+const MAX_COPIED_NODES: usize = 256;
+
+/// Whether `ty` has at most `budget` nodes; counts `budget` down and stops as soon as it is spent.
+fn fits(ty: &Ty, budget: &mut usize) -> bool {
+    if *budget == 0 {
+        return false;
+    }
+    *budget -= 1;
+    match ty {
+        Ty::Keyword(_) | Ty::Literal(_) | Ty::Named(_) | Ty::EmptyObject => true,
+        Ty::Array(t) => fits(t, budget),
+        Ty::Tuple { items, rest } => {
+            items.iter().all(|(t, _)| fits(t, budget)) && rest.as_deref().is_none_or(|r| fits(r, budget))
+        }
+        Ty::Object(o) => {
+            o.props.iter().all(|p| fits(&p.ty, budget)) && o.index.as_deref().is_none_or(|i| fits(i, budget))
+        }
+        Ty::Union(ms) | Ty::Intersection(ms) => ms.iter().all(|m| fits(m, budget)),
+    }
+}
+
 fn obj_with_index(mut obj: Obj, index: Ty) -> Ty {
     obj.index = Some(Box::new(index));
     Ty::Object(obj)
@@ -1063,3 +1118,7 @@ fn compact_json(v: &Value) -> String {
 #[cfg(test)]
 #[path = "schema_tests.rs"]
 mod tests;
+
+#[cfg(test)]
+#[path = "schema_props.rs"]
+mod props;

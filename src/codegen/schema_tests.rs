@@ -135,3 +135,69 @@ fn huge_enums_and_many_defs_stay_fast_and_correct() {
     let Ty::Union(members) = &e.ty else { panic!("not a union") };
     assert_eq!(members.len(), 10_000);
 }
+
+#[test]
+fn optional_properties_named_like_object_members_admit_the_inherited_member() {
+    // `{}` (and any literal that omits the key) inherits these; TypeScript checks it against them.
+    let mut props = serde_json::Map::new();
+    for name in OBJECT_MEMBERS {
+        props.insert(name.to_string(), json!({"type": "string"}));
+    }
+    for name in ["__proto__", "__defineGetter__", "__defineSetter__", "__lookupGetter__", "__lookupSetter__", "q"] {
+        props.insert(name.to_string(), json!({"type": "string"}));
+    }
+    props.insert("anything".into(), json!({}));
+    let schema = json!({"type": "object", "properties": props, "required": ["valueOf"]});
+    let c = convert_tool(&schema, None, "I", "O", &[]).unwrap();
+    assert!(!c.input_optional);
+    let text = c.input.render();
+    for name in OBJECT_MEMBERS.iter().filter(|n| **n != "valueOf") {
+        assert!(text.contains(&format!("  {name}?: string | Object[\"{name}\"];\n")), "{name}: {text}");
+    }
+    assert!(text.contains("  valueOf: string;\n"), "required: the caller gives it\n{text}");
+    for name in ["__proto__", "__defineGetter__", "__lookupSetter__", "q"] {
+        assert!(text.contains(&format!("  {name}?: string;\n")), "{name} is not in TypeScript's `Object`\n{text}");
+    }
+    assert!(text.contains("the `toString` every object inherits"), "{text}");
+
+    // Also inside nested objects, `$defs` and with an index signature (which must admit them).
+    let nested = json!({"type": "object", "$defs": {"D": {"type": "object", "properties": {"toString": {"type": "number"}}}},
+        "properties": {"x": {"$ref": "#/$defs/D"},
+                       "y": {"type": "object", "properties": {"constructor": {"enum": ["a", "b"]}},
+                             "additionalProperties": {"type": "boolean"}}}});
+    let c = convert_tool(&nested, None, "I", "O", &[]).unwrap();
+    let text = c.input.render() + c.defs[0].render().as_str();
+    assert!(text.contains("toString?: number | Object[\"toString\"];"), "{text}");
+    assert!(text.contains("constructor?: \"a\" | \"b\" | Object[\"constructor\"];"), "{text}");
+    assert!(text.contains("[key: string]: boolean | \"a\" | \"b\" | Object[\"constructor\"] | undefined;"), "{text}");
+}
+
+#[test]
+fn index_signatures_do_not_double_the_types_at_every_level() {
+    // Each level's index signature repeats its properties' types: 2^depth without a cap.
+    let mut s = json!({"type": "string"});
+    for _ in 0..20 {
+        s = json!({"type": "object", "properties": {"a": s, "b": {"type": "number"}},
+                   "additionalProperties": {"type": "string"}});
+    }
+    let started = std::time::Instant::now();
+    let c = convert_tool(&json!({"type": "object", "properties": {"x": s}}), None, "I", "O", &[]).unwrap();
+    let text = c.input.render();
+    assert!(text.len() < 100_000, "{} bytes", text.len());
+    assert!(started.elapsed() < std::time::Duration::from_secs(2), "{:?}", started.elapsed());
+    assert!(text.contains("[key: string]: string | {"), "small types are still repeated\n{text}");
+    assert!(text.contains("[key: string]: unknown;"), "{text}");
+    assert!(text.contains("Note: other keys are typed `unknown`"), "{text}");
+
+    // Required keys without a schema take the index type once per key: not a huge one.
+    let values: Vec<Value> = (0..3000).map(|i| json!(format!("v{i}"))).collect();
+    let required: Vec<String> = (0..3000).map(|i| format!("k{i}")).collect();
+    let schema = json!({"type": "object", "additionalProperties": {"enum": values}, "required": required});
+    let c = convert_tool(&schema, None, "I", "O", &[]).unwrap();
+    let text = c.input.render();
+    assert!(text.len() < 200_000, "{} bytes", text.len());
+    assert!(text.contains("  k2999: unknown;\n"), "{text}");
+    let small = json!({"type": "object", "additionalProperties": {"type": "string"}, "required": ["k"]});
+    let text = convert_tool(&small, None, "I", "O", &[]).unwrap().input.render();
+    assert!(text.contains("  k: string;\n"), "{text}");
+}

@@ -35,8 +35,9 @@ use crate::bridge::LocalBridgeClient;
 
 const MIB: usize = 1024 * 1024;
 
-/// Heap limits below this leave no room for the bootstrap (`agent exec` refuses them up front).
-pub const MIN_HEAP_MB: u64 = 16;
+/// Heap limits below this leave no room for the bootstrap (`agent exec` and the configuration
+/// refuse them up front; the number lives in `config`, the lower layer).
+pub const MIN_HEAP_MB: u64 = crate::config::MIN_HEAP_MB;
 
 /// Once the heap limit is hit, the isolate gets this much more to unwind in (allocations past
 /// it fail inside the script, which is already being terminated).
