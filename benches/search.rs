@@ -6,7 +6,9 @@
 //! `agent mcp list --json`). Each query names the tool(s) that answer it; recall@k is the share
 //! of queries with one of them in the top k. Compared: plain BM25 over name + description (the
 //! baseline, implemented here), the index without its extra signals and synonyms (BM25F only),
-//! and the shipped ranking. Target: shipped beats plain BM25 at recall@3 by ≥ 10 points.
+//! and the shipped ranking. Target: shipped beats plain BM25 at recall@3 by ≥ 10 points. The
+//! ranking's stop words and synonyms were tuned on these queries; a second, held-out set written
+//! afterwards shows how much of the gain is fitting.
 //!
 //! Speed: building the index of 1,000 tools (the GitHub corpus repeated with renamed servers;
 //! target ≤ 50 ms) and one query's p50 on it (target ≤ 1 ms). Prints numbers, asserts nothing.
@@ -106,6 +108,32 @@ const QUERIES: &[(&str, &[&str])] = &[
     ("what HTTP headers did the request carry", &["fixture.headers"]),
 ];
 
+/// Written after the ranking was tuned on [`QUERIES`] and never tuned on: a check that the
+/// gain is not only fitting.
+const HELD_OUT: &[(&str, &[&str])] = &[
+    ("list the issues of the repo", &["github.list_issues"]),
+    ("file a new issue about the crash", &["github.issue_write", "github.create_issue"]),
+    ("what's in src/main.rs", &["github.get_file_contents"]),
+    ("show the commit log", &["github.list_commits"]),
+    ("create a pull request from my branch", &["github.create_pull_request"]),
+    (
+        "requested changes on a PR, leave a review",
+        &["github.pull_request_review_write", "github.create_pull_request_review"],
+    ),
+    ("get one issue's details and comments", &["github.issue_read"]),
+    ("search commits by message", &["github.search_commits"]),
+    ("latest release", &["github.get_latest_release"]),
+    ("list the labels", &["github.list_label"]),
+    ("rename a label", &["github.label_write"]),
+    ("change an issue's type to bug", &["github.update_issue_type"]),
+    ("dependabot alert details", &["github.get_dependabot_alert"]),
+    ("cancel a running workflow", &["github.actions_run_trigger"]),
+    ("update a gist", &["github.update_gist"]),
+    ("echo a string", &["fixture.echo"]),
+    ("add numbers", &["fixture.add"]),
+    ("a big text result", &["fixture.big"]),
+];
+
 fn data(file: &str) -> std::path::PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data").join(file)
 }
@@ -176,13 +204,14 @@ impl PlainBm25 {
 }
 
 struct Recall {
+    n: usize,
     at: [usize; 3],
     misses: Vec<String>,
 }
 
-fn recall(tools: &[ToolInfo], search: impl Fn(&str) -> Vec<usize>) -> Recall {
-    let mut r = Recall { at: [0; 3], misses: Vec::new() };
-    for (query, expected) in QUERIES {
+fn recall(tools: &[ToolInfo], queries: &[(&str, &[&str])], search: impl Fn(&str) -> Vec<usize>) -> Recall {
+    let mut r = Recall { at: [0; 3], misses: Vec::new(), n: queries.len() };
+    for (query, expected) in queries {
         let ranked: Vec<String> = search(query).into_iter().map(|i| tools[i].qualified_name()).collect();
         let rank = ranked.iter().position(|n| expected.contains(&n.as_str()));
         for (slot, k) in [1, 3, 5].into_iter().enumerate() {
@@ -197,8 +226,10 @@ fn recall(tools: &[ToolInfo], search: impl Fn(&str) -> Vec<usize>) -> Recall {
     r
 }
 
-fn pct(n: usize) -> f64 {
-    100.0 * n as f64 / QUERIES.len() as f64
+impl Recall {
+    fn pct(&self, k: usize) -> f64 {
+        100.0 * self.at[k] as f64 / self.n.max(1) as f64
+    }
 }
 
 fn synthesise(base: &[ToolInfo], n: usize) -> Vec<ToolInfo> {
@@ -222,7 +253,7 @@ fn ms(d: Duration) -> f64 {
 
 fn main() {
     let tools = corpus();
-    println!("retrieval: {} queries over {} tools (GitHub corpus + fixture)\n", QUERIES.len(), tools.len());
+    println!("retrieval over {} tools (GitHub corpus + fixture)\n", tools.len());
 
     let plain = PlainBm25::build(&tools);
     let docs: Vec<_> = tools.iter().map(doc_for).collect();
@@ -230,29 +261,31 @@ fn main() {
         Index::build(docs.clone()).with_ranking(Ranking { boosts: false, synonyms: false, ..Ranking::default() });
     let shipped = Index::build(docs);
 
-    let rows = [
-        ("plain BM25 (name + description)", recall(&tools, |q| plain.search(q, 5))),
-        (
-            "BM25F only (no signals, no synonyms)",
-            recall(&tools, |q| bm25f_only.search(q, 5, &[]).iter().map(|h| h.doc).collect()),
-        ),
-        ("shipped", recall(&tools, |q| shipped.search(q, 5, &[]).iter().map(|h| h.doc).collect())),
+    let rankings: [(&str, &dyn Fn(&str) -> Vec<usize>); 3] = [
+        ("plain BM25 (name + description)", &|q| plain.search(q, 5)),
+        ("BM25F only (no signals, no synonyms)", &|q| bm25f_only.search(q, 5, &[]).iter().map(|h| h.doc).collect()),
+        ("shipped", &|q| shipped.search(q, 5, &[]).iter().map(|h| h.doc).collect()),
     ];
-    println!("{:40} {:>9} {:>9} {:>9}", "ranking", "recall@1", "recall@3", "recall@5");
-    for (name, r) in &rows {
-        println!("{name:40} {:>8.1}% {:>8.1}% {:>8.1}%", pct(r.at[0]), pct(r.at[1]), pct(r.at[2]));
-    }
-    let gain = pct(rows[2].1.at[1]) - pct(rows[0].1.at[1]);
-    println!(
-        "\nshipped - plain BM25 at recall@3: {gain:+.1} points (target ≥ +10): {}",
-        if gain >= 10.0 { "met" } else { "MISSED" }
-    );
-    if std::env::var_os("SEARCH_BENCH_MISSES").is_some() {
+    for (set, queries) in [("queries", QUERIES), ("held-out queries", HELD_OUT)] {
+        println!("{} {set}:", queries.len());
+        println!("  {:40} {:>9} {:>9} {:>9}", "ranking", "recall@1", "recall@3", "recall@5");
+        let rows: Vec<(&str, Recall)> = rankings.iter().map(|(name, f)| (*name, recall(&tools, queries, f))).collect();
         for (name, r) in &rows {
-            println!("\nnot in the top 3, {name}:");
-            for m in &r.misses {
-                println!("  {m}");
+            println!("  {name:40} {:>8.1}% {:>8.1}% {:>8.1}%", r.pct(0), r.pct(1), r.pct(2));
+        }
+        let gain = rows[2].1.pct(1) - rows[0].1.pct(1);
+        println!(
+            "  shipped - plain BM25 at recall@3: {gain:+.1} points (target ≥ +10): {}\n",
+            if gain >= 10.0 { "met" } else { "MISSED" }
+        );
+        if std::env::var_os("SEARCH_BENCH_MISSES").is_some() {
+            for (name, r) in &rows {
+                println!("  not in the top 3, {name}:");
+                for m in &r.misses {
+                    println!("    {m}");
+                }
             }
+            println!();
         }
     }
 
