@@ -247,6 +247,9 @@ fn synthesise(base: &[ToolInfo], n: usize) -> Vec<ToolInfo> {
     tools
 }
 
+/// A ranking under test: query → document positions, best first.
+type Ranker<'a> = &'a dyn Fn(&str) -> Vec<usize>;
+
 fn ms(d: Duration) -> f64 {
     d.as_secs_f64() * 1000.0
 }
@@ -261,7 +264,7 @@ fn main() {
         Index::build(docs.clone()).with_ranking(Ranking { boosts: false, synonyms: false, ..Ranking::default() });
     let shipped = Index::build(docs);
 
-    let rankings: [(&str, &dyn Fn(&str) -> Vec<usize>); 3] = [
+    let rankings: [(&str, Ranker); 3] = [
         ("plain BM25 (name + description)", &|q| plain.search(q, 5)),
         ("BM25F only (no signals, no synonyms)", &|q| bm25f_only.search(q, 5, &[]).iter().map(|h| h.doc).collect()),
         ("shipped", &|q| shipped.search(q, 5, &[]).iter().map(|h| h.doc).collect()),

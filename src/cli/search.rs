@@ -214,13 +214,23 @@ pub async fn run(ctx: Context, args: &SearchArgs) -> anyhow::Result<u8> {
     Ok(if failed.is_empty() { EXIT_OK } else { EXIT_FAILURE })
 }
 
+/// Where a signature is cut in the human output.
+const SIGNATURE_WIDTH: usize = 110;
+
 fn human(results: &[SearchResult], searched: usize) -> String {
     if results.is_empty() {
         return format!("no tool matches (searched {searched} tools)\n");
     }
     let mut s = String::new();
     for r in results {
-        s.push_str(&format!("{:>7.3}  {}\n", r.score, r.signature));
+        // One line: long enum lists are cut here (--json keeps the whole signature).
+        let sig = if r.signature.chars().count() > SIGNATURE_WIDTH {
+            let cut: String = r.signature.chars().take(SIGNATURE_WIDTH - 2).collect();
+            format!("{cut}…)")
+        } else {
+            r.signature.clone()
+        };
+        s.push_str(&format!("{:>7.3}  {sig}\n", r.score));
         if !r.description.is_empty() {
             s.push_str(&format!("         {}\n", r.description));
         }

@@ -261,10 +261,10 @@ impl Index {
             for p in list {
                 let len = &self.info[p.doc as usize].len;
                 let mut tf = 0.0;
-                for f in 0..FIELDS {
-                    if p.tf[f] > 0 {
+                for (f, &n) in p.tf.iter().enumerate() {
+                    if n > 0 {
                         let norm = 1.0 - r.b[f] + r.b[f] * len[f] as f32 / self.avg_len[f];
-                        tf += r.weights[f] * p.tf[f] as f32 / norm;
+                        tf += r.weights[f] * n as f32 / norm;
                     }
                 }
                 scores[p.doc as usize] += qw * idf * tf * (r.k1 + 1.0) / (r.k1 + tf);

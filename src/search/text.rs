@@ -170,9 +170,7 @@ pub fn stem(word: &str) -> String {
     if w.len() > 4 && (w.ends_with("ies") || w.ends_with("ied")) {
         w.truncate(w.len() - 3);
         w.push('y');
-    } else if w.ends_with("sses") {
-        w.truncate(w.len() - 2);
-    } else if ["xes", "ches", "shes", "zes"].iter().any(|s| w.ends_with(s)) && w.len() > 4 {
+    } else if ["sses", "xes", "ches", "shes", "zes"].iter().any(|s| w.ends_with(s)) && w.len() > 4 {
         w.truncate(w.len() - 2);
     } else if w.ends_with('s') && !w.ends_with("ss") && !w.ends_with("us") && !w.ends_with("is") {
         w.truncate(w.len() - 1);
