@@ -111,6 +111,8 @@ fn usage_errors_exit_2() {
     }
     let r = p.run(&["mcp", "search", "", "--from-tools", &corpus]);
     assert!(r.stderr.contains("error: the query is empty"), "{}", r.stderr);
+    let r = p.run(&["mcp", "search", "the ?!", "--from-tools", &corpus]);
+    assert!(r.stderr.contains("error: the query \"the ?!\" has no words to search for"), "{}", r.stderr);
     let r = p.run(&["mcp", "search", "echo", "--from-tools", listed, "--server", "fixtur"]);
     assert!(r.stderr.contains("no tools of server `fixtur` in") && r.stderr.contains("fixture"), "{}", r.stderr);
     // The same file with the right server: its tools, no server started.

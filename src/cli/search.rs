@@ -157,8 +157,14 @@ pub fn search_tools(tools: &[ToolInfo], query: &str, limit: usize, servers: &[St
 }
 
 pub async fn run(ctx: Context, args: &SearchArgs) -> anyhow::Result<u8> {
-    if !Index::has_terms(&args.query) {
+    if args.query.trim().is_empty() {
         return Err(usage("the query is empty: say what the tool should do, e.g. agent mcp search \"list issues\""));
+    }
+    if !Index::has_terms(&args.query) {
+        return Err(usage(format!(
+            "the query {:?} has no words to search for (only punctuation or words like `the`)",
+            args.query
+        )));
     }
     let selected = &args.filter.servers;
     let (tools, failed) = match &args.from_tools {
