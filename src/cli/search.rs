@@ -259,7 +259,11 @@ mod tests {
             name: "get_job_logs".into(),
             title: None,
             description: None,
-            input_schema: json!({"type": "object", "properties": {"owner": {"type": "string"}, "job_id": {"type": "number"}}, "required": ["owner"]}),
+            input_schema: json!({
+                "type": "object",
+                "properties": {"owner": {"type": "string"}, "job_id": {"type": "number"}},
+                "required": ["owner"]
+            }),
             output_schema: None,
             annotations: Some(json!({"readOnlyHint": true})),
         };
