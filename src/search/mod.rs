@@ -19,7 +19,7 @@
 
 pub mod text;
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 
 /// One tool as the index sees it.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -110,9 +110,10 @@ struct Posting {
 
 #[derive(Debug, Clone)]
 struct DocInfo {
-    name_terms: Vec<String>,
-    category_terms: HashSet<String>,
-    param_terms: HashSet<String>,
+    /// Term ids of the tool name, in order.
+    name_terms: Vec<u32>,
+    category_terms: Vec<u32>,
+    param_terms: Vec<u32>,
     len: [u16; FIELDS],
 }
 
@@ -121,7 +122,9 @@ struct DocInfo {
 pub struct Index {
     docs: Vec<Doc>,
     info: Vec<DocInfo>,
-    postings: HashMap<String, Vec<Posting>>,
+    /// Term → id; `postings[id]` lists the documents that contain it.
+    vocab: HashMap<String, u32>,
+    postings: Vec<Vec<Posting>>,
     avg_len: [f32; FIELDS],
     ranking: Ranking,
     usage: Vec<u64>,
@@ -135,6 +138,38 @@ fn name_prefix(name: &str) -> Option<&str> {
     (pos > 0 && pos + 1 < name.len()).then(|| &name[..=pos])
 }
 
+/// Turns text into term ids while the index is built, remembering each word's terms (catalogs
+/// repeat their words a lot).
+#[derive(Default)]
+struct Analyzer {
+    vocab: HashMap<String, u32>,
+    words: HashMap<String, Vec<u32>>,
+}
+
+impl Analyzer {
+    fn add(&mut self, text: &str, prose: bool, out: &mut Vec<u32>) {
+        let Analyzer { vocab, words } = self;
+        text::for_each_word(text, |w| {
+            if text::skipped(w, prose) {
+                return;
+            }
+            if let Some(ids) = words.get(w) {
+                out.extend_from_slice(ids);
+                return;
+            }
+            let ids: Vec<u32> = text::word_terms(w)
+                .into_iter()
+                .map(|t| {
+                    let next = vocab.len() as u32;
+                    *vocab.entry(t).or_insert(next)
+                })
+                .collect();
+            out.extend_from_slice(&ids);
+            words.insert(w.to_string(), ids);
+        });
+    }
+}
+
 impl Index {
     /// Indexes `docs` with the shipped [`Ranking`] and no usage prior.
     pub fn build(docs: Vec<Doc>) -> Index {
@@ -144,52 +179,65 @@ impl Index {
                 *prefix_count.entry((d.server.as_str(), p)).or_default() += 1;
             }
         }
-        let mut postings: HashMap<String, Vec<Posting>> = HashMap::new();
+        let mut an = Analyzer::default();
+        let mut postings: Vec<Vec<Posting>> = Vec::new();
         let mut info = Vec::with_capacity(docs.len());
         let mut total = [0f64; FIELDS];
+        let mut fields: [Vec<u32>; FIELDS] = Default::default();
+        let mut tfs: HashMap<u32, [u16; FIELDS]> = HashMap::new();
         for (i, d) in docs.iter().enumerate() {
-            let mut category = d.server.clone();
-            if let Some(p) = name_prefix(&d.tool).filter(|p| prefix_count[&(d.server.as_str(), *p)] >= PREFIX_MIN_TOOLS)
-            {
-                category.push(' ');
-                category.push_str(p);
+            for f in &mut fields {
+                f.clear();
             }
-            let name_terms = text::name_terms(&d.tool);
-            let param_names: Vec<&str> = d.params.iter().map(|(n, _)| n.as_str()).collect();
-            let param_descs: Vec<&str> = d.params.iter().map(|(_, t)| t.as_str()).collect();
-            let fields: [Vec<String>; FIELDS] = [
-                name_terms.clone(),
-                text::terms(&d.title),
-                text::terms(&category),
-                text::terms(&param_names.join(" ")),
-                text::terms(&d.description),
-                text::terms(&param_descs.join(" ")),
-                text::terms(&d.annotations.join(" ")),
-            ];
-            let mut tfs: HashMap<&str, [u16; FIELDS]> = HashMap::new();
+            an.add(&d.tool, false, &mut fields[NAME]);
+            an.add(&d.title, true, &mut fields[TITLE]);
+            an.add(&d.server, true, &mut fields[CATEGORY]);
+            if let Some(p) = name_prefix(&d.tool)
+                .filter(|p| prefix_count.get(&(d.server.as_str(), *p)).is_some_and(|n| *n >= PREFIX_MIN_TOOLS))
+            {
+                an.add(p, true, &mut fields[CATEGORY]);
+            }
+            for (name, desc) in &d.params {
+                an.add(name, true, &mut fields[PARAM_NAMES]);
+                an.add(desc, true, &mut fields[PARAM_DESCRIPTIONS]);
+            }
+            an.add(&d.description, true, &mut fields[DESCRIPTION]);
+            for a in &d.annotations {
+                an.add(a, true, &mut fields[ANNOTATIONS]);
+            }
+            tfs.clear();
             let mut len = [0u16; FIELDS];
             for (f, terms) in fields.iter().enumerate() {
                 len[f] = terms.len().min(u16::MAX as usize) as u16;
                 total[f] += len[f] as f64;
-                for t in terms {
-                    let e = tfs.entry(t.as_str()).or_default();
+                for &t in terms {
+                    let e = tfs.entry(t).or_default();
                     e[f] = e[f].saturating_add(1);
                 }
             }
-            for (t, tf) in tfs {
-                postings.entry(t.to_string()).or_default().push(Posting { doc: i as u32, tf });
+            if postings.len() < an.vocab.len() {
+                postings.resize_with(an.vocab.len(), Vec::new);
             }
+            for (&t, &tf) in &tfs {
+                postings[t as usize].push(Posting { doc: i as u32, tf });
+            }
+            let set = |v: &Vec<u32>| {
+                let mut v = v.clone();
+                v.sort_unstable();
+                v.dedup();
+                v
+            };
             info.push(DocInfo {
-                category_terms: fields[CATEGORY].iter().cloned().collect(),
-                param_terms: fields[PARAM_NAMES].iter().cloned().collect(),
-                name_terms,
+                name_terms: fields[NAME].clone(),
+                category_terms: set(&fields[CATEGORY]),
+                param_terms: set(&fields[PARAM_NAMES]),
                 len,
             });
         }
         let n = docs.len().max(1) as f64;
         let avg_len = total.map(|t| ((t / n) as f32).max(1.0));
         let usage = vec![0; docs.len()];
-        Index { docs, info, postings, avg_len, ranking: Ranking::default(), usage, max_usage: 0 }
+        Index { docs, info, vocab: an.vocab, postings, avg_len, ranking: Ranking::default(), usage, max_usage: 0 }
     }
 
     /// The same index ranked differently (benchmarks and tests compare rankings).
@@ -252,10 +300,12 @@ impl Index {
         if q.is_empty() || limit == 0 {
             return Vec::new();
         }
+        // Terms the catalog does not have can match nothing.
+        let q: Vec<(u32, f32)> = q.iter().filter_map(|(t, w)| self.vocab.get(t).map(|id| (*id, *w))).collect();
         let n = self.docs.len() as f32;
         let mut scores = vec![0f32; self.docs.len()];
-        for (term, qw) in &q {
-            let Some(list) = self.postings.get(term) else { continue };
+        for &(term, qw) in &q {
+            let list = &self.postings[term as usize];
             let df = list.len() as f32;
             let idf = (1.0 + (n - df + 0.5) / (df + 0.5)).ln();
             for p in list {
@@ -270,7 +320,7 @@ impl Index {
                 scores[p.doc as usize] += qw * idf * tf * (r.k1 + 1.0) / (r.k1 + tf);
             }
         }
-        let primary: Vec<&str> = q.iter().filter(|(_, w)| *w >= 1.0).map(|(t, _)| t.as_str()).collect();
+        let primary: Vec<u32> = q.iter().filter(|(_, w)| *w >= 1.0).map(|(t, _)| *t).collect();
         let mut hits: Vec<Hit> = scores
             .iter()
             .enumerate()
@@ -283,7 +333,7 @@ impl Index {
     }
 
     /// The multiplier of the extra signals for document `i` (1.0 when they are off).
-    fn signals(&self, i: usize, q: &[(String, f32)], primary: &[&str]) -> f32 {
+    fn signals(&self, i: usize, q: &[(u32, f32)], primary: &[u32]) -> f32 {
         let r = &self.ranking;
         let info = &self.info[i];
         let mut m = 1.0;
@@ -303,10 +353,10 @@ impl Index {
             if info.name_terms.len() == primary.len() && info.name_terms.iter().zip(primary).all(|(a, b)| a == b) {
                 m += NAME_EXACT;
             }
-            if primary.iter().any(|t| info.category_terms.contains(*t) && !info.name_terms.iter().any(|n| n == t)) {
+            if primary.iter().any(|t| info.category_terms.contains(t) && !info.name_terms.contains(t)) {
                 m += CATEGORY_MATCH;
             }
-            let params = primary.iter().filter(|t| info.param_terms.contains(**t)).count() as f32;
+            let params = primary.iter().filter(|t| info.param_terms.contains(t)).count() as f32;
             m += (params * PARAM_MATCH).min(PARAM_MATCH_MAX);
         }
         if r.usage_weight > 0.0 && self.max_usage > 0 && self.usage[i] > 0 {

@@ -7,34 +7,45 @@
 /// http, server) and between letters and digits (`v2beta` → v, 2, beta).
 pub fn words(text: &str) -> Vec<String> {
     let mut out = Vec::new();
+    for_each_word(text, |w| out.push(w.to_string()));
+    out
+}
+
+/// [`words`] without collecting them: `f` gets each word in turn.
+pub fn for_each_word(text: &str, mut f: impl FnMut(&str)) {
     let mut cur = String::new();
-    let chars: Vec<char> = text.chars().collect();
-    for (i, &c) in chars.iter().enumerate() {
+    let mut flush = |cur: &mut String| {
+        if !cur.is_empty() {
+            f(cur);
+            cur.clear();
+        }
+    };
+    let mut it = text.chars().peekable();
+    let mut prev: Option<char> = None;
+    while let Some(c) = it.next() {
         if !c.is_alphanumeric() {
-            flush(&mut cur, &mut out);
+            flush(&mut cur);
+            prev = None;
             continue;
         }
-        if let Some(&prev) = chars.get(i.wrapping_sub(1)).filter(|_| i > 0 && !cur.is_empty()) {
+        if let Some(prev) = prev.filter(|_| !cur.is_empty()) {
+            let mut ahead = it.clone();
+            let next = ahead.next();
+            let after = ahead.next();
             // `PRs`, `URLs`: an acronym's plural `s` stays with it.
-            let plural_s = chars.get(i + 1) == Some(&'s') && !chars.get(i + 2).is_some_and(|n| n.is_lowercase());
-            let next_lower = chars.get(i + 1).is_some_and(|n| n.is_lowercase()) && !plural_s;
+            let plural_s = next == Some('s') && !after.is_some_and(|n| n.is_lowercase());
+            let next_lower = next.is_some_and(|n| n.is_lowercase()) && !plural_s;
             let boundary = (prev.is_lowercase() && c.is_uppercase())
                 || (prev.is_uppercase() && c.is_uppercase() && next_lower)
                 || (prev.is_ascii_digit() != c.is_ascii_digit());
             if boundary {
-                flush(&mut cur, &mut out);
+                flush(&mut cur);
             }
         }
         cur.extend(c.to_lowercase());
+        prev = Some(c);
     }
-    flush(&mut cur, &mut out);
-    out
-}
-
-fn flush(cur: &mut String, out: &mut Vec<String>) {
-    if !cur.is_empty() {
-        out.push(std::mem::take(cur));
-    }
+    flush(&mut cur);
 }
 
 /// Words that carry no meaning for finding a tool; left out of queries and documents.
@@ -131,15 +142,24 @@ pub fn name_terms(name: &str) -> Vec<String> {
 fn normalise(text: &str, prose: bool) -> Vec<String> {
     let mut out = Vec::new();
     for w in words(text) {
-        if if prose { is_stop_word(&w) } else { NAME_GLUE.contains(&w.as_str()) } {
-            continue;
-        }
-        match ABBREVIATIONS.iter().find(|(a, _)| *a == w) {
-            Some((_, full)) => out.extend(full.iter().map(|f| stem(f))),
-            None => out.push(stem(&w)),
+        if !skipped(&w, prose) {
+            out.extend(word_terms(&w));
         }
     }
     out
+}
+
+/// Whether a word is left out: a stop word in prose (`prose`), a glue word in a tool name.
+pub fn skipped(word: &str, prose: bool) -> bool {
+    if prose { is_stop_word(word) } else { NAME_GLUE.contains(&word) }
+}
+
+/// The terms of one lower-case word: its abbreviation's expansion, or its stem.
+pub fn word_terms(word: &str) -> Vec<String> {
+    match ABBREVIATIONS.iter().find(|(a, _)| *a == word) {
+        Some((_, full)) => full.iter().map(|f| stem(f)).collect(),
+        None => vec![stem(word)],
+    }
 }
 
 /// The stemmed synonyms a query word (already lower-case, unstemmed) also stands for. A plural
