@@ -1,8 +1,9 @@
 //! `agent`: an MCP agent harness with a TypeScript code mode.
 //!
-//! Layering (one direction only; `tests/layers.rs` checks it): `util` (leaf helpers) ← `config`
-//! ← `mcp` ← (`codegen`, `bridge`) ← `runtime` (speaks only the bridge protocol) ← `codemode`
-//! ← `agent` ← `cli`. Only `cli` (and the binaries) print. See ARCHITECTURE.md for the map.
+//! Layering (one direction only; `tests/layers.rs` checks it): `util` (leaf helpers) ← (`config`,
+//! `search` (the tool catalog index)) ← `mcp` ← (`codegen`, `bridge`) ← `runtime` (speaks only the
+//! bridge protocol) ← `codemode` ← `agent` ← `cli`. Only `cli` (and the binaries) print. See
+//! ARCHITECTURE.md for the map.
 
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 
@@ -15,4 +16,5 @@ pub mod codemode;
 pub mod config;
 pub mod mcp;
 pub mod runtime;
+pub mod search;
 pub mod util;

@@ -13,6 +13,7 @@ use std::path::{Path, PathBuf};
 const LAYERS: &[(&str, u32)] = &[
     ("util", 0),
     ("config", 1),
+    ("search", 1),
     ("mcp", 2),
     ("codegen", 3),
     ("bridge", 3),

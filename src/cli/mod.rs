@@ -11,6 +11,7 @@ pub mod list;
 pub mod log;
 pub mod output;
 pub mod run;
+pub mod search;
 pub mod signal;
 
 use std::path::PathBuf;
@@ -95,6 +96,9 @@ pub enum McpCommand {
     /// Write the TypeScript API tree for the configured MCP tools.
     #[command(after_help = generate::AFTER_HELP)]
     Generate(generate::GenerateArgs),
+    /// Find the tools that fit a task, best first.
+    #[command(after_help = search::AFTER_HELP)]
+    Search(search::SearchArgs),
 }
 
 /// Options shared by commands that start servers.
@@ -175,6 +179,7 @@ async fn dispatch(cli: &Cli, ctx: Context) -> anyhow::Result<u8> {
         Command::Mcp(McpCommand::List(args)) => list::run(ctx, args).await,
         Command::Mcp(McpCommand::Call(args)) => call::run(ctx, args).await,
         Command::Mcp(McpCommand::Generate(args)) => generate::run(ctx, args).await,
+        Command::Mcp(McpCommand::Search(args)) => search::run(ctx, args).await,
         Command::Exec(args) => exec::run(ctx, args).await,
         Command::Run(args) => run::run(ctx, args).await,
     }

@@ -1,0 +1,129 @@
+//! `agent mcp search`, end to end: the real binary on the fixture server (started) and on the
+//! GitHub MCP server corpus (tests/data, through `--from-tools`, no server started).
+
+mod support;
+
+use serde_json::Value;
+use support::Project;
+
+fn github_corpus() -> String {
+    concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/github-mcp-server.json").to_string()
+}
+
+/// The `server.tool` names of a `--json` answer, best first.
+fn ranked(json: &Value) -> Vec<String> {
+    json.as_array()
+        .expect("array")
+        .iter()
+        .map(|r| format!("{}.{}", r["server"].as_str().unwrap(), r["tool"].as_str().unwrap()))
+        .collect()
+}
+
+fn search_github(p: &Project, query: &str) -> Vec<String> {
+    let r = p.run(&["mcp", "search", query, "--from-tools", &github_corpus(), "--server", "github", "--json"]);
+    r.assert_ok();
+    ranked(&r.json())
+}
+
+fn rank_of(list: &[String], tool: &str) -> usize {
+    list.iter().position(|t| t == tool).unwrap_or_else(|| panic!("{tool} not found in {list:?}"))
+}
+
+#[test]
+fn the_github_corpus_ranks_the_tool_a_user_means_first_or_near() {
+    let p = Project::new();
+    for (query, tool, within) in [
+        ("list pull requests", "github.list_pull_requests", 3),
+        ("logs of a failed job", "github.get_job_logs", 1),
+        ("who am I", "github.get_me", 1),
+        ("star a repo", "github.star_repository", 1),
+        ("show me the open PRs", "github.list_pull_requests", 3),
+        ("labelled issues", "github.list_issues", 5),
+        ("merge this PR", "github.merge_pull_request", 1),
+        ("my gists", "github.list_gists", 3),
+    ] {
+        let list = search_github(&p, query);
+        assert!(rank_of(&list, tool) < within, "{query:?}: {tool} not in the top {within}: {list:?}");
+    }
+}
+
+#[test]
+fn json_is_the_documented_array_best_first() {
+    let p = Project::new();
+    let r =
+        p.run(&["mcp", "search", "job logs", "--from-tools", &github_corpus(), "-s", "github", "--json", "-n", "4"]);
+    r.assert_ok();
+    let json = r.json();
+    let arr = json.as_array().unwrap();
+    assert_eq!(arr.len(), 4);
+    for item in arr {
+        let keys: Vec<&str> = item.as_object().unwrap().keys().map(String::as_str).collect();
+        assert_eq!(keys, ["server", "tool", "score", "signature", "description"]);
+    }
+    let scores: Vec<f64> = arr.iter().map(|i| i["score"].as_f64().unwrap()).collect();
+    assert!(scores.windows(2).all(|w| w[0] >= w[1]), "best first: {scores:?}");
+    assert_eq!(arr[0]["tool"], "get_job_logs");
+    assert_eq!(arr[0]["server"], "github");
+    let sig = arr[0]["signature"].as_str().unwrap();
+    assert!(
+        sig.starts_with("github.get_job_logs(") && sig.contains("owner: string") && sig.contains("job_id?: number"),
+        "{sig}"
+    );
+    assert_eq!(
+        arr[0]["description"],
+        "Download logs for a specific workflow job or efficiently get all failed job logs for a workflow run"
+    );
+}
+
+#[test]
+fn the_fixture_server_is_started_and_searched() {
+    let p = Project::with_fixture();
+    let r = p.run(&["mcp", "search", "add two numbers", "--limit", "3"]);
+    r.assert_ok();
+    let first = r.stdout.lines().next().unwrap_or("");
+    assert!(first.contains("fixture.add(a: integer, b: integer)"), "{}", r.stdout);
+    assert!(r.stdout.contains("Add two integers; returns {sum}."), "{}", r.stdout);
+    let r = p.run(&["mcp", "search", "uppercase text", "--json"]);
+    r.assert_ok();
+    assert_eq!(ranked(&r.json())[0], "fixture.text.upper");
+    // Nothing matches: exit 0, said so.
+    let r = p.run(&["mcp", "search", "kubernetes deployment"]);
+    r.assert_ok();
+    assert!(r.stdout.starts_with("no tool matches (searched 11 tools)"), "{}", r.stdout);
+}
+
+#[test]
+fn usage_errors_exit_2() {
+    let p = Project::new();
+    let corpus = github_corpus();
+    // A saved `agent mcp list --json` (each tool names its server).
+    let listed = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/fixture-tools.json");
+    for args in [
+        vec!["mcp", "search", "", "--from-tools", &corpus],
+        vec!["mcp", "search", "  ?! ", "--from-tools", &corpus],
+        vec!["mcp", "search", "issues", "--limit", "0", "--from-tools", &corpus],
+        vec!["mcp", "search", "issues", "--limit", "many", "--from-tools", &corpus],
+        vec!["mcp", "search", "echo", "--from-tools", listed, "--server", "fixtur"],
+        vec!["mcp", "search", "issues", "--from-tools", "/nonexistent/tools.json"],
+        vec!["mcp", "search"],
+    ] {
+        p.run(&args).assert_code(2);
+    }
+    let r = p.run(&["mcp", "search", "", "--from-tools", &corpus]);
+    assert!(r.stderr.contains("error: the query is empty"), "{}", r.stderr);
+    let r = p.run(&["mcp", "search", "the ?!", "--from-tools", &corpus]);
+    assert!(r.stderr.contains("error: the query \"the ?!\" has no words to search for"), "{}", r.stderr);
+    let r = p.run(&["mcp", "search", "echo", "--from-tools", listed, "--server", "fixtur"]);
+    assert!(r.stderr.contains("no tools of server `fixtur` in") && r.stderr.contains("fixture"), "{}", r.stderr);
+    // The same file with the right server: its tools, no server started.
+    let r = p.run(&["mcp", "search", "echo", "--from-tools", listed, "--server", "fixture", "--json"]);
+    r.assert_ok();
+    assert_eq!(ranked(&r.json())[0], "fixture.echo");
+    let r = p.run(&["mcp", "search", "--help"]);
+    r.assert_ok();
+    assert!(
+        r.stdout.contains("Exit codes:") && r.stdout.contains("agent mcp search \"list pull requests\""),
+        "{}",
+        r.stdout
+    );
+}
