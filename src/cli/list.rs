@@ -120,8 +120,9 @@ fn human(servers: &[String], failed: &[String], tools: &[ToolInfo], detailed: bo
                     }
                 }
                 s.push_str(&format!("    params: {}\n", param_summary(&t.input_schema)));
-                if let Some(hints) = annotation_summary(t.annotations.as_ref()) {
-                    s.push_str(&format!("    hints: {hints}\n"));
+                let hints = t.hint_labels();
+                if !hints.is_empty() {
+                    s.push_str(&format!("    hints: {}\n", hints.join(", ")));
                 }
                 if t.output_schema.is_some() {
                     s.push_str("    output: structured (outputSchema)\n");
@@ -188,22 +189,6 @@ fn short_type(p: &Value, root: &Value) -> String {
         Some(Value::Array(ts)) => ts.iter().filter_map(Value::as_str).collect::<Vec<_>>().join(" | "),
         _ => "any".into(),
     }
-}
-
-fn annotation_summary(a: Option<&Value>) -> Option<String> {
-    let a = a?.as_object()?;
-    let mut hints = Vec::new();
-    for (key, label) in [
-        ("readOnlyHint", "read-only"),
-        ("destructiveHint", "destructive"),
-        ("idempotentHint", "idempotent"),
-        ("openWorldHint", "open-world"),
-    ] {
-        if a.get(key).and_then(Value::as_bool) == Some(true) {
-            hints.push(label);
-        }
-    }
-    (!hints.is_empty()).then(|| hints.join(", "))
 }
 
 /// `agent mcp list --tokens`: direct vs code mode context cost of the listed tools.

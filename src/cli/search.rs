@@ -91,19 +91,7 @@ pub fn doc_for(t: &ToolInfo) -> Doc {
                 .collect()
         })
         .unwrap_or_default();
-    let mut annotations = Vec::new();
-    if let Some(a) = t.annotations.as_ref().and_then(Value::as_object) {
-        for (key, label) in [
-            ("readOnlyHint", "read-only"),
-            ("destructiveHint", "destructive"),
-            ("idempotentHint", "idempotent"),
-            ("openWorldHint", "open-world"),
-        ] {
-            if a.get(key).and_then(Value::as_bool) == Some(true) {
-                annotations.push(label.to_string());
-            }
-        }
-    }
+    let annotations = t.hint_labels().into_iter().map(String::from).collect();
     Doc {
         server: t.server.clone(),
         tool: t.name.clone(),

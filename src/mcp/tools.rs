@@ -46,6 +46,22 @@ impl ToolInfo {
         }
     }
 
+    /// The hints the tool's annotations set to `true`, as words: `read-only`, `destructive`,
+    /// `idempotent`, `open-world` (for `mcp list --detailed` and the search index).
+    pub fn hint_labels(&self) -> Vec<&'static str> {
+        let Some(a) = self.annotations.as_ref().and_then(Value::as_object) else { return Vec::new() };
+        [
+            ("readOnlyHint", "read-only"),
+            ("destructiveHint", "destructive"),
+            ("idempotentHint", "idempotent"),
+            ("openWorldHint", "open-world"),
+        ]
+        .into_iter()
+        .filter(|(key, _)| a.get(*key).and_then(Value::as_bool) == Some(true))
+        .map(|(_, label)| label)
+        .collect()
+    }
+
     /// `server.tool`, the name users type.
     pub fn qualified_name(&self) -> String {
         format!("{}.{}", self.server, self.name)
