@@ -64,7 +64,8 @@ pub struct Cli {
     #[arg(long, global = true, value_name = "FILE")]
     pub config: Option<PathBuf>,
 
-    /// More logging on stderr (-v info, -vv debug); RUST_LOG overrides.
+    /// More logging on stderr, one `level: message` line per event (-v info, -vv debug with
+    /// time and module); RUST_LOG overrides; colour only on a terminal, never with NO_COLOR.
     #[arg(short, long, global = true, action = clap::ArgAction::Count)]
     pub verbose: u8,
 
