@@ -826,7 +826,9 @@ pub mod byte_size {
         match Value::deserialize(d)? {
             Value::Number(n) => n.as_u64().ok_or_else(|| serde::de::Error::custom(format!("invalid size {n}"))),
             Value::String(s) => crate::util::size::parse_bytes(&s).map_err(serde::de::Error::custom),
-            other => Err(serde::de::Error::custom(format!("invalid type: expected a size like \"100MB\", got {other}"))),
+            other => {
+                Err(serde::de::Error::custom(format!("invalid type: expected a size like \"100MB\", got {other}")))
+            }
         }
     }
 }

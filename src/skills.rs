@@ -123,9 +123,8 @@ pub fn exports_of(text: &str) -> Vec<String> {
             continue;
         }
         let rest = rest.strip_prefix("async ").map(str::trim_start).unwrap_or(rest);
-        let Some(rest) = ["function* ", "function ", "const ", "let ", "var ", "class "]
-            .iter()
-            .find_map(|k| rest.strip_prefix(k))
+        let Some(rest) =
+            ["function* ", "function ", "const ", "let ", "var ", "class "].iter().find_map(|k| rest.strip_prefix(k))
         else {
             continue;
         };
@@ -196,7 +195,8 @@ pub fn write(skills_dir: &Path, name: &str, text: &str) -> Result<bool, String> 
     std::fs::create_dir_all(skills_dir).map_err(|e| format!("cannot create {}: {e}", skills_dir.display()))?;
     let path = skills_dir.join(format!("{name}.ts"));
     let existed = std::fs::symlink_metadata(&path).is_ok();
-    write_atomic(&path, text.as_bytes(), Access::Shared).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+    write_atomic(&path, text.as_bytes(), Access::Shared)
+        .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
     Ok(existed)
 }
 

@@ -49,7 +49,10 @@ console.log(load("totals") === undefined);
 "#,
     );
     r.assert_ok();
-    assert_eq!(r.stdout, "3 bug,ui text value\ntrue\n5242880 x x\n5 [\"reports/\"] [\"big.txt\",\"summary.json\"]\ntrue\n");
+    assert_eq!(
+        r.stdout,
+        "3 bug,ui text value\ntrue\n5242880 x x\n5 [\"reports/\"] [\"big.txt\",\"summary.json\"]\ntrue\n"
+    );
 
     // agent state ls / show / rm.
     let ls = p.run(&["state", "ls", "--json"]);
@@ -171,7 +174,11 @@ try { store("k2", 3); } catch (e) { console.log(e.message); }
     // An uncaught one fails the script with the same message.
     let r = exec(&p, "writeText(\"a.txt\", \"z\".repeat(2 * 1024 * 1024));");
     r.assert_code(1);
-    assert!(r.stderr.contains("error: Error: state quota exceeded: writing 2.0 MB would bring data/ to 2.0 MB of 1.0 MB"), "{}", r.stderr);
+    assert!(
+        r.stderr.contains("error: Error: state quota exceeded: writing 2.0 MB would bring data/ to 2.0 MB of 1.0 MB"),
+        "{}",
+        r.stderr
+    );
     assert!(r.stderr.contains("main.ts:1"), "the error points at the script's line: {}", r.stderr);
 }
 
@@ -219,7 +226,11 @@ console.log(found, s.length, s.split(s[0]).length - 1 === s.length);
 
 fn code_project(fake: &FakeLlm) -> Project {
     let p = Project::new();
-    p.write_config(&format!("{}mcp:\n  servers:\n{}", fake.llm_yaml(Api::Anthropic), fixture_stdio_yaml("fixture", &[])));
+    p.write_config(&format!(
+        "{}mcp:\n  servers:\n{}",
+        fake.llm_yaml(Api::Anthropic),
+        fixture_stdio_yaml("fixture", &[])
+    ));
     p
 }
 
@@ -250,9 +261,14 @@ export async function addTwice(a: number, b: number): Promise<number> {
         "the README lists the new skill:\n{readme}"
     );
 
-    let use_it = "import { addTwice } from \"./skills/add-twice.ts\";\nconsole.log(load(\"last\"), await addTwice(20, 1));\n";
+    let use_it =
+        "import { addTwice } from \"./skills/add-twice.ts\";\nconsole.log(load(\"last\"), await addTwice(20, 1));\n";
     let fake2 = FakeLlm::start(vec![Reply::tool("code_execution", json!({"code": use_it})), Reply::text("42")]);
-    p.write_config(&format!("{}mcp:\n  servers:\n{}", fake2.llm_yaml(Api::Anthropic), fixture_stdio_yaml("fixture", &[])));
+    p.write_config(&format!(
+        "{}mcp:\n  servers:\n{}",
+        fake2.llm_yaml(Api::Anthropic),
+        fixture_stdio_yaml("fixture", &[])
+    ));
     p.run(&["run", "--mode", "code", "use the skill"]).assert_ok();
     let (_, result, is_error) = fake2.requests()[1].tool_results().remove(0);
     assert!(!is_error, "{result}");
@@ -260,7 +276,11 @@ export async function addTwice(a: number, b: number): Promise<number> {
 
     // --fresh-state clears data/ (skills stay).
     let fake3 = FakeLlm::start(vec![Reply::text("ok")]);
-    p.write_config(&format!("{}mcp:\n  servers:\n{}", fake3.llm_yaml(Api::Anthropic), fixture_stdio_yaml("fixture", &[])));
+    p.write_config(&format!(
+        "{}mcp:\n  servers:\n{}",
+        fake3.llm_yaml(Api::Anthropic),
+        fixture_stdio_yaml("fixture", &[])
+    ));
     assert!(data(&p).join(".store").exists());
     p.run(&["run", "--mode", "code", "--fresh-state", "anything"]).assert_ok();
     assert!(!data(&p).exists());
@@ -281,19 +301,33 @@ console.log(saveSkill("weekly-report", "export function weeklyReport() { return 
     );
     r.assert_ok();
     let lines: Vec<&str> = r.stdout.lines().collect();
-    assert!(lines[0].starts_with("invalid skill name \"Weekly_Report\": it must start with a lowercase letter; use kebab-case"), "{}", lines[0]);
+    assert!(
+        lines[0]
+            .starts_with("invalid skill name \"Weekly_Report\": it must start with a lowercase letter; use kebab-case"),
+        "{}",
+        lines[0]
+    );
     assert!(lines[1].starts_with("invalid skill name \"../x\""), "{}", lines[1]);
-    assert!(lines[2].starts_with("skill `broken` does not transpile: ") && lines[2].contains("skills/broken.ts:1:"), "{}", lines[2]);
+    assert!(
+        lines[2].starts_with("skill `broken` does not transpile: ") && lines[2].contains("skills/broken.ts:1:"),
+        "{}",
+        lines[2]
+    );
     assert_eq!(lines[3], "skills/weekly-report.ts");
     assert!(!p.path().join(".kodelet/mcp/skills/broken.ts").exists());
 
     // agent skill add / ls / show / rm.
-    let file = p.write("tools/top-items.ts", "/** The top N items. */\nexport function topItems(n: number) { return n; }\n");
+    let file =
+        p.write("tools/top-items.ts", "/** The top N items. */\nexport function topItems(n: number) { return n; }\n");
     p.run(&["skill", "add", file.to_str().unwrap()]).assert_ok();
     let bad = p.write("Bad Name.ts", "export const a = 1;");
     let r = p.run(&["skill", "add", bad.to_str().unwrap()]);
     r.assert_code(2);
-    assert!(r.stderr.contains("invalid skill name \"Bad Name\"") && r.stderr.contains("(or pass --name)"), "{}", r.stderr);
+    assert!(
+        r.stderr.contains("invalid skill name \"Bad Name\"") && r.stderr.contains("(or pass --name)"),
+        "{}",
+        r.stderr
+    );
     let broken = p.write("broken.ts", "export function (\n");
     let r = p.run(&["skill", "add", broken.to_str().unwrap(), "--name", "fine-name"]);
     r.assert_code(2);

@@ -135,7 +135,12 @@ fn skill_tools(config: &crate::config::Config) -> Vec<ToolInfo> {
             server: "skills".into(),
             name: s.name,
             title: None,
-            description: Some(format!("{} (import from ./{}; exports {})", s.description, s.file, s.exports.join(", "))),
+            description: Some(format!(
+                "{} (import from ./{}; exports {})",
+                s.description,
+                s.file,
+                s.exports.join(", ")
+            )),
             input_schema: serde_json::json!({"type": "object"}),
             output_schema: None,
             annotations: None,

@@ -81,9 +81,8 @@ pub async fn run(ctx: Context, cmd: &SkillCommand) -> anyhow::Result<u8> {
                     stem.strip_suffix(".ts").or_else(|| stem.strip_suffix(".mts")).unwrap_or(stem).to_string()
                 }
             };
-            skills::validate_name(&name).map_err(|e| {
-                usage(if args.name.is_none() { format!("{e} (or pass --name)") } else { e })
-            })?;
+            skills::validate_name(&name)
+                .map_err(|e| usage(if args.name.is_none() { format!("{e} (or pass --name)") } else { e }))?;
             let file = std::fs::File::open(&args.file)
                 .map_err(|e| usage(format!("cannot read {}: {e}", args.file.display())))?;
             let bytes = read_capped(file, MAX_SKILL_BYTES).map_err(|e| match e {
@@ -94,8 +93,7 @@ pub async fn run(ctx: Context, cmd: &SkillCommand) -> anyhow::Result<u8> {
             })?;
             let source =
                 String::from_utf8(bytes).map_err(|_| usage(format!("{} is not UTF-8 text", args.file.display())))?;
-            let replaced = crate::runtime::save_skill(&workspace, &name, &source, &args.description)
-                .map_err(|e| usage(e))?;
+            let replaced = crate::runtime::save_skill(&workspace, &name, &source, &args.description).map_err(usage)?;
             refresh(&workspace);
             eprintln!(
                 "{} skill {name}: {}",

@@ -351,7 +351,10 @@ pub fn generate(tools: &[ToolInfo], opts: &GenerateOptions) -> anyhow::Result<Ge
     files.push(PlannedFile::new("index.ts", render::top_index(&entries)?));
     files.push(PlannedFile::new("example.ts", render::example(&example_path, example.as_ref())?));
     files.push(PlannedFile::new("tsconfig.json", render::tsconfig()?));
-    files.push(PlannedFile::new("README.md", render::readme(&entries, readme_example.as_ref(), &crate::skills::list(dir))?));
+    files.push(PlannedFile::new(
+        "README.md",
+        render::readme(&entries, readme_example.as_ref(), &crate::skills::list(dir))?,
+    ));
 
     let mut outcome = tree::write(dir, &files, opts.clean)?;
     let manifest = [PlannedFile::new(MANIFEST, manifest_text(&cache_entries, &tool_lines)?)];

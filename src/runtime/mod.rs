@@ -173,7 +173,7 @@ pub fn check_skill(name: &str, source: &str) -> Result<(), String> {
     loader::check_transpiles(&format!("skills/{name}.ts"), source).map_err(|e| {
         // The diagnostic's first line and its position (the code excerpt between is dropped).
         let first = e.lines().next().unwrap_or("").trim();
-        match e.lines().map(str::trim).filter(|l| l.starts_with("at ")).last() {
+        match e.lines().map(str::trim).rfind(|l| l.starts_with("at ")) {
             Some(at) => format!("skill `{name}` does not transpile: {first} {at}"),
             None => format!("skill `{name}` does not transpile: {first}"),
         }
@@ -197,7 +197,10 @@ pub fn save_skill(workspace: &std::path::Path, name: &str, source: &str, descrip
         Ok(d) if d.is_dir() => d.real,
         Ok(_) | Err(confine::Refusal::Special) => return Err(format!("{} is not a directory", dir.display())),
         Err(confine::Refusal::Outside) => {
-            return Err(format!("{} leads outside the workspace (a symbolic link); skills are kept only inside it", dir.display()));
+            return Err(format!(
+                "{} leads outside the workspace (a symbolic link); skills are kept only inside it",
+                dir.display()
+            ));
         }
         Err(confine::Refusal::Missing(e)) => return Err(format!("cannot open {}: {e}", dir.display())),
     };

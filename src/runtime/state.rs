@@ -425,7 +425,9 @@ pub fn check_path(path: &str) -> Result<Vec<&str>> {
         match part {
             "" | "." => {}
             ".." => {
-                return Err(format!("invalid path {path:?}: `..` is not allowed; scripts may only use files inside data/"));
+                return Err(format!(
+                    "invalid path {path:?}: `..` is not allowed; scripts may only use files inside data/"
+                ));
             }
             p if p.len() > 255 => return Err(format!("invalid path {path:?}: a name is longer than 255 bytes")),
             p => parts.push(p),
