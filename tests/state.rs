@@ -89,18 +89,23 @@ fn escapes_from_data_are_refused_with_clear_errors() {
     std::os::unix::fs::symlink("/etc", d.join("etc")).unwrap();
     std::os::unix::fs::symlink(&secret, d.join("out")).unwrap();
     std::os::unix::fs::symlink("..", d.join("ws")).unwrap();
+    // Writes are tried through a link to a directory of the test's own (never to /etc: a broken
+    // fence must not write into the system).
+    let outside = p.path().join("outside");
+    std::fs::create_dir_all(&outside).unwrap();
+    std::os::unix::fs::symlink(&outside, d.join("outdir")).unwrap();
     std::os::unix::fs::symlink("ok.txt", d.join("alias")).unwrap();
-    let r = exec(
-        &p,
-        r#"
+    let abs = outside.join("abs.txt").display().to_string();
+    let abs_error = format!("Error: invalid path {abs:?}: absolute paths are not allowed");
+    let script = r#"
 const attempts = [
   () => readText("../secret.txt"),
   () => readText("/etc/passwd"),
-  () => writeText("/tmp/evil", "x"),
+  () => writeText(ABS, "x"),
   () => readText("etc/passwd"),
   () => readText("out"),
   () => writeText("out", "pwned"),
-  () => writeText("etc/evil", "x"),
+  () => writeText("outdir/evil", "x"),
   () => list("ws"),
   () => writeText("ws/README.md", "x"),
   () => readText("a\0b"),
@@ -111,18 +116,19 @@ for (const f of attempts) {
   try { f(); console.log("ALLOWED"); } catch (e) { console.log(`${e.constructor.name}: ${e.message}`); }
 }
 console.log(readText("alias"));
-"#,
-    );
+"#
+    .replace("ABS", &format!("{abs:?}"));
+    let r = exec(&p, &script);
     r.assert_ok();
     let lines: Vec<&str> = r.stdout.lines().collect();
     let expected = [
         "Error: invalid path \"../secret.txt\": `..` is not allowed; scripts may only use files inside data/",
         "Error: invalid path \"/etc/passwd\": absolute paths are not allowed; paths are relative to data/ (e.g. \"reports/week.json\")",
-        "Error: invalid path \"/tmp/evil\": absolute paths are not allowed",
+        abs_error.as_str(),
         "Error: data/etc leads outside data/ (a symbolic link); scripts may only use files inside data/",
         "Error: data/out leads outside data/ (a symbolic link)",
         "Error: data/out leads outside data/ (a symbolic link)",
-        "Error: data/etc leads outside data/ (a symbolic link)",
+        "Error: data/outdir leads outside data/ (a symbolic link)",
         "Error: data/ws leads outside data/ (a symbolic link)",
         "Error: data/ws leads outside data/ (a symbolic link)",
         "Error: invalid path \"a\\0b\": it contains a NUL byte",
@@ -135,7 +141,7 @@ console.log(readText("alias"));
         assert!(line.starts_with(want), "got {line:?}, want {want:?}");
     }
     assert_eq!(std::fs::read_to_string(&secret).unwrap(), "untouched");
-    assert!(!std::path::Path::new("/etc/evil").exists());
+    assert_eq!(std::fs::read_dir(&outside).unwrap().count(), 0, "nothing was written through the link");
     assert!(std::fs::symlink_metadata(d.join("out")).unwrap().file_type().is_symlink(), "the link was not replaced");
 
     // data/ itself a link out of the workspace: nothing goes through it.
