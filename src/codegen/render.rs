@@ -389,12 +389,17 @@ pub fn readme(servers: &[ServerEntry], example: Option<&Example>, skills: &[Skil
     let skills: Vec<Value> = skills
         .iter()
         .map(|s| {
-            let exports: Vec<String> = s.exports.iter().filter(|e| super::ts::is_identifier(e)).cloned().collect();
-            context! {
-                name => safe(&s.name),
-                description => safe(super::ts::markdown_text(&s.description)),
-                exports => safe(exports.iter().map(|e| format!("`{e}`")).collect::<Vec<_>>().join(", ")),
+            let exports: Vec<String> =
+                s.exports.iter().filter(|e| super::ts::is_identifier(e)).map(|e| format!("`{e}`")).collect();
+            let mut details = String::new();
+            if !exports.is_empty() {
+                details.push_str(&format!(" ({})", exports.join(", ")));
             }
+            let description = super::ts::markdown_text(&s.description);
+            if !description.is_empty() {
+                details.push_str(&format!(": {description}"));
+            }
+            context! { name => safe(&s.name), details => safe(details) }
         })
         .collect();
     render(
