@@ -7,7 +7,7 @@ use clap::{Args, Subcommand};
 use super::output::write_stdout;
 use super::{Context, EXIT_OK, usage};
 use crate::codemode::Options;
-use crate::runtime::state::{Quota, Removed, State};
+use crate::runtime::state::{Kind, Quota, State};
 use crate::util::size::human_bytes;
 use crate::util::suggest::{did_you_mean, suggest};
 
@@ -92,7 +92,7 @@ pub async fn run(ctx: Context, cmd: &StateCommand) -> anyhow::Result<u8> {
             }
         }
         StateCommand::Show(args) => match state.show(&args.name).map_err(fail)? {
-            Some((Removed::Key, bytes)) => {
+            Some((Kind::Key, bytes)) => {
                 let text = String::from_utf8_lossy(&bytes);
                 let pretty = serde_json::from_str::<serde_json::Value>(&text)
                     .ok()
@@ -115,9 +115,9 @@ pub async fn run(ctx: Context, cmd: &StateCommand) -> anyhow::Result<u8> {
                 eprintln!("{}", if had { "removed everything under data/" } else { "data/ was already empty" });
             } else if let Some(name) = &args.name {
                 match state.remove(name).map_err(fail)? {
-                    Some(Removed::Key) => eprintln!("removed key {name}"),
-                    Some(Removed::File) => eprintln!("removed data/{name}"),
-                    Some(Removed::Directory) => eprintln!("removed data/{name}/ and what it held"),
+                    Some(Kind::Key) => eprintln!("removed key {name}"),
+                    Some(Kind::File) => eprintln!("removed data/{name}"),
+                    Some(Kind::Directory) => eprintln!("removed data/{name}/ and what it held"),
                     None => return Err(not_found(&state, name)),
                 }
             }

@@ -66,9 +66,9 @@ pub struct Entry {
     pub bytes: u64,
 }
 
-/// What [`State::remove`] removed.
+/// What a name in `data/` turned out to be (`show`, `remove`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Removed {
+pub enum Kind {
     Key,
     File,
     Directory,
@@ -227,17 +227,17 @@ impl State {
 
     /// What `agent state show` prints: the stored value of key `name`, else the file
     /// `data/<name>`. `None` when neither exists.
-    pub fn show(&self, name: &str) -> Result<Option<(Removed, Vec<u8>)>> {
+    pub fn show(&self, name: &str) -> Result<Option<(Kind, Vec<u8>)>> {
         if key_file(name).is_ok()
             && let Some(v) = self.load(name)?
         {
-            return Ok(Some((Removed::Key, v.into_bytes())));
+            return Ok(Some((Kind::Key, v.into_bytes())));
         }
         if check_path(name).is_err() {
             return Ok(None);
         }
         match self.read(name) {
-            Ok(bytes) => Ok(Some((Removed::File, bytes))),
+            Ok(bytes) => Ok(Some((Kind::File, bytes))),
             Err(e) if e.ends_with("does not exist") => Ok(None),
             Err(e) => Err(e),
         }
@@ -245,14 +245,14 @@ impl State {
 
     /// Removes key `name`, else `data/<name>` (a directory with what it holds). `None` when
     /// neither exists.
-    pub fn remove(&self, name: &str) -> Result<Option<Removed>> {
+    pub fn remove(&self, name: &str) -> Result<Option<Kind>> {
         let Some(data) = self.data(false)? else { return Ok(None) };
         if let Ok(file) = key_file(name)
             && let Some(dir) = self.parent(&data, &[STORE_DIR, &file], false)?
             && std::fs::symlink_metadata(dir.join(&file)).is_ok()
         {
             remove_file(&dir.join(&file))?;
-            return Ok(Some(Removed::Key));
+            return Ok(Some(Kind::Key));
         }
         let Ok(parts) = check_path(name) else { return Ok(None) };
         let Some(dir) = self.parent(&data, &parts, false)? else { return Ok(None) };
@@ -260,9 +260,9 @@ impl State {
         let path = dir.join(last);
         match std::fs::symlink_metadata(&path) {
             Ok(m) if m.is_dir() => std::fs::remove_dir_all(&path)
-                .map(|()| Some(Removed::Directory))
+                .map(|()| Some(Kind::Directory))
                 .map_err(|e| format!("cannot remove data/{name}: {e}")),
-            Ok(_) => remove_file(&path).map(|()| Some(Removed::File)),
+            Ok(_) => remove_file(&path).map(|()| Some(Kind::File)),
             Err(_) => Ok(None),
         }
     }
