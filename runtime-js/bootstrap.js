@@ -21,6 +21,10 @@ const {
   op_agent_url_set,
   op_agent_utf8_valid,
   op_agent_stack_prefix,
+  op_agent_state_get,
+  op_agent_state_put,
+  op_agent_state_list,
+  op_agent_save_skill,
 } = core.ops;
 const coreEncode = core.encode;
 const coreDecode = core.decode;
@@ -767,6 +771,101 @@ defineGlobal("__agentCallTool", agentCallTool, false);
 defineGlobal("callMCPTool", callMCPTool, false);
 defineGlobal("BridgeError", BridgeError);
 defineGlobal("MCPToolError", MCPToolError);
+
+// ---------------------------------------------------------------------------------------------
+// State across executions and skills (src/runtime/state.rs). Everything lives under
+// <workspace>/data/ (store/load keys in data/.store/) and <workspace>/skills/; the ops fence the
+// paths. The ops are synchronous; they answer "1<payload>", "2" (nothing there) or "0<message>",
+// and a message becomes an Error thrown from the script's own call.
+
+function stateAnswer(answer, caller) {
+  if (answer[0] === "1") return call(StringPrototypeSlice, answer, 1);
+  if (answer[0] === "2") return undefined;
+  const err = new ErrorCtor(call(StringPrototypeSlice, answer, 1));
+  ErrorCaptureStackTrace(err, caller);
+  throw err;
+}
+
+function checkString(fn, what, value) {
+  if (typeof value !== "string" || value === "") {
+    const err = new TypeErrorCtor(`${fn}: \`${what}\` must be a non-empty string`);
+    ErrorCaptureStackTrace(err, checkString);
+    throw err;
+  }
+}
+
+function toJson(fn, value) {
+  let text;
+  try {
+    text = JSONStringify(value);
+  } catch (e) {
+    throw new TypeErrorCtor(`${fn}: the value is not JSON-serialisable: ${safeString(e?.message)}`);
+  }
+  if (text === undefined) throw new TypeErrorCtor(`${fn}: the value is not JSON-serialisable`);
+  return text;
+}
+
+function store(key, value) {
+  checkString("store", "key", key);
+  const text = value === undefined ? null : toJson(`store(${JSONStringify(key)})`, value);
+  stateAnswer(op_agent_state_put(0, key, text), store);
+}
+
+function load(key) {
+  checkString("load", "key", key);
+  const text = stateAnswer(op_agent_state_get(0, key), load);
+  return text === undefined ? undefined : JSONParse(text);
+}
+
+function readText(path) {
+  checkString("readText", "path", path);
+  return stateAnswer(op_agent_state_get(1, path), readText);
+}
+
+function writeText(path, text) {
+  checkString("writeText", "path", path);
+  if (typeof text !== "string") throw new TypeErrorCtor("writeText: `text` must be a string");
+  stateAnswer(op_agent_state_put(1, path, text), writeText);
+}
+
+function readJson(path) {
+  checkString("readJson", "path", path);
+  const text = stateAnswer(op_agent_state_get(1, path), readJson);
+  try {
+    return JSONParse(text);
+  } catch (e) {
+    const err = new ErrorCtor(`data/${path} is not JSON: ${safeString(e?.message)}`);
+    ErrorCaptureStackTrace(err, readJson);
+    throw err;
+  }
+}
+
+function writeJson(path, value) {
+  checkString("writeJson", "path", path);
+  stateAnswer(op_agent_state_put(1, path, toJson("writeJson", value)), writeJson);
+}
+
+function list(dir = "") {
+  if (typeof dir !== "string") throw new TypeErrorCtor("list: `dir` must be a string");
+  return JSONParse(stateAnswer(op_agent_state_list(dir), list));
+}
+
+function saveSkill(name, source, description = "") {
+  checkString("saveSkill", "name", name);
+  if (typeof source !== "string") throw new TypeErrorCtor("saveSkill: `source` must be a string");
+  if (description === undefined || description === null) description = "";
+  if (typeof description !== "string") throw new TypeErrorCtor("saveSkill: `description` must be a string");
+  return stateAnswer(op_agent_save_skill(name, source, description), saveSkill);
+}
+
+defineGlobal("store", store, false);
+defineGlobal("load", load, false);
+defineGlobal("readText", readText, false);
+defineGlobal("writeText", writeText, false);
+defineGlobal("readJson", readJson, false);
+defineGlobal("writeJson", writeJson, false);
+defineGlobal("list", list, false);
+defineGlobal("saveSkill", saveSkill, false);
 
 // ---------------------------------------------------------------------------------------------
 // No network: a clear error instead of "fetch is not defined", since models reach for it first.

@@ -165,6 +165,25 @@ pub struct CodeExecutionConfig {
     /// How long a script's thread polls for the answer of a lone tool call before it sleeps.
     #[serde(with = "duration")]
     pub call_spin: Duration,
+    /// Quotas of what scripts keep under `<workspace>/data/` (`store`, `writeText`, ...).
+    pub state: StateConfig,
+}
+
+/// `mcp.code_execution.state`: the quotas of `<workspace>/data/`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct StateConfig {
+    /// Total bytes of the files under `data/` (`100MB`, or a number of bytes).
+    #[serde(with = "byte_size")]
+    pub max_bytes: u64,
+    /// Files under `data/` (stored keys included).
+    pub max_files: u64,
+}
+
+impl Default for StateConfig {
+    fn default() -> Self {
+        Self { max_bytes: 100 << 20, max_files: 10_000 }
+    }
 }
 
 /// Upper bound of `call_spin`: it is a busy wait, worth it only for answers that come quickly.
@@ -188,6 +207,7 @@ impl Default for CodeExecutionConfig {
             max_output_bytes: 100 * 1024,
             max_concurrent_calls: 16,
             call_spin: Duration::from_micros(250),
+            state: StateConfig::default(),
         }
     }
 }
@@ -437,6 +457,11 @@ impl Config {
                 "mcp.code_execution.call_spin: at most {} (it is a busy wait; `0s` turns it off)",
                 humantime::format_duration(MAX_CALL_SPIN)
             )));
+        }
+        if ce.state.max_bytes == 0 || ce.state.max_files == 0 {
+            return Err(ConfigError::new(
+                "mcp.code_execution.state: max_bytes and max_files must be at least 1 (scripts could store nothing)",
+            ));
         }
         positive_duration("llm.request_timeout", self.llm.request_timeout, "every model request would time out")?;
         if self.llm.max_tokens == 0 {
@@ -789,9 +814,42 @@ pub mod duration {
     }
 }
 
+/// Byte sizes as strings (`100MB`, `5 KiB`) or bare numbers of bytes.
+pub mod byte_size {
+    use super::*;
+
+    pub fn serialize<S: serde::Serializer>(n: &u64, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_u64(*n)
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<u64, D::Error> {
+        match Value::deserialize(d)? {
+            Value::Number(n) => n.as_u64().ok_or_else(|| serde::de::Error::custom(format!("invalid size {n}"))),
+            Value::String(s) => crate::util::size::parse_bytes(&s).map_err(serde::de::Error::custom),
+            other => {
+                Err(serde::de::Error::custom(format!("invalid type: expected a size like \"100MB\", got {other}")))
+            }
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn state_quotas() {
+        let dir = tempfile::tempdir().unwrap();
+        let c = load(dir.path(), "", &[]).unwrap();
+        assert_eq!(c.mcp.code_execution.state, StateConfig { max_bytes: 100 << 20, max_files: 10_000 });
+        let y = "mcp:\n  code_execution:\n    state:\n      max_bytes: 5MB\n      max_files: 3\n";
+        let c = load(dir.path(), y, &[]).unwrap();
+        assert_eq!(c.mcp.code_execution.state, StateConfig { max_bytes: 5 << 20, max_files: 3 });
+        let bad = load(dir.path(), "mcp:\n  code_execution:\n    state:\n      max_bytes: lots\n", &[]).unwrap_err();
+        assert!(bad.0.contains("mcp.code_execution.state.max_bytes"), "{}", bad.0);
+        let zero = load(dir.path(), "mcp:\n  code_execution:\n    state:\n      max_files: 0\n", &[]).unwrap_err();
+        assert!(zero.0.contains("mcp.code_execution.state"), "{}", zero.0);
+    }
 
     fn env(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
         pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()

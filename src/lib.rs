@@ -1,7 +1,7 @@
 //! `agent`: an MCP agent harness with a TypeScript code mode.
 //!
 //! Layering (one direction only; `tests/layers.rs` checks it): `util` (leaf helpers) ← (`config`,
-//! `search` (the tool catalog index)) ← `mcp` ← (`codegen`, `bridge`) ← `runtime` (speaks only the
+//! `search` (the tool catalog index), `skills` (the skill file format)) ← `mcp` ← (`codegen`, `bridge`) ← `runtime` (speaks only the
 //! bridge protocol) ← `codemode` ← `agent` ← `cli`. Only `cli` (and the binaries) print. See
 //! ARCHITECTURE.md for the map.
 
@@ -17,4 +17,5 @@ pub mod config;
 pub mod mcp;
 pub mod runtime;
 pub mod search;
+pub mod skills;
 pub mod util;

@@ -14,6 +14,7 @@ const LAYERS: &[(&str, u32)] = &[
     ("util", 0),
     ("config", 1),
     ("search", 1),
+    ("skills", 1),
     ("mcp", 2),
     ("codegen", 3),
     ("bridge", 3),

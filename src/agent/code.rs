@@ -125,7 +125,11 @@ fn code_execution_description(l: &LimitsText) -> String {
          - Run independent calls concurrently: `await Promise.all([...])`.\n\
          - A tool error throws `MCPToolError` (from \"./client.ts\"); use try/catch when a failure should not \
          end the script.\n\
-         - Top-level await works. No file system, network, process or env access; each run is a fresh module.\n\
+         - Top-level await works. No network, process or env access; each run is a fresh module.\n\
+         - To keep results for later runs without printing them: `store(key, value)` / `load(key)` (JSON), \
+         `writeText`/`readText`/`writeJson`/`readJson(path)` and `list(dir)` on paths inside data/. \
+         `saveSkill(name, source, description)` saves a reusable module that later runs import from \
+         \"./skills/<name>.ts\" (kebab-case name).\n\
          - Limits: {} wall-clock, {} MB memory, {} of output (the rest is cut).\n\
          - Uncaught errors and limits come back as an error result with message and stack.\n\
          Check a tool's input and output types with read_file before calling it.",

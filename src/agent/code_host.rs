@@ -148,6 +148,7 @@ mod tests {
             tool_calls: 0,
             duration_ms: 1.0,
             output_truncated_bytes: 0,
+            skills_saved: Vec::new(),
         }
     }
 

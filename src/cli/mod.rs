@@ -13,6 +13,8 @@ pub mod output;
 pub mod run;
 pub mod search;
 pub mod signal;
+pub mod skill;
+pub mod state;
 
 use std::path::PathBuf;
 
@@ -84,6 +86,12 @@ pub enum Command {
     /// Work on a task with an LLM and the configured MCP servers.
     #[command(after_help = run::AFTER_HELP)]
     Run(run::RunArgs),
+    /// What scripts kept under <workspace>/data/ (store/load keys, files).
+    #[command(subcommand, after_help = state::AFTER_HELP)]
+    State(state::StateCommand),
+    /// Reusable TypeScript modules under <workspace>/skills/.
+    #[command(subcommand, after_help = skill::AFTER_HELP)]
+    Skill(skill::SkillCommand),
 }
 
 #[derive(Debug, Subcommand)]
@@ -183,6 +191,8 @@ async fn dispatch(cli: &Cli, ctx: Context) -> anyhow::Result<u8> {
         Command::Mcp(McpCommand::Search(args)) => search::run(ctx, args).await,
         Command::Exec(args) => exec::run(ctx, args).await,
         Command::Run(args) => run::run(ctx, args).await,
+        Command::State(cmd) => state::run(ctx, cmd).await,
+        Command::Skill(cmd) => skill::run(ctx, cmd).await,
     }
 }
 

@@ -109,6 +109,9 @@ pub struct RunArgs {
     /// Print only the final answer.
     #[arg(long, short = 'q')]
     pub quiet: bool,
+    /// Remove what earlier scripts stored (<workspace>/data/) before the run.
+    #[arg(long)]
+    pub fresh_state: bool,
 }
 
 /// Applies the flags on top of the configuration.
@@ -189,6 +192,13 @@ pub async fn run(ctx: Context, args: &RunArgs) -> anyhow::Result<u8> {
     let task = read_task(&args.task)?;
     let env_key = std::env::var(key_env_var(config.llm.provider)).ok();
     let llm = crate::agent::provider_from_config(&config.llm, env_key).map_err(usage)?;
+    if args.fresh_state {
+        let workspace = Options::from_config(&config)?.workspace;
+        let state = crate::runtime::state::State::new(&workspace, crate::runtime::state::Quota::default());
+        if state.clear().map_err(|e| anyhow::anyhow!(e))? {
+            tracing::info!("--fresh-state: removed {}", workspace.join("data").display());
+        }
+    }
 
     let manager = Arc::new(McpManager::new(&config));
     let servers = super::select_servers(&manager, &args.filter)?;

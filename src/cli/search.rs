@@ -125,6 +125,29 @@ pub fn first_sentence(description: Option<&str>) -> String {
     }
 }
 
+/// The workspace's skills as tools of the pseudo-server `skills` (name, description, exports
+/// as words), so a search finds them next to MCP tools.
+fn skill_tools(config: &crate::config::Config) -> Vec<ToolInfo> {
+    let Ok(options) = crate::codemode::Options::from_config(config) else { return Vec::new() };
+    crate::skills::list(&options.workspace)
+        .into_iter()
+        .map(|s| ToolInfo {
+            server: "skills".into(),
+            name: s.name,
+            title: None,
+            description: Some(format!(
+                "{} (import from ./{}; exports {})",
+                s.description,
+                s.file,
+                s.exports.join(", ")
+            )),
+            input_schema: serde_json::json!({"type": "object"}),
+            output_schema: None,
+            annotations: None,
+        })
+        .collect()
+}
+
 /// Ranks `tools` for `query`: the best `limit`, only of `servers` unless it is empty.
 pub fn search_tools(tools: &[ToolInfo], query: &str, limit: usize, servers: &[String]) -> Vec<SearchResult> {
     let index = Index::build(tools.iter().map(doc_for).collect());
@@ -191,7 +214,12 @@ pub async fn run(ctx: Context, args: &SearchArgs) -> anyhow::Result<u8> {
             };
             manager.shutdown().await;
             match collected {
-                Ok(r) => r,
+                Ok((mut tools, failed)) => {
+                    if selected.is_empty() {
+                        tools.extend(skill_tools(&ctx.config));
+                    }
+                    (tools, failed)
+                }
                 Err(signal) => return Ok(super::signal::exit_after(signal)),
             }
         }

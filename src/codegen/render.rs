@@ -18,6 +18,7 @@ use super::naming::{ServerNames, ToolNames};
 use super::schema::{ConvertedTool, Degraded, convert_tool};
 use super::ts::{Doc, first_line, line_comment_text, string_literal};
 use crate::mcp::ToolInfo;
+use crate::skills::Skill;
 
 /// The agent version written into every header.
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");
@@ -382,10 +383,33 @@ fn example_value(e: Option<&Example>) -> Value {
     }
 }
 
-pub fn readme(servers: &[ServerEntry], example: Option<&Example>) -> anyhow::Result<String> {
+pub fn readme(servers: &[ServerEntry], example: Option<&Example>, skills: &[Skill]) -> anyhow::Result<String> {
+    // Skill names are validated kebab-case and exports identifiers (skills::exports_of);
+    // descriptions are anyone's text.
+    let skills: Vec<Value> = skills
+        .iter()
+        .map(|s| {
+            let exports: Vec<String> =
+                s.exports.iter().filter(|e| super::ts::is_identifier(e)).map(|e| format!("`{e}`")).collect();
+            let mut details = String::new();
+            if !exports.is_empty() {
+                details.push_str(&format!(" ({})", exports.join(", ")));
+            }
+            let description = super::ts::markdown_text(&s.description);
+            if !description.is_empty() {
+                details.push_str(&format!(": {description}"));
+            }
+            context! { name => safe(&s.name), details => safe(details) }
+        })
+        .collect();
     render(
         "README.md.j2",
-        context! { header => safe(md_header()), servers => server_values(servers), example => example_value(example) },
+        context! {
+            header => safe(md_header()),
+            servers => server_values(servers),
+            example => example_value(example),
+            skills => skills,
+        },
     )
 }
 

@@ -474,3 +474,37 @@ fn generation_never_writes_or_deletes_through_a_linked_directory() {
     assert!(r.warnings.iter().any(|w| w.contains("servers/alpha is a symbolic link")), "{:?}", r.warnings);
     assert!(dir.join("servers/beta/index.ts").is_file(), "other servers are generated as usual");
 }
+
+#[test]
+fn the_readme_lists_skills_escaped_and_refresh_leaves_tool_files_alone() {
+    let dir = tempfile::tempdir().unwrap();
+    assert!(!refresh_readme(dir.path()).unwrap(), "no tree, nothing to refresh");
+    generate(&sample(), &opts(dir.path())).unwrap();
+    let skills = dir.path().join("skills");
+    std::fs::create_dir_all(&skills).unwrap();
+    let hostile = "[click](http://evil) <img src=x> `code` *bold*\nsecond line";
+    std::fs::write(
+        skills.join("weekly-report.ts"),
+        crate::skills::compose("export function weeklyReport() {}", hostile),
+    )
+    .unwrap();
+    std::fs::write(skills.join("a-first.ts"), "export const x = 1;\n").unwrap();
+    std::fs::write(skills.join("Not_A_Skill.ts"), "export const y = 1;\n").unwrap();
+    let before = snapshot(dir.path());
+    assert!(refresh_readme(dir.path()).unwrap());
+    let after = snapshot(dir.path());
+    let changed: Vec<&String> = after.keys().filter(|k| before.get(*k) != after.get(*k)).collect();
+    assert_eq!(changed, ["README.md"], "only the README changes");
+    let readme = String::from_utf8(after["README.md"].clone()).unwrap();
+    let listed: Vec<&str> = readme.lines().filter(|l| l.starts_with("- `skills/") && !l.contains("<name>")).collect();
+    assert_eq!(
+        listed,
+        [
+            "- `skills/a-first.ts` (`x`)",
+            "- `skills/weekly-report.ts` (`weeklyReport`): \\[click\\]\\(http://evil\\) \\<img src=x\\> \\`code\\` \\*bold\\*",
+        ]
+    );
+    // Deterministic: the same skills give the same README.
+    assert!(refresh_readme(dir.path()).unwrap());
+    assert_eq!(snapshot(dir.path()), after);
+}

@@ -81,6 +81,31 @@ pub fn line_comment_text(s: &str) -> String {
     out
 }
 
+/// Text for one line of Markdown (the generated README): the first line of `s`, at most 200
+/// characters, control characters shown as `\uXXXX` and Markdown/HTML syntax backslash-escaped,
+/// so the text can neither start a block, a link, a code span nor an HTML tag.
+pub fn markdown_text(s: &str) -> String {
+    let line = first_line(s);
+    let mut out = String::with_capacity(line.len());
+    for (i, c) in line.chars().enumerate() {
+        if i == 200 {
+            out.push('…');
+            break;
+        }
+        match c {
+            '\\' | '`' | '*' | '_' | '[' | ']' | '<' | '>' | '|' | '#' | '!' | '&' | '(' | ')' | '~' => {
+                out.push('\\');
+                out.push(c);
+            }
+            c if needs_unicode_escape(c) => {
+                let _ = write!(out, "\\u{:04x}", c as u32);
+            }
+            c => out.push(c),
+        }
+    }
+    out
+}
+
 /// The first non-empty line of a description, for one-line summaries.
 pub fn first_line(s: &str) -> &str {
     s.split(['\n', '\r', '\u{2028}', '\u{2029}']).map(str::trim).find(|l| !l.is_empty()).unwrap_or("")

@@ -197,6 +197,11 @@ impl CodeMode {
             bridge: self.bridge.as_ref().map(|b| b.endpoint().clone()),
         };
         let mut outcome = self.executor.execute(req).await;
+        if !outcome.skills_saved.is_empty()
+            && let Err(e) = codegen::refresh_readme(&self.options.workspace)
+        {
+            tracing::warn!("cannot list the saved skills in the tree's README: {e:#}");
+        }
         if outcome.error.as_ref().is_some_and(|e| e.message.contains("no such module servers/")) {
             if let Some(handle) = self.warming.lock().await.take() {
                 let _ = handle.await;

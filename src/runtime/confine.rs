@@ -53,6 +53,16 @@ impl Confined {
         Ok(names)
     }
 
+    /// The file's bytes; an error past `max` bytes.
+    pub(crate) fn read_bytes(mut self, max: u64) -> io::Result<Vec<u8>> {
+        let mut bytes = Vec::with_capacity(self.meta.len().min(max) as usize);
+        (&mut self.file).take(max + 1).read_to_end(&mut bytes)?;
+        if bytes.len() as u64 > max {
+            return Err(io::Error::other(format!("it is larger than {}", crate::util::size::human_bytes(max))));
+        }
+        Ok(bytes)
+    }
+
     /// The file's text (lossy UTF-8); an error past `max` bytes.
     pub(crate) fn read_text(mut self, max: u64) -> io::Result<String> {
         if self.meta.len() > max {

@@ -378,6 +378,9 @@ impl Prepared {
             max_request_bytes: usize::try_from(req.limits.memory_limit_mb)
                 .unwrap_or(usize::MAX / MIB)
                 .saturating_mul(MIB),
+            state: super::state::State::new(&workspace, req.limits.state),
+            workspace: workspace.clone(),
+            skills_saved: Vec::new(),
             out_of_memory: {
                 let control = self.control.clone();
                 Rc::new(move || {
@@ -433,6 +436,7 @@ impl Prepared {
             tool_calls: job.tool_calls,
             duration_ms: start.elapsed().as_secs_f64() * 1000.0,
             output_truncated_bytes: omitted,
+            skills_saved: std::mem::take(&mut job.skills_saved),
         }
     }
 

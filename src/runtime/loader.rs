@@ -290,6 +290,14 @@ fn media_kind(path: &Path) -> Option<MediaKind> {
     }
 }
 
+/// Whether `source` transpiles as the module `rel` (a workspace-relative path, used in the
+/// error's position).
+pub(crate) fn check_transpiles(rel: &str, source: &str) -> Result<(), String> {
+    let specifier =
+        ModuleSpecifier::parse(&format!("file:///{rel}")).map_err(|e| format!("invalid module name {rel}: {e}"))?;
+    transpile_ts(&specifier, source.to_string()).map(|_| ()).map_err(|e| e.replace("file:///", ""))
+}
+
 /// Strips types; returns the JavaScript and its source map.
 fn transpile_ts(specifier: &ModuleSpecifier, text: String) -> Result<(String, Option<Vec<u8>>), String> {
     let parsed = deno_ast::parse_module(deno_ast::ParseParams {

@@ -15,6 +15,8 @@
 //! - `output`: captured stdout/stderr under the output cap.
 //! - `snapshot`: the bootstrapped isolate, snapshotted once per binary and cached on disk.
 //! - `scan`: which MCP servers a script (and its imports) refers to.
+//! - `state`: `<workspace>/data/` behind its fence (`store`/`load`, the file API, quotas), also
+//!   used by `agent state`; [`save_skill`]/[`check_skill`] put skills under `<workspace>/skills/`.
 //! - `confine`: opening workspace files only where they really are inside it (the loader and
 //!   code mode's discovery tools read through it).
 
@@ -25,6 +27,7 @@ mod ops;
 mod output;
 pub mod scan;
 mod snapshot;
+pub mod state;
 mod wait;
 
 use std::path::PathBuf;
@@ -54,6 +57,8 @@ pub struct Limits {
     /// How long the runner's thread polls for the answer of a lone tool call before it sleeps
     /// (zero: sleep at once). See `runtime::wait`.
     pub call_spin: Duration,
+    /// Quotas of `<workspace>/data/`.
+    pub state: state::Quota,
 }
 
 impl Limits {
@@ -64,6 +69,7 @@ impl Limits {
             max_output_bytes: c.max_output_bytes,
             max_concurrent_calls: c.max_concurrent_calls,
             call_spin: c.call_spin,
+            state: state::Quota::from_config(&c.state),
         }
     }
 }
@@ -112,6 +118,9 @@ pub struct ExecOutcome {
     pub duration_ms: f64,
     /// Bytes of output dropped by the output cap (0 when nothing was cut).
     pub output_truncated_bytes: u64,
+    /// Skills the script saved (`saveSkill`), by name; not part of the JSON result.
+    #[serde(skip)]
+    pub skills_saved: Vec<String>,
 }
 
 /// Why an execution failed.
@@ -149,8 +158,53 @@ impl ExecOutcome {
             tool_calls: 0,
             duration_ms: 0.0,
             output_truncated_bytes: 0,
+            skills_saved: Vec::new(),
         }
     }
+}
+
+/// Checks a skill before it is saved: a valid name, and source that transpiles (the same
+/// transpile scripts get). The error is one line, with the position of a syntax error.
+pub fn check_skill(name: &str, source: &str) -> Result<(), String> {
+    crate::skills::validate_name(name)?;
+    if source.len() as u64 > crate::skills::MAX_SKILL_BYTES {
+        return Err(format!("skill `{name}` is larger than {} MB", crate::skills::MAX_SKILL_BYTES >> 20));
+    }
+    loader::check_transpiles(&format!("skills/{name}.ts"), source).map_err(|e| {
+        // The diagnostic's first line and its position (the code excerpt between is dropped).
+        let first = e.lines().next().unwrap_or("").trim();
+        match e.lines().map(str::trim).rfind(|l| l.starts_with("at ")) {
+            Some(at) => format!("skill `{name}` does not transpile: {first} {at}"),
+            None => format!("skill `{name}` does not transpile: {first}"),
+        }
+    })
+}
+
+/// Checks and writes skill `name` as `<workspace>/skills/<name>.ts` (the description as its
+/// leading TSDoc comment), only where `skills/` really is inside the workspace. Returns
+/// whether a skill of that name was replaced.
+pub fn save_skill(workspace: &std::path::Path, name: &str, source: &str, description: &str) -> Result<bool, String> {
+    check_skill(name, source)?;
+    let dir = workspace.join(crate::skills::SKILLS_DIR);
+    if let Err(e) = std::fs::create_dir_all(&dir)
+        && e.kind() != std::io::ErrorKind::AlreadyExists
+    {
+        return Err(format!("cannot create {}: {e}", dir.display()));
+    }
+    let ws = std::fs::canonicalize(workspace)
+        .map_err(|e| format!("cannot open the workspace {}: {e}", workspace.display()))?;
+    let real = match confine::open_inside(&ws, &ws.join(crate::skills::SKILLS_DIR)) {
+        Ok(d) if d.is_dir() => d.real,
+        Ok(_) | Err(confine::Refusal::Special) => return Err(format!("{} is not a directory", dir.display())),
+        Err(confine::Refusal::Outside) => {
+            return Err(format!(
+                "{} leads outside the workspace (a symbolic link); skills are kept only inside it",
+                dir.display()
+            ));
+        }
+        Err(confine::Refusal::Missing(e)) => return Err(format!("cannot open {}: {e}", dir.display())),
+    };
+    crate::skills::write(&real, name, &crate::skills::compose(source, description))
 }
 
 /// After the timeout fires, how long to wait for the isolate to unwind before giving up on its

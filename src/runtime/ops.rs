@@ -36,6 +36,12 @@ pub(crate) struct JobState {
     pub max_request_bytes: usize,
     /// Stops the script with the memory-limit error.
     pub out_of_memory: Rc<dyn Fn()>,
+    /// `<workspace>/data/` for `store`/`load` and the file API.
+    pub state: super::state::State,
+    /// The workspace (absolute), where `saveSkill` writes `skills/<name>.ts`.
+    pub workspace: std::path::PathBuf,
+    /// Skills this script saved, by name.
+    pub skills_saved: Vec<String>,
 }
 
 /// Gives a tool call's request bytes back when the call ends (or is dropped).
@@ -60,6 +66,10 @@ deno_core::extension!(
         op_agent_url_set,
         op_agent_utf8_valid,
         op_agent_stack_prefix,
+        op_agent_state_get,
+        op_agent_state_put,
+        op_agent_state_list,
+        op_agent_save_skill,
     ],
 );
 
@@ -223,4 +233,72 @@ fn op_agent_url_set(#[string] href: String, #[string] name: String, #[string] va
         _ => return None,
     }
     Some(url_parts(&u))
+}
+
+// State and skills. Answers are `"1" + payload`, `"2"` (nothing there) or `"0" + message`: the
+// bootstrap turns them into values or errors whose stacks start at the script's call.
+
+fn answer(r: Result<Option<String>, String>) -> String {
+    match r {
+        Ok(Some(text)) => {
+            let mut out = String::with_capacity(text.len() + 1);
+            out.push('1');
+            out.push_str(&text);
+            out
+        }
+        Ok(None) => "2".to_string(),
+        Err(message) => format!("0{message}"),
+    }
+}
+
+/// `load(key)` (kind 0) or `readText(path)` (kind 1).
+#[op2]
+#[string]
+fn op_agent_state_get(state: &mut OpState, #[smi] kind: u32, #[string] name: String) -> String {
+    let job = state.borrow::<JobState>();
+    answer(match kind {
+        0 => job.state.load(&name),
+        _ => job.state.read_text(&name).map(Some),
+    })
+}
+
+/// `store(key, json)` (kind 0; no text removes the key) or `writeText(path, text)` (kind 1).
+#[op2]
+#[string]
+fn op_agent_state_put(
+    state: &mut OpState,
+    #[smi] kind: u32,
+    #[string] name: String,
+    #[string] text: Option<String>,
+) -> String {
+    let job = state.borrow::<JobState>();
+    answer(match kind {
+        0 => job.state.store(&name, text.as_deref()).map(|()| None),
+        _ => job.state.write(&name, text.unwrap_or_default().as_bytes()).map(|()| None),
+    })
+}
+
+/// `list(dir)`: a JSON array of names.
+#[op2]
+#[string]
+fn op_agent_state_list(state: &mut OpState, #[string] dir: String) -> String {
+    let job = state.borrow::<JobState>();
+    answer(job.state.list(&dir).map(|names| Some(serde_json::Value::from(names).to_string())))
+}
+
+/// `saveSkill(name, source, description)`: the skill's path relative to the workspace.
+#[op2]
+#[string]
+fn op_agent_save_skill(
+    state: &mut OpState,
+    #[string] name: String,
+    #[string] source: String,
+    #[string] description: String,
+) -> String {
+    let job = state.borrow_mut::<JobState>();
+    let saved = super::save_skill(&job.workspace, &name, &source, &description);
+    if saved.is_ok() && !job.skills_saved.contains(&name) {
+        job.skills_saved.push(name.clone());
+    }
+    answer(saved.map(|_| Some(format!("skills/{name}.ts"))))
 }
