@@ -192,6 +192,7 @@ pub async fn run(ctx: Context, args: &RunArgs) -> anyhow::Result<u8> {
 
     let manager = Arc::new(McpManager::new(&config));
     let servers = super::select_servers(&manager, &args.filter)?;
+    let recorder = crate::learn::Recorder::install(&config, &manager);
 
     // A signal cancels the loop (which returns what it has) or the set-up before it.
     let cancel = CancellationToken::new();
@@ -204,8 +205,11 @@ pub async fn run(ctx: Context, args: &RunArgs) -> anyhow::Result<u8> {
         })
     };
     let printer = Printer::new(args);
-    let result = drive(&config, &task, &servers, &manager, llm.as_ref(), &printer, &cancel, args).await;
+    let result = drive(&config, &task, &servers, &manager, llm.as_ref(), &printer, &cancel, args, &recorder).await;
     manager.shutdown().await;
+    if let Some(r) = recorder {
+        r.finish();
+    }
     watcher.abort();
     let signal = signal.load(Ordering::SeqCst);
     let transcript = match result? {
@@ -226,6 +230,7 @@ async fn drive(
     printer: &Printer,
     cancel: &CancellationToken,
     args: &RunArgs,
+    recorder: &Option<Arc<crate::learn::Recorder>>,
 ) -> anyhow::Result<Option<Transcript>> {
     match config.mcp.execution_mode {
         ExecutionMode::Direct => {
@@ -246,6 +251,7 @@ async fn drive(
         }
         ExecutionMode::Code => {
             let mut code = CodeMode::new(manager.clone(), Options::from_config(config)?);
+            code.set_recorder(recorder.clone());
             let transcript = run_code_mode(&mut code, config, task, servers, llm, printer, cancel, args).await;
             code.stop().await;
             transcript

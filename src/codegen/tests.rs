@@ -40,7 +40,7 @@ fn sample() -> Vec<ToolInfo> {
 }
 
 fn opts(dir: &Path) -> GenerateOptions {
-    GenerateOptions { output_dir: dir.to_path_buf(), clean: false, only_servers: None }
+    GenerateOptions { output_dir: dir.to_path_buf(), clean: false, only_servers: None, learned: Default::default() }
 }
 
 /// Every file under `dir`, relative path → bytes.
@@ -114,7 +114,7 @@ fn the_tree_has_the_documented_layout() {
         "export { getFileContents, type GetFileContentsInput, type GetFileContentsOutput } from \"./getFileContents.ts\";"
     ));
     let f = std::fs::read_to_string(dir.join("servers/alpha/getFileContents_2.ts")).unwrap();
-    assert!(f.contains("callMCPTool<GetFileContents_2Output>(\"alpha\", \"get_file_contents\", input)"), "{f}");
+    assert!(f.contains("callResponse<GetFileContents_2Output>(\"alpha\", \"get_file_contents\", input)"), "{f}");
     let top = std::fs::read_to_string(dir.join("index.ts")).unwrap();
     assert!(top.contains("import * as alpha from \"./servers/alpha/index.ts\";"));
     assert!(top.contains("export { alpha, beta };"));
@@ -269,8 +269,10 @@ fn a_bad_tool_never_fails_the_batch() {
     assert!(r.warnings.iter().any(|w| w.contains("alpha.echo: listed twice")), "{:?}", r.warnings);
     let broken = std::fs::read_to_string(dir.join("servers/alpha/broken.ts")).unwrap();
     assert!(broken.contains("export type BrokenInput = Record<string, unknown>;"));
-    assert!(broken.contains("export type BrokenOutput = any;"));
-    assert!(broken.contains("export async function broken(input: BrokenInput = {}): Promise<BrokenOutput>"));
+    assert!(broken.contains("export type BrokenOutput = unknown;"));
+    assert!(
+        broken.contains("export async function broken(input: BrokenInput = {}): Promise<ToolResponse<BrokenOutput>>")
+    );
 }
 
 /// The code of a generated TS file with comments and string literals removed (template literals
