@@ -476,3 +476,62 @@ fn generation_never_writes_or_deletes_through_a_linked_directory() {
     assert!(r.warnings.iter().any(|w| w.contains("servers/alpha is a symbolic link")), "{:?}", r.warnings);
     assert!(dir.join("servers/beta/index.ts").is_file(), "other servers are generated as usual");
 }
+
+/// A registry entry for `tool` learned from `values` (quality from the default thresholds).
+fn learned_entry(tool: &ToolInfo, values: &[serde_json::Value]) -> crate::types::Entry {
+    let def = crate::types::definition_hash(serde_json::to_string(tool).unwrap().as_bytes());
+    let mut pending = crate::types::Pending::default();
+    for v in values {
+        pending.add(&tool.server, &tool.name, &def, v);
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let path = crate::types::registry_path(dir.path());
+    let t = crate::types::Thresholds::default();
+    crate::types::Registry::record(&path, &pending, &t, &mut Vec::new()).unwrap();
+    let reg = crate::types::Registry::load(&path, &mut Vec::new());
+    reg.get(&tool.server, &tool.name, Some(&def)).unwrap().clone()
+}
+
+#[test]
+fn learned_types_render_by_quality_and_escape_result_text() {
+    let (_t, dir) = tmpdir();
+    let t = tool("alpha", "hostile", json!({"type": "object"}));
+    let evil = "x\"; $$pwn$$(); //\u{2028}*/ $$pwn$$();";
+    let values: Vec<serde_json::Value> = (0..120)
+        .map(|i| {
+            let mut m = serde_json::Map::new();
+            m.insert(evil.to_string(), json!(i));
+            m.insert("kind".into(), json!(["a\"$$pwn$$()", "b"][i % 2]));
+            if i % 3 == 0 {
+                m.insert("rare".into(), json!({"deep": [1, 2]}));
+            }
+            serde_json::Value::Object(m)
+        })
+        .collect();
+    for (n, quality, required) in [(3, "low", false), (40, "medium", false), (120, "high", true)] {
+        let entry = learned_entry(&t, &values[..n]);
+        assert_eq!(entry.quality.as_str(), quality);
+        let mut o = opts(&dir);
+        o.learned.insert((t.server.clone(), t.name.clone()), entry);
+        generate(std::slice::from_ref(&t), &o).unwrap();
+        let text = std::fs::read_to_string(dir.join("servers/alpha/hostile.ts")).unwrap();
+        let code = code_only(&text).unwrap_or_else(|e| panic!("{e}\n{text}"));
+        assert!(!code.contains("$$pwn$$"), "result text escaped into code:\n{text}");
+        assert!(!text.contains('\u{2028}'));
+        assert!(
+            text.contains(&format!("Output type inferred from {n} observed results (quality: {quality}")),
+            "{text}"
+        );
+        assert!(text.contains("Promise<WithHelpers<HostileOutput>>"), "{text}");
+        assert_eq!(text.contains("  kind: "), required, "{text}");
+        assert!(text.contains("  rare?: {\n"), "{text}");
+        assert!(text.contains(if required { "    deep: number[];\n" } else { "    deep?: number[];\n" }), "{text}");
+        assert!(!text.contains("any"), "{text}");
+        if n >= 20 {
+            assert!(
+                text.contains(r#"kind: "a\"$$pwn$$()" | "b";"#) || text.contains(r#"kind?: "a\"$$pwn$$()" | "b";"#),
+                "{text}"
+            );
+        }
+    }
+}
