@@ -283,3 +283,32 @@ fn one_hundred_calls_reach_high_with_the_default_thresholds() {
     assert!(f.contains("Output type inferred from 100 observed results (quality: high"), "{f}");
     assert!(f.contains("  status: \"active\" | \"away\" | \"idle\";\n"), "a small enum: {f}");
 }
+
+#[test]
+fn text_results_stay_usable_as_text_at_every_level() {
+    let p = project("    learn: true\n");
+    let script = "import { echo } from './.kodelet/mcp/servers/fixture/index.ts';\n\
+        const r = await echo({ message: 'a b' });\n\
+        console.log(r, r.raw, `${r}`, (r as unknown as string).split(' ').length, JSON.stringify({ r }), r.get('x', 'fb'), r.has('x'));\n";
+    p.write("text.ts", script);
+    let expected = "a b a b a b 2 {\"r\":\"a b\"} fb false\n";
+    for _ in 0..2 {
+        let r = p.run(&["exec", "text.ts"]);
+        r.assert_ok();
+        assert_eq!(r.stdout, expected);
+    }
+    let f = std::fs::read_to_string(p.path().join(WS).join("servers/fixture/echo.ts")).unwrap();
+    assert!(f.contains("export type EchoOutput = string;") && f.contains("Promise<WithHelpers<EchoOutput>>"), "{f}");
+    let ws = p.path().join(WS);
+    let check = "import { echo } from \"./servers/fixture/index.ts\";\n\
+        const t: string = await echo({ message: \"x\" });\nconst n: number = (await echo({ message: \"y\" })).length;\n\
+        console.log(t.toUpperCase(), n, (await echo({ message: \"z\" })).raw);\n";
+    if let Some(out) = tsc_check(&ws, check) {
+        assert!(
+            out.status.success(),
+            "tsc:\n{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+}

@@ -17,9 +17,9 @@ const ENUM_MIN_OBSERVATIONS: u64 = 20;
 /// How the function of a tool without a declared output schema returns its result.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Returns {
-    /// `ToolResponse<Output>`: no type learned yet, or a result that is not an object or array.
+    /// `ToolResponse<Output>`: no type learned yet, or a result of mixed or other kinds.
     Response,
-    /// `WithHelpers<Output>`: the learned object or array type, helpers attached.
+    /// `WithHelpers<Output>`: the learned object, array, text or number type, helpers attached.
     Typed,
 }
 
@@ -58,13 +58,15 @@ pub fn output(entry: Option<&Entry>, function: &str, output_type: &str) -> Learn
     ));
     doc.text("The tool declares no output schema: this is what its results looked like, not a promise.");
     let s = &e.shape;
-    let pure_object = s.object.is_some() && kinds(s) == 1 && s.unrecorded == 0;
-    let pure_array = s.array.is_some() && kinds(s) == 1 && s.unrecorded == 0;
+    let single = kinds(s) == 1 && s.unrecorded == 0;
+    let pure_object = s.object.is_some() && single;
+    // Objects and arrays carry the helpers themselves; texts and numbers as String / Number objects.
+    let carries_helpers = (s.array.is_some() || s.string.is_some() || s.number > 0) && single;
     let (decl, returns) = if pure_object && s.object.as_ref().is_some_and(|o| o.record.is_none()) {
         let body = object_body(s, high, 0);
         (format!("{}export interface {output_type} {body}\n", doc.render(0)), Returns::Typed)
     } else {
-        let returns = if pure_object || pure_array { Returns::Typed } else { Returns::Response };
+        let returns = if pure_object || carries_helpers { Returns::Typed } else { Returns::Response };
         (format!("{}export type {output_type} = {};\n", doc.render(0), ty(s, high, 0)), returns)
     };
     let returns_doc = match returns {
