@@ -4,6 +4,8 @@
 //! file, `agent mcp types` (text and `--json`), `tsc --strict` over the sharper tree, and the
 //! compatibility of a script written before the type was learned.
 
+#[path = "support/fake_llm.rs"]
+mod fake_llm;
 mod support;
 
 use std::path::Path;
@@ -311,4 +313,29 @@ fn text_results_stay_usable_as_text_at_every_level() {
             String::from_utf8_lossy(&out.stderr)
         );
     }
+}
+
+#[test]
+fn agent_run_records_in_direct_mode_and_sharpens_the_tree_after_a_code_step() {
+    use fake_llm::{Api, FakeLlm, Reply};
+    let fake = FakeLlm::start(vec![
+        Reply::tool("mcp_fixture_profile", serde_json::json!({"i": 1})),
+        Reply::text("done"),
+    ]);
+    let p = Project::new();
+    p.write_config(&format!("{}mcp:\n  servers:\n{}", fake.llm_yaml(Api::Anthropic), fixture_stdio_yaml("fixture", &[])));
+    p.run(&["run", "--mode", "direct", "look at profile 1"]).assert_ok();
+    assert_eq!(registry(&p)["tools"]["fixture.profile"]["observations"], 1);
+
+    let code = "import { profile } from './servers/fixture/index.ts';\nconsole.log((await profile({ i: 2 })).get('name'));";
+    let fake = FakeLlm::start(vec![
+        Reply::tool("code_execution", serde_json::json!({ "code": code })),
+        Reply::text("done"),
+    ]);
+    let yaml = format!("{}mcp:\n  types:\n    medium: 2\n  servers:\n{}", fake.llm_yaml(Api::Anthropic), fixture_stdio_yaml("fixture", &[]));
+    p.write_config(&yaml);
+    p.run(&["run", "--mode", "code", "look at profile 2"]).assert_ok();
+    assert_eq!(registry(&p)["tools"]["fixture.profile"]["observations"], 2);
+    // Generated at start-up from the registry (low, 1), regenerated after the step (medium, 2).
+    assert!(profile_file(&p).contains("from 2 observed results (quality: medium"), "{}", profile_file(&p));
 }
