@@ -318,21 +318,26 @@ fn text_results_stay_usable_as_text_at_every_level() {
 #[test]
 fn agent_run_records_in_direct_mode_and_sharpens_the_tree_after_a_code_step() {
     use fake_llm::{Api, FakeLlm, Reply};
-    let fake = FakeLlm::start(vec![
-        Reply::tool("mcp_fixture_profile", serde_json::json!({"i": 1})),
-        Reply::text("done"),
-    ]);
+    let fake =
+        FakeLlm::start(vec![Reply::tool("mcp_fixture_profile", serde_json::json!({"i": 1})), Reply::text("done")]);
     let p = Project::new();
-    p.write_config(&format!("{}mcp:\n  servers:\n{}", fake.llm_yaml(Api::Anthropic), fixture_stdio_yaml("fixture", &[])));
+    p.write_config(&format!(
+        "{}mcp:\n  servers:\n{}",
+        fake.llm_yaml(Api::Anthropic),
+        fixture_stdio_yaml("fixture", &[])
+    ));
     p.run(&["run", "--mode", "direct", "look at profile 1"]).assert_ok();
     assert_eq!(registry(&p)["tools"]["fixture.profile"]["observations"], 1);
 
-    let code = "import { profile } from './servers/fixture/index.ts';\nconsole.log((await profile({ i: 2 })).get('name'));";
-    let fake = FakeLlm::start(vec![
-        Reply::tool("code_execution", serde_json::json!({ "code": code })),
-        Reply::text("done"),
-    ]);
-    let yaml = format!("{}mcp:\n  types:\n    medium: 2\n  servers:\n{}", fake.llm_yaml(Api::Anthropic), fixture_stdio_yaml("fixture", &[]));
+    let code =
+        "import { profile } from './servers/fixture/index.ts';\nconsole.log((await profile({ i: 2 })).get('name'));";
+    let fake =
+        FakeLlm::start(vec![Reply::tool("code_execution", serde_json::json!({ "code": code })), Reply::text("done")]);
+    let yaml = format!(
+        "{}mcp:\n  types:\n    medium: 2\n  servers:\n{}",
+        fake.llm_yaml(Api::Anthropic),
+        fixture_stdio_yaml("fixture", &[])
+    );
     p.write_config(&yaml);
     p.run(&["run", "--mode", "code", "look at profile 2"]).assert_ok();
     assert_eq!(registry(&p)["tools"]["fixture.profile"]["observations"], 2);
