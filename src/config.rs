@@ -438,7 +438,7 @@ impl Config {
             )?;
         }
         let t = &self.mcp.types;
-        if !(t.low <= t.medium && t.medium <= t.high) || !(0.0..=1.0).contains(&t.consistency) {
+        if !(t.low <= t.medium && t.medium <= t.high && (0.0..=1.0).contains(&t.consistency)) {
             return Err(ConfigError::new(
                 "mcp.types: needs low <= medium <= high and a consistency between 0 and 1".to_string(),
             ));

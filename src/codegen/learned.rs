@@ -133,7 +133,7 @@ fn object_body(s: &Shape, high: bool, indent: usize) -> String {
     let mut out = String::from("{\n");
     for (name, f) in &o.fields {
         let required = high && o.count > 0 && f.count * 100 >= o.count * 99;
-        let presence = if o.count == 0 { 0 } else { f.count * 100 / o.count };
+        let presence = (f.count * 100).checked_div(o.count).unwrap_or(0);
         let format = f.string.as_ref().and_then(|s| s.known_format());
         let mut notes = Vec::new();
         if let Some(fmt) = format {

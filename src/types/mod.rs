@@ -142,21 +142,9 @@ impl Entry {
         let mut per_field = BTreeMap::new();
         if let Some(o) = &self.shape.object {
             for (k, f) in &o.fields {
-                let mut c = Vec::new();
-                let mut wrapper = Shape::default();
-                let mut obj = shape::ObjectShape { count: 1, ..Default::default() };
-                obj.fields.insert(k.clone(), f.clone());
-                wrapper.object = Some(obj);
-                // Only the field itself, not its sub-fields.
-                let non_null = f.count.saturating_sub(f.null + f.unrecorded);
-                if non_null > 0 {
-                    wrapper.field_consistencies(&mut c);
-                }
                 let presence = if o.count == 0 { 0.0 } else { f.count as f64 / o.count as f64 };
-                per_field.insert(
-                    k.clone(),
-                    FieldStat { presence: round3(presence), consistency: round3(c.first().copied().unwrap_or(1.0)) },
-                );
+                let consistency = f.type_consistency().unwrap_or(1.0);
+                per_field.insert(k.clone(), FieldStat { presence: round3(presence), consistency: round3(consistency) });
             }
         }
         self.fields = per_field;

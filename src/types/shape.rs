@@ -283,15 +283,18 @@ impl Shape {
         .unwrap_or(0)
     }
 
-    /// The type consistency of every field (recursively): the share of its non-null values that
-    /// had its most frequent kind. Empty when the shape has no fields.
+    /// The share of the non-null values seen here that had the most frequent kind (`None`
+    /// when all were null or not recorded).
+    pub fn type_consistency(&self) -> Option<f64> {
+        let non_null = self.count.saturating_sub(self.null + self.unrecorded);
+        (non_null > 0).then(|| self.dominant() as f64 / non_null as f64)
+    }
+
+    /// The type consistency of every field (recursively). Empty when the shape has no fields.
     pub fn field_consistencies(&self, out: &mut Vec<f64>) {
         if let Some(o) = &self.object {
             for f in o.fields.values() {
-                let non_null = f.count.saturating_sub(f.null + f.unrecorded);
-                if non_null > 0 {
-                    out.push(f.dominant() as f64 / non_null as f64);
-                }
+                out.extend(f.type_consistency());
                 f.field_consistencies(out);
             }
             if let Some(r) = &o.record {

@@ -6,7 +6,7 @@ use super::*;
 fn profile(i: u64) -> Value {
     let status = ["active", "idle"][(i % 2) as usize];
     let mut v = json!({"id": i, "name": format!("n{i}"), "created": "2026-01-02T03:04:05Z", "status": status});
-    if i % 2 == 0 {
+    if i.is_multiple_of(2) {
         v["email"] = json!("a@example.com");
     }
     v
