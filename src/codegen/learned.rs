@@ -87,8 +87,13 @@ fn kinds(s: &Shape) -> usize {
 
 /// The TypeScript type of the values merged into `s`.
 pub fn ty(s: &Shape, high: bool, indent: usize) -> String {
+    union_members(s, high, indent).join(" | ")
+}
+
+/// The members of the union `ty` prints.
+fn union_members(s: &Shape, high: bool, indent: usize) -> Vec<String> {
     if s.unrecorded > 0 || kinds(s) == 0 {
-        return "unknown".into();
+        return vec!["unknown".into()];
     }
     let mut members: Vec<String> = Vec::new();
     if let Some(o) = &s.object {
@@ -98,11 +103,11 @@ pub fn ty(s: &Shape, high: bool, indent: usize) -> String {
         });
     }
     if let Some(a) = &s.array {
-        let item = if a.items.count == 0 { "unknown".to_string() } else { ty(&a.items, high, indent) };
-        members.push(if item.contains(' ') && !item.starts_with('{') {
-            format!("({item})[]")
-        } else {
-            format!("{item}[]")
+        let items =
+            if a.items.count == 0 { vec!["unknown".to_string()] } else { union_members(&a.items, high, indent) };
+        members.push(match items.as_slice() {
+            [one] => format!("{one}[]"),
+            many => format!("({})[]", many.join(" | ")),
         });
     }
     if let Some(st) = &s.string {
@@ -120,7 +125,7 @@ pub fn ty(s: &Shape, high: bool, indent: usize) -> String {
     if s.null > 0 {
         members.push("null".into());
     }
-    members.join(" | ")
+    members
 }
 
 /// `{ ... }` for the object part of `s`.
@@ -158,4 +163,26 @@ fn object_body(s: &Shape, high: bool, indent: usize) -> String {
     out.push_str(&"  ".repeat(indent));
     out.push('}');
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn unions_in_arrays_records_and_overflow_print_as_valid_types() {
+        let s = Shape::of(&json!([{"a": 1}, "x", null]));
+        assert_eq!(ty(&s, false, 0), "({\n  /** Seen in 100% of results. */\n  a?: number;\n} | string | null)[]");
+        let ids: serde_json::Map<String, serde_json::Value> =
+            (0..10).map(|i| (format!("{}", 100 + i), json!(i))).collect();
+        assert_eq!(ty(&Shape::of(&serde_json::Value::Object(ids)), true, 0), "Record<string, number>");
+        assert_eq!(ty(&Shape::of(&json!({})), true, 0), "Record<string, never>");
+        assert_eq!(ty(&Shape::of(&json!([])), true, 0), "unknown[]");
+        let wide: serde_json::Map<String, serde_json::Value> =
+            (0..300).map(|i| (format!("field_name_{i}"), json!(i))).collect();
+        // Over the property cap: a record, never `any`.
+        assert_eq!(ty(&Shape::of(&serde_json::Value::Object(wide)), true, 0), "Record<string, number>");
+    }
 }
