@@ -1,8 +1,9 @@
 //! `agent`: an MCP agent harness with a TypeScript code mode.
 //!
 //! Layering (one direction only; `tests/layers.rs` checks it): `util` (leaf helpers) ← (`config`,
-//! `search` (the tool catalog index)) ← `mcp` ← (`codegen`, `bridge`) ← `runtime` (speaks only the
-//! bridge protocol) ← `codemode` ← `agent` ← `cli`. Only `cli` (and the binaries) print. See
+//! `search` (the tool catalog index), `types` (learned result shapes, the type registry)) ← `mcp`
+//! ← (`codegen`, `bridge`, `learn` (records call results into the registry)) ← `runtime` (speaks
+//! only the bridge protocol) ← `codemode` ← `agent` ← `cli`. Only `cli` (and the binaries) print. See
 //! ARCHITECTURE.md for the map.
 
 #![deny(clippy::print_stdout, clippy::print_stderr)]
