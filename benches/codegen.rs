@@ -53,7 +53,8 @@ fn main() {
     let mut files = 0;
     for i in 0..iters {
         let dir = root.path().join(format!("run-{i}"));
-        let opts = GenerateOptions { output_dir: dir.clone(), clean: false, only_servers: None };
+        let opts =
+            GenerateOptions { output_dir: dir.clone(), clean: false, only_servers: None, learned: Default::default() };
         let start = Instant::now();
         let report = generate(&tools, &opts).expect("generation succeeds");
         fresh.push(start.elapsed());
@@ -63,7 +64,7 @@ fn main() {
     }
 
     let mut rerun = Vec::new();
-    let opts = GenerateOptions { output_dir: last_dir, clean: false, only_servers: None };
+    let opts = GenerateOptions { output_dir: last_dir, clean: false, only_servers: None, learned: Default::default() };
     for _ in 0..iters {
         let start = Instant::now();
         let report = generate(&tools, &opts).expect("generation succeeds");
@@ -84,7 +85,7 @@ fn main() {
         for list in by_server.values() {
             let names = agent::codegen::tool_names(list.iter().map(|t| t.name.as_str()));
             for t in list {
-                agent::codegen::render::tool_file(t, &names[&t.name]).expect("renders");
+                agent::codegen::render::tool_file(t, &names[&t.name], None).expect("renders");
             }
         }
         render.push(start.elapsed());

@@ -8,6 +8,9 @@
 //! 3. Per-call overhead: `callMCPTool` in the isolate → bridge socket → manager, vs
 //!    `McpManager::call_tool` from Rust, same fixture tool. Target: ≤ 1.3× the direct cost.
 //! 4. Peak RSS of `agent exec` on a trivial script. Target: ≤ 60 MB.
+//! 5. Per-call cost of recording result shapes (`mcp.types.learn`): `McpManager::call_tool` of
+//!    the fixture's `profile` (JSON text, no output schema) with and without the type recorder,
+//!    and the flush that writes the registry. Target: < 5% of a fixture call.
 //!
 //! Set BENCH_QUICK=1 for fewer iterations.
 
@@ -50,6 +53,49 @@ fn main() {
     if run("4") {
         peak_rss(dir.path(), &script, if quick { 3 } else { 10 });
     }
+    if run("5") {
+        tokio.block_on(recording_cost(dir.path(), if quick { 300 } else { 2000 }));
+    }
+}
+
+/// Milliseconds per call of `n` sequential `profile` calls.
+async fn profile_calls(m: &McpManager, n: usize) -> f64 {
+    let start = Instant::now();
+    for i in 0..n {
+        let args = json!({ "i": i }).as_object().cloned().expect("object");
+        m.call_tool("fixture", "profile", args).await.expect("profile");
+    }
+    start.elapsed().as_secs_f64() * 1000.0 / n as f64
+}
+
+async fn recording_cost(dir: &Path, n: usize) {
+    println!("\n-- 5. per-call cost of recording result shapes, fixture `profile` ({n} calls per measurement)");
+    let yaml = format!("mcp:\n  servers:\n    fixture:\n      command: {:?}\n", fixture_bin().display().to_string());
+    std::fs::write(dir.join("agent.yaml"), yaml).expect("agent.yaml");
+    let opts = LoadOptions { project_dir: Some(dir.to_path_buf()), skip_user_config: true, ..Default::default() };
+    let mut config = Config::load_with_env(&opts, &Default::default()).expect("config");
+    config.mcp.code_execution.workspace_dir = dir.join(".kodelet/mcp-types");
+    let plain = McpManager::new(&config);
+    let learning = McpManager::new(&config);
+    let recorder = agent::learn::Recorder::install(&config, &learning).expect("mcp.types.learn is on by default");
+    profile_calls(&plain, n).await;
+    profile_calls(&learning, n).await;
+    let (mut off, mut on) = (f64::MAX, f64::MAX);
+    for _ in 0..5 {
+        off = off.min(profile_calls(&plain, n).await);
+        on = on.min(profile_calls(&learning, n).await);
+    }
+    let start = Instant::now();
+    recorder.flush();
+    let flush = start.elapsed();
+    let ratio = (on - off) / off;
+    println!("learn off  {off:.3} ms per call");
+    println!("learn on   {on:.3} ms per call   {:+.1}%", ratio * 100.0);
+    println!("flush of the last batch into type_registry.json: {}", ms(flush));
+    println!("target < 5% of a fixture call: {}", verdict(ratio < 0.05));
+    plain.shutdown().await;
+    learning.shutdown().await;
+    recorder.finish();
 }
 
 fn agent_bin() -> PathBuf {

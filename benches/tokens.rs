@@ -7,7 +7,10 @@
 //!    (served by this binary itself, re-executed with `--serve-github`);
 //! 2. a GitHub-shaped multi-tool task: list the open issues of a repository (a large JSON
 //!    result), find the most-commented one, comment on it;
-//! 3. the fixture task: read ~200 KB from `big`, pass one line of it to `echo`.
+//! 3. the fixture task: read ~200 KB from `big`, pass one line of it to `echo`;
+//! 4. learned output types: the code the model reads and writes for the fixture's `profile` (no
+//!    output schema) while its type is `none` (the tool file, a look at one result, a script
+//!    through `get`/`has`) vs at `high` after 100 observed calls (the tool file, a typed script).
 //!
 //! The scripted model makes the same decisions in both modes (in code mode it also greps and
 //! reads the two tool files it needs). Targets: ≥ 95% fewer tool-definition tokens and ≥ 90%
@@ -71,6 +74,61 @@ fn main() {
     sees("line 1234", &fdirect, "line 00001234:");
     target("total tokens, large-intermediate task (vs cut direct)", pct(fdirect.total, fcode.total), 90.0);
     target("total tokens, large-intermediate task (vs uncut direct)", pct(fdirect_uncut.total, fcode.total), 90.0);
+
+    learned_types();
+}
+
+/// Section 4: tokens of the code the model needs for one task at `none` and at `high`.
+fn learned_types() {
+    let p = Project::new();
+    p.write_config(&format!("mcp:\n  servers:\n{}", fixture_stdio_yaml("fixture", &[])));
+    let r = p.run(&["mcp", "generate"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let ws = p.path().join(".kodelet/mcp");
+    let tool_file = || std::fs::read_to_string(ws.join("servers/fixture/profile.ts")).expect("profile.ts");
+    let exec = |name: &str, code: &str| {
+        std::fs::write(ws.join(name), code).expect("script");
+        let r = p.run(&["exec", &format!(".kodelet/mcp/{name}")]);
+        assert_eq!(r.code, 0, "{}", r.stderr);
+        r.stdout
+    };
+    let none_file = tool_file();
+    assert!(none_file.contains("ToolResponse<ProfileOutput>"), "{none_file}");
+    // At `none` the model looks at a result first, then reads fields through the helpers.
+    let explore = "import { profile } from \"./servers/fixture/index.ts\";\n\
+        console.log(JSON.stringify((await profile({ i: 1 })).raw));\n";
+    let seen = exec("explore.ts", explore);
+    let none_script = "import { profile } from \"./servers/fixture/index.ts\";\n\
+        const r = await profile({ i: 4 });\n\
+        const name = String(r.get(\"name\", \"?\"));\n\
+        const email = r.has(\"email\") ? String(r.get(\"email\")) : \"(none)\";\n\
+        const score = r.get(\"score\", 0);\n\
+        console.log(`${name} <${email}> ${typeof score === \"number\" ? score : \"n/a\"}`);\n";
+    let none_out = exec("none.ts", none_script);
+    exec(
+        "warm.ts",
+        "import { profile } from \"./servers/fixture/index.ts\";\nfor (let i = 0; i < 100; i++) await profile({ i });\n",
+    );
+    let high_file = tool_file();
+    assert!(high_file.contains("observed results (quality: high"), "{high_file}");
+    let high_script = "import { profile } from \"./servers/fixture/index.ts\";\n\
+        const r = await profile({ i: 4 });\n\
+        console.log(`${r.name} <${r.email ?? \"(none)\"}> ${typeof r.score === \"number\" ? r.score : \"n/a\"}`);\n";
+    let high_out = exec("high.ts", high_script);
+    assert_eq!(none_out, high_out, "the two scripts must do the same");
+    let none_total = count_tokens(&none_file) + count_tokens(explore) + count_tokens(&seen) + count_tokens(none_script);
+    let high_total = count_tokens(&high_file) + count_tokens(high_script);
+    println!("\n4. learned output types: fixture `profile` (no output schema), one task at `none` vs `high`");
+    println!(
+        "   none: tool file {} + look at a result {} (script) + {} (output) + script {} = {none_total}",
+        count_tokens(&none_file),
+        count_tokens(explore),
+        count_tokens(&seen),
+        count_tokens(none_script)
+    );
+    println!("   high: tool file {} + script {} = {high_total}", count_tokens(&high_file), count_tokens(high_script));
+    row("code the model needs at none", none_total, None);
+    row("code the model needs at high", high_total, Some(pct(none_total, high_total)));
 }
 
 /// Whether the cut direct-mode result even contained what the task needs (if not, the scripted

@@ -258,6 +258,16 @@ function formatValue(v, depth, seen) {
 
 function formatArg(v) {
   if (typeof v === "string") return v;
+  // A value standing for a string (the generated tree's ToolResponse around a text result)
+  // prints as that string too.
+  if (v !== null && typeof v === "object" && !(v instanceof DateCtor) && typeof v.toJSON === "function") {
+    try {
+      const j = v.toJSON();
+      if (typeof j === "string") return j;
+    } catch {
+      // formatValue reports it.
+    }
+  }
   return formatValue(v, 0, new SetCtor());
 }
 

@@ -133,6 +133,31 @@ pub struct McpConfig {
     pub max_result_bytes: usize,
     pub code_execution: CodeExecutionConfig,
     pub servers: BTreeMap<String, ServerConfig>,
+    /// Learned output types (`mcp.types`).
+    pub types: TypesConfig,
+}
+
+/// `mcp.types`: the type registry that learns result shapes of tools without an output schema.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct TypesConfig {
+    /// Record the shapes of successful results (`false` turns recording off).
+    pub learn: bool,
+    /// Observations at which a tool's type reaches `low`, `medium`, `high`.
+    pub low: u64,
+    pub medium: u64,
+    pub high: u64,
+    /// Mean field consistency (0..1) a tool needs for `high`.
+    pub consistency: f64,
+    /// `agent mcp types --discover`: arguments per `server.tool` for tools that need some (a tool
+    /// listed here is called even without `readOnlyHint`).
+    pub discover: BTreeMap<String, Map<String, Value>>,
+}
+
+impl Default for TypesConfig {
+    fn default() -> Self {
+        Self { learn: true, low: 1, medium: 10, high: 100, consistency: 0.8, discover: BTreeMap::new() }
+    }
 }
 
 /// Default of `mcp.max_result_bytes`: 16 MiB.
@@ -148,6 +173,7 @@ impl Default for McpConfig {
             max_result_bytes: DEFAULT_MAX_RESULT_BYTES,
             code_execution: CodeExecutionConfig::default(),
             servers: BTreeMap::new(),
+            types: TypesConfig::default(),
         }
     }
 }
@@ -430,6 +456,12 @@ impl Config {
                 server.call_timeout,
                 "every call would time out",
             )?;
+        }
+        let t = &self.mcp.types;
+        if !(t.low <= t.medium && t.medium <= t.high && (0.0..=1.0).contains(&t.consistency)) {
+            return Err(ConfigError::new(
+                "mcp.types: needs low <= medium <= high and a consistency between 0 and 1".to_string(),
+            ));
         }
         if self.mcp.max_result_bytes < MIN_MAX_RESULT_BYTES {
             return Err(ConfigError::new(format!(

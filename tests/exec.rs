@@ -245,7 +245,7 @@ fn promise_all_of_200_calls_matches_sequential_and_beats_it_with_sleep() {
          await Promise.all(Array.from({ length: 10 }, () => sleep({ ms: 100 })));\n\
          const concurrentMs = performance.now() - t;\n\
          export default { same: JSON.stringify(seq) === JSON.stringify(par), last: par[n - 1], \
-                          echoesOk: echoes.every((e, i) => e === `m${i}`), sequentialMs, concurrentMs };\n",
+                          echoesOk: echoes.every((e, i) => e.raw === `m${i}`), sequentialMs, concurrentMs };\n",
         &["--timeout", "60s"],
     );
     assert_eq!(out["error"], Value::Null, "{out}");

@@ -26,13 +26,13 @@ fn list_groups_tools_by_server_following_pagination() {
     let r = p.run(&["mcp", "list"]);
     r.assert_ok();
     // The fixture pages tools/list by 3; all 11 must be there.
-    assert!(r.stdout.starts_with("fixture (11 tools)\n"), "{}", r.stdout);
+    assert!(r.stdout.starts_with("fixture (12 tools)\n"), "{}", r.stdout);
     for tool in
         ["add", "big", "complex", "crash", "echo", "fail", "headers", "image", "progress", "sleep", "text.upper"]
     {
         assert!(r.stdout.lines().any(|l| l.trim_start().starts_with(tool)), "missing {tool}:\n{}", r.stdout);
     }
-    assert!(r.stdout.contains("11 tools on 1 server(s)"), "{}", r.stdout);
+    assert!(r.stdout.contains("12 tools on 1 server(s)"), "{}", r.stdout);
 }
 
 #[test]
@@ -42,7 +42,7 @@ fn list_json_is_the_documented_stable_array() {
     r.assert_ok();
     let tools = r.json();
     let arr = tools.as_array().expect("array");
-    assert_eq!(arr.len(), 11);
+    assert_eq!(arr.len(), 12);
     let names: Vec<&str> = arr.iter().map(|t| t["name"].as_str().unwrap()).collect();
     let mut sorted = names.clone();
     sorted.sort();
@@ -82,7 +82,7 @@ fn list_reports_failing_servers_and_still_lists_the_others() {
     let p = Project::with_servers(&servers);
     let r = p.run(&["mcp", "list"]);
     r.assert_code(1);
-    assert!(r.stdout.contains("good (11 tools)"), "{}", r.stdout);
+    assert!(r.stdout.contains("good (12 tools)"), "{}", r.stdout);
     assert!(
         r.stderr.contains("server `broken` failed to start")
             && r.stderr.contains("fixture: refusing to start (--exit-on-start)")
@@ -114,7 +114,7 @@ fn connect_timeout_applies_per_server() {
     r.assert_code(1);
     assert!(started.elapsed() < Duration::from_secs(15));
     assert!(r.stderr.contains("server `hang` failed to start: no MCP handshake within 1s"), "{}", r.stderr);
-    assert!(r.stdout.contains("good (11 tools)"));
+    assert!(r.stdout.contains("good (12 tools)"));
 }
 
 #[test]
@@ -373,7 +373,7 @@ fn http_server_list_and_call() {
     ));
     let r = p.run(&["mcp", "list", "--json"]);
     r.assert_ok();
-    assert_eq!(r.json().as_array().unwrap().len(), 11);
+    assert_eq!(r.json().as_array().unwrap().len(), 12);
     let r = p.run(&["mcp", "call", "remote.headers"]);
     r.assert_ok();
     let h: Value = serde_json::from_str(&r.stdout).unwrap();

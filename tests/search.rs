@@ -89,7 +89,7 @@ fn the_fixture_server_is_started_and_searched() {
     // Nothing matches: exit 0, said so.
     let r = p.run(&["mcp", "search", "kubernetes deployment"]);
     r.assert_ok();
-    assert!(r.stdout.starts_with("no tool matches (searched 11 tools)"), "{}", r.stdout);
+    assert!(r.stdout.starts_with("no tool matches (searched 12 tools)"), "{}", r.stdout);
 }
 
 #[test]

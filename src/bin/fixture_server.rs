@@ -5,7 +5,8 @@
 //! `echo`, `add` (outputSchema + structuredContent), `big` (~5 MB of text), `fail` (isError),
 //! `sleep` (ms), `crash` (exits mid-call), `progress` (progress notifications), `complex`
 //! (`$defs`/`$ref`, `anyOf` with null, enums, nested arrays and objects, recursion),
-//! `image` (image content), `headers` (the HTTP request headers it received) and `text.upper`
+//! `image` (image content), `headers` (the HTTP request headers it received), `profile` (JSON
+//! text without an output schema, for learned types) and `text.upper`
 //! (a dot in the name). `tools/list` is paginated
 //! (`--page-size`, default 3) so clients must follow `nextCursor`.
 //!
@@ -152,6 +153,12 @@ struct Fixture {
     announced: std::sync::Arc<std::sync::atomic::AtomicBool>,
 }
 
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
+struct ProfileArgs {
+    /// Which profile (default 0): even ones have an email, every fourth a text score.
+    i: Option<u64>,
+}
+
 #[tool_router]
 impl Fixture {
     #[tool(description = "Echo the message back as text.", annotations(read_only_hint = true, idempotent_hint = true))]
@@ -248,6 +255,23 @@ impl Fixture {
             }
         }
         Json(out)
+    }
+
+    #[tool(
+        description = "A user profile as JSON text, without an output schema: stable, optional and varying fields.",
+        annotations(read_only_hint = true)
+    )]
+    async fn profile(&self, Parameters(a): Parameters<ProfileArgs>) -> String {
+        let i = a.i.unwrap_or(0);
+        let status = ["active", "idle", "away"][(i % 3) as usize];
+        let mut v = serde_json::json!({
+            "id": i, "name": format!("user{i}"), "created": "2026-01-02T03:04:05Z", "status": status, "tags": ["a", "b"],
+        });
+        if i % 2 == 0 {
+            v["email"] = serde_json::json!(format!("u{i}@example.com"));
+        }
+        v["score"] = if i % 4 == 3 { serde_json::json!("n/a") } else { serde_json::json!(i * 10) };
+        v.to_string()
     }
 
     #[tool(name = "text.upper", description = "Upper-case the text (a tool name with a dot).")]

@@ -55,6 +55,7 @@ pub async fn run(ctx: Context, args: &CallArgs) -> anyhow::Result<u8> {
     let arguments = parse_args(&args.args)?;
     let manager = McpManager::new(&ctx.config);
     manager.check_server(server).map_err(|e| usage(e.to_string()))?;
+    let recorder = crate::learn::Recorder::install(&ctx.config, &manager);
 
     let progress = spawn_progress_printer(&manager);
     let call = async {
@@ -76,6 +77,9 @@ pub async fn run(ctx: Context, args: &CallArgs) -> anyhow::Result<u8> {
         eprint!("\r\x1b[2K");
     }
     manager.shutdown().await;
+    if let Some(r) = recorder {
+        r.finish();
+    }
     let result = match outcome {
         Ok(r) => r,
         Err(signal) => return Ok(super::signal::exit_after(signal)),

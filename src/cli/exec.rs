@@ -72,6 +72,8 @@ pub async fn run(ctx: Context, args: &ExecArgs) -> anyhow::Result<u8> {
     let manager = Arc::new(McpManager::new(&ctx.config));
     // Bootstrapping the isolate (~25 ms) overlaps with everything below.
     let mut code = CodeMode::new(manager.clone(), options);
+    let recorder = crate::learn::Recorder::install(&ctx.config, &manager);
+    code.set_recorder(recorder.clone());
 
     let cwd = std::env::current_dir().context("cannot read the current directory")?;
     let (script, source, entry) = read_script(&args.file, &cwd, code.workspace())?;
@@ -83,6 +85,9 @@ pub async fn run(ctx: Context, args: &ExecArgs) -> anyhow::Result<u8> {
     };
     code.stop().await;
     manager.shutdown().await;
+    if let Some(r) = recorder {
+        r.finish();
+    }
     match outcome {
         Ok(outcome) => print_outcome(&outcome?, args.json, ctx.verbose > 0, &limits),
         Err(signal) => Ok(super::signal::exit_after(signal)),

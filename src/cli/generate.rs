@@ -95,7 +95,13 @@ pub async fn run(ctx: Context, args: &GenerateArgs) -> anyhow::Result<u8> {
         }
     };
 
-    let opts = GenerateOptions { output_dir, clean: args.clean, only_servers };
+    // Learned result types from the workspace's type registry, at their current quality.
+    let learned = crate::learn::load_registry(&ctx.config)
+        .tools
+        .into_values()
+        .map(|e| ((e.server.clone(), e.tool.clone()), e))
+        .collect();
+    let opts = GenerateOptions { output_dir, clean: args.clean, only_servers, learned };
     let report = tokio::task::spawn_blocking(move || codegen::generate(&tools, &opts))
         .await
         .context("code generation stopped unexpectedly")??;

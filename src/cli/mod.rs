@@ -15,6 +15,7 @@ pub mod search;
 pub mod signal;
 pub mod skill;
 pub mod state;
+pub mod types;
 
 use std::path::PathBuf;
 
@@ -108,6 +109,9 @@ pub enum McpCommand {
     /// Find the tools that fit a task, best first.
     #[command(after_help = search::AFTER_HELP)]
     Search(search::SearchArgs),
+    /// Report (or discover, or reset) the learned output types of MCP tools.
+    #[command(after_help = types::AFTER_HELP)]
+    Types(types::TypesArgs),
 }
 
 /// Options shared by commands that start servers.
@@ -189,6 +193,7 @@ async fn dispatch(cli: &Cli, ctx: Context) -> anyhow::Result<u8> {
         Command::Mcp(McpCommand::Call(args)) => call::run(ctx, args).await,
         Command::Mcp(McpCommand::Generate(args)) => generate::run(ctx, args).await,
         Command::Mcp(McpCommand::Search(args)) => search::run(ctx, args).await,
+        Command::Mcp(McpCommand::Types(args)) => types::run(ctx, args).await,
         Command::Exec(args) => exec::run(ctx, args).await,
         Command::Run(args) => run::run(ctx, args).await,
         Command::State(cmd) => state::run(ctx, cmd).await,

@@ -202,6 +202,7 @@ pub async fn run(ctx: Context, args: &RunArgs) -> anyhow::Result<u8> {
 
     let manager = Arc::new(McpManager::new(&config));
     let servers = super::select_servers(&manager, &args.filter)?;
+    let recorder = crate::learn::Recorder::install(&config, &manager);
 
     // A signal cancels the loop (which returns what it has) or the set-up before it.
     let cancel = CancellationToken::new();
@@ -214,8 +215,11 @@ pub async fn run(ctx: Context, args: &RunArgs) -> anyhow::Result<u8> {
         })
     };
     let printer = Printer::new(args);
-    let result = drive(&config, &task, &servers, &manager, llm.as_ref(), &printer, &cancel, args).await;
+    let result = drive(&config, &task, &servers, &manager, llm.as_ref(), &printer, &cancel, args, &recorder).await;
     manager.shutdown().await;
+    if let Some(r) = recorder {
+        r.finish();
+    }
     watcher.abort();
     let signal = signal.load(Ordering::SeqCst);
     let transcript = match result? {
@@ -236,6 +240,7 @@ async fn drive(
     printer: &Printer,
     cancel: &CancellationToken,
     args: &RunArgs,
+    recorder: &Option<Arc<crate::learn::Recorder>>,
 ) -> anyhow::Result<Option<Transcript>> {
     match config.mcp.execution_mode {
         ExecutionMode::Direct => {
@@ -256,6 +261,7 @@ async fn drive(
         }
         ExecutionMode::Code => {
             let mut code = CodeMode::new(manager.clone(), Options::from_config(config)?);
+            code.set_recorder(recorder.clone());
             let transcript = run_code_mode(&mut code, config, task, servers, llm, printer, cancel, args).await;
             code.stop().await;
             transcript

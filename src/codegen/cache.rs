@@ -31,6 +31,9 @@ pub struct Entry {
     /// The function's argument may be omitted.
     #[serde(default)]
     pub input_optional: bool,
+    /// The learned result type the file was rendered with (see `types`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub learned: Option<crate::types::Entry>,
 }
 
 /// The cache part of the manifest (the tool list is skipped when reading it).
@@ -64,7 +67,7 @@ pub fn hash_hex(parts: &[&[u8]]) -> String {
 pub fn salt() -> &'static str {
     static SALT: OnceLock<String> = OnceLock::new();
     SALT.get_or_init(|| {
-        let sources: [&str; 7] = [
+        let sources: [&str; 8] = [
             env!("CARGO_PKG_VERSION"),
             include_str!("mod.rs"),
             include_str!("cache.rs"),
@@ -72,6 +75,7 @@ pub fn salt() -> &'static str {
             include_str!("render.rs"),
             include_str!("schema.rs"),
             include_str!("ts.rs"),
+            include_str!("learned.rs"),
         ];
         let mut parts: Vec<&[u8]> = sources.iter().map(|s| s.as_bytes()).collect();
         let templates = super::render::template_sources();

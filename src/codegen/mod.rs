@@ -8,6 +8,7 @@
 //! `<dir>/.agent-manifest.json`.
 
 pub mod cache;
+pub mod learned;
 pub mod load;
 pub mod naming;
 pub mod render;
@@ -45,6 +46,40 @@ pub struct GenerateOptions {
     /// Regenerate only these servers; the others' tools come from the manifest (their files are
     /// neither rewritten nor deleted), and the top-level files still list every server.
     pub only_servers: Option<Vec<String>>,
+    /// Learned result types of tools without an `outputSchema`, by `(server, tool)` (see
+    /// [`crate::types`]); an entry learned against another definition of the tool is ignored.
+    pub learned: Learned,
+}
+
+/// Learned types to render, by `(server, tool)`.
+pub type Learned = BTreeMap<(String, String), crate::types::Entry>;
+
+/// The learned types the tree in `dir` was generated with (from its manifest).
+pub fn learned_in_tree(dir: &Path) -> Learned {
+    read_cache(dir)
+        .map(|h| {
+            h.files.into_values().filter_map(|e| e.learned).map(|e| ((e.server.clone(), e.tool.clone()), e)).collect()
+        })
+        .unwrap_or_default()
+}
+
+/// The learned types to generate with, from the registry: the tree's own (so unchanged tools
+/// keep their files) except for tools whose quality went up, which take the registry's entry.
+/// Returns them and the tools that went up, as `server.tool`.
+pub fn learned_for_tree(dir: &Path, registry: &crate::types::Registry) -> (Learned, Vec<String>) {
+    let mut learned = learned_in_tree(dir);
+    let mut raised = Vec::new();
+    for e in registry.tools.values() {
+        let k = (e.server.clone(), e.tool.clone());
+        let before = learned.get(&k).filter(|old| old.definition == e.definition).map(|old| old.quality);
+        if before.is_none_or(|b| e.quality > b) {
+            if before.is_some() || e.quality > crate::types::Quality::None {
+                raised.push(crate::types::key(&e.server, &e.tool));
+            }
+            learned.insert(k, e.clone());
+        }
+    }
+    (learned, raised)
 }
 
 /// What a generation did (`agent mcp generate --json` prints it).
@@ -128,7 +163,12 @@ pub fn refresh_readme(dir: &Path) -> anyhow::Result<bool> {
     if generated_tools(dir).is_none() {
         return Ok(false);
     }
-    let opts = GenerateOptions { output_dir: dir.to_path_buf(), clean: false, only_servers: Some(Vec::new()) };
+    let opts = GenerateOptions {
+        output_dir: dir.to_path_buf(),
+        clean: false,
+        only_servers: Some(Vec::new()),
+        learned: Default::default(),
+    };
     generate(&[], &opts)?;
     Ok(true)
 }
@@ -168,6 +208,7 @@ struct Job<'a> {
     path: String,
     key: String,
     cached: Option<&'a cache::Entry>,
+    learned: Option<&'a crate::types::Entry>,
 }
 
 /// A tool file, rendered or found up to date on disk.
@@ -190,7 +231,7 @@ fn produce(dir: &Path, job: &Job) -> anyhow::Result<Produced> {
         };
         return Ok(Produced { rendered, entry: c.clone(), verified: true });
     }
-    let rendered = render::tool_file(job.tool, job.names)?;
+    let rendered = render::tool_file(job.tool, job.names, job.learned)?;
     let entry = cache::Entry {
         key: job.key.clone(),
         content: cache::hash_hex(&[rendered.content.as_bytes()]),
@@ -198,6 +239,7 @@ fn produce(dir: &Path, job: &Job) -> anyhow::Result<Produced> {
         warnings: rendered.warnings.clone(),
         typed_output: rendered.has_output_schema,
         input_optional: rendered.input_optional,
+        learned: job.learned.filter(|_| !rendered.has_output_schema).cloned(),
     };
     Ok(Produced { rendered, entry, verified: false })
 }
@@ -299,7 +341,22 @@ pub fn generate(tools: &[ToolInfo], opts: &GenerateOptions) -> anyhow::Result<Ge
                 line.as_bytes(),
             ]);
             let cached = head.as_ref().and_then(|h| h.files.get(&path));
-            jobs.push(Job { tool: t, names, path, key, cached });
+            let learned = if t.output_schema.is_some() {
+                None
+            } else {
+                let def = crate::types::definition_hash(line.as_bytes());
+                opts.learned.get(&(t.server.clone(), t.name.clone())).filter(|e| e.definition == def)
+            };
+            let key = match learned {
+                Some(e) => cache::hash_hex(&[
+                    key.as_bytes(),
+                    serde_json::to_string(&e.shape)?.as_bytes(),
+                    e.quality.as_str().as_bytes(),
+                    &e.observations.to_le_bytes(),
+                ]),
+                None => key,
+            };
+            jobs.push(Job { tool: t, names, path, key, cached, learned });
             tool_lines.push(line);
         }
     }

@@ -14,11 +14,13 @@ use minijinja::value::Value;
 use minijinja::{AutoEscape, Environment, ErrorKind, context};
 use serde_json::Value as Json;
 
+use super::learned;
 use super::naming::{ServerNames, ToolNames};
 use super::schema::{ConvertedTool, Degraded, convert_tool};
 use super::ts::{Doc, first_line, line_comment_text, string_literal};
 use crate::mcp::ToolInfo;
 use crate::skills::Skill;
+use crate::types::Entry;
 
 /// The agent version written into every header.
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");
@@ -121,7 +123,7 @@ pub struct RenderedTool {
 
 /// `servers/<dir>/<fn>.ts`. Never fails because of the tool's schemas: a schema that cannot be
 /// converted (or a converter bug, caught here) gives an untyped function instead.
-pub fn tool_file(tool: &ToolInfo, names: &ToolNames) -> anyhow::Result<RenderedTool> {
+pub fn tool_file(tool: &ToolInfo, names: &ToolNames, learned: Option<&Entry>) -> anyhow::Result<RenderedTool> {
     let reserved = [names.function.as_str(), "callMCPTool"];
     let has_output_schema = matches!(tool.output_schema, Some(Json::Object(_) | Json::Bool(_)));
     let converted = std::panic::catch_unwind(AssertUnwindSafe(|| {
@@ -132,7 +134,7 @@ pub fn tool_file(tool: &ToolInfo, names: &ToolNames) -> anyhow::Result<RenderedT
         Ok(mut c) => {
             let warnings = std::mem::take(&mut c.warnings);
             let (typed_output, input_optional) = (c.output.is_some(), c.input_optional);
-            let r = render_typed(tool, names, c)?;
+            let r = render_typed(tool, names, c, learned)?;
             if r.len() > MAX_TOOL_FILE_BYTES {
                 Err(Degraded(format!("its types would take {} bytes", r.len())))
             } else {
@@ -150,7 +152,7 @@ pub fn tool_file(tool: &ToolInfo, names: &ToolNames) -> anyhow::Result<RenderedT
             input_optional,
         }),
         Err(Degraded(reason)) => Ok(RenderedTool {
-            content: render_degraded(tool, names, &reason)?,
+            content: render_degraded(tool, names, &reason, learned)?,
             degraded: Some(reason),
             warnings: Vec::new(),
             has_output_schema: false,
@@ -159,7 +161,12 @@ pub fn tool_file(tool: &ToolInfo, names: &ToolNames) -> anyhow::Result<RenderedT
     }
 }
 
-fn render_typed(tool: &ToolInfo, names: &ToolNames, c: ConvertedTool) -> anyhow::Result<String> {
+fn render_typed(
+    tool: &ToolInfo,
+    names: &ToolNames,
+    c: ConvertedTool,
+    learned: Option<&Entry>,
+) -> anyhow::Result<String> {
     let mut input = c.input;
     let mut head = Doc::new();
     head.text(&format!("The arguments of `{}`.", names.function));
@@ -170,6 +177,7 @@ fn render_typed(tool: &ToolInfo, names: &ToolNames, c: ConvertedTool) -> anyhow:
 
     let mut decls = vec![input.render()];
     let typed_output = c.output.is_some();
+    let mut ret = Ret::declared(names);
     match c.output {
         Some(mut out) => {
             let mut head = Doc::new();
@@ -183,36 +191,66 @@ fn render_typed(tool: &ToolInfo, names: &ToolNames, c: ConvertedTool) -> anyhow:
             out.doc = head;
             decls.push(out.render());
         }
-        None => decls.push(undeclared_output(names)),
+        None => {
+            let out = learned::output(learned, &names.function, &names.output_type);
+            ret = Ret::learned(names, &out);
+            decls.push(out.decl);
+        }
     }
     decls.extend(c.defs.iter().map(|d| d.render()));
-    let doc = function_doc(tool, names, typed_output, None);
-    render_tool_template(tool, names, doc, c.input_optional, decls)
+    let doc = function_doc(tool, names, typed_output, None, &ret);
+    render_tool_template(tool, names, doc, c.input_optional, decls, &ret)
 }
 
-fn render_degraded(tool: &ToolInfo, names: &ToolNames, reason: &str) -> anyhow::Result<String> {
+/// How a tool function returns: the call it makes and its return type.
+struct Ret {
+    call: &'static str,
+    return_type: String,
+    imports: &'static str,
+    doc: Option<String>,
+}
+
+impl Ret {
+    fn declared(names: &ToolNames) -> Ret {
+        Ret { call: "callMCPTool", return_type: names.output_type.clone(), imports: "callMCPTool", doc: None }
+    }
+
+    fn learned(names: &ToolNames, out: &learned::LearnedOutput) -> Ret {
+        let o = &names.output_type;
+        match out.returns {
+            learned::Returns::Typed => Ret {
+                call: "callTyped",
+                return_type: format!("WithHelpers<{o}>"),
+                imports: "callTyped, type WithHelpers",
+                doc: Some(out.returns_doc.clone()),
+            },
+            learned::Returns::Response => Ret {
+                call: "callResponse",
+                return_type: format!("ToolResponse<{o}>"),
+                imports: "callResponse, type ToolResponse",
+                doc: Some(out.returns_doc.clone()),
+            },
+        }
+    }
+}
+
+fn render_degraded(
+    tool: &ToolInfo,
+    names: &ToolNames,
+    reason: &str,
+    learned: Option<&Entry>,
+) -> anyhow::Result<String> {
     let mut input = Doc::new();
     input.text(&format!(
         "The arguments of `{}`: untyped, because agent could not convert its input schema.",
         names.function
     ));
-    let decls = vec![
-        format!("{}export type {} = Record<string, unknown>;\n", input.render(0), names.input_type),
-        undeclared_output(names),
-    ];
-    let doc = function_doc(tool, names, false, Some(reason));
-    render_tool_template(tool, names, doc, true, decls)
-}
-
-fn undeclared_output(names: &ToolNames) -> String {
-    let mut doc = Doc::new();
-    doc.text(&format!(
-        "The result of `{}`. Its shape is undeclared (the tool has no output schema), hence `any`:\n\
-         the tool's structured content when it sends some; otherwise its text content parsed as JSON\n\
-         when that parses, else the text; a result without text content is its list of content blocks.",
-        names.function
-    ));
-    format!("{}export type {} = any;\n", doc.render(0), names.output_type)
+    let out = learned::output(learned, &names.function, &names.output_type);
+    let ret = Ret::learned(names, &out);
+    let decls =
+        vec![format!("{}export type {} = Record<string, unknown>;\n", input.render(0), names.input_type), out.decl];
+    let doc = function_doc(tool, names, false, Some(reason), &ret);
+    render_tool_template(tool, names, doc, true, decls, &ret)
 }
 
 fn render_tool_template(
@@ -221,6 +259,7 @@ fn render_tool_template(
     doc: Doc,
     input_optional: bool,
     decls: Vec<String>,
+    ret: &Ret,
 ) -> anyhow::Result<String> {
     render(
         "tool.ts.j2",
@@ -230,6 +269,9 @@ fn render_tool_template(
             function => safe(&names.function),
             input_type => safe(&names.input_type),
             output_type => safe(&names.output_type),
+            return_type => safe(&ret.return_type),
+            call => safe(ret.call),
+            imports => safe(ret.imports),
             input_optional => input_optional,
             server_literal => safe(string_literal(&tool.server)),
             tool_literal => safe(string_literal(&tool.name)),
@@ -239,7 +281,7 @@ fn render_tool_template(
 }
 
 /// The function's TSDoc: description, title, annotation hints, the MCP names, params, result.
-fn function_doc(tool: &ToolInfo, names: &ToolNames, typed_output: bool, degraded: Option<&str>) -> Doc {
+fn function_doc(tool: &ToolInfo, names: &ToolNames, typed_output: bool, degraded: Option<&str>, ret: &Ret) -> Doc {
     let mut doc = Doc::new();
     match tool.description.as_deref().filter(|d| !d.trim().is_empty()) {
         Some(d) => doc.text(d),
@@ -265,6 +307,8 @@ fn function_doc(tool: &ToolInfo, names: &ToolNames, typed_output: bool, degraded
     doc.tag("param", &format!("input - The tool's arguments (see `{}`).", names.input_type));
     if typed_output {
         doc.tag("returns", &format!("The tool's structured content (`{}`).", names.output_type));
+    } else if let Some(d) = &ret.doc {
+        doc.tag("returns", d);
     } else {
         doc.tag(
             "returns",

@@ -223,7 +223,7 @@ proptest! {
         };
         let names = tool_names([tool.name.as_str()]).remove(&tool.name).ok_or_else(|| TestCaseError::fail("no names"))?;
         let start = Instant::now();
-        let rendered = tool_file(&tool, &names).map_err(|e| TestCaseError::fail(format!("{e:#}")))?;
+        let rendered = tool_file(&tool, &names, None).map_err(|e| TestCaseError::fail(format!("{e:#}")))?;
         let took = start.elapsed();
         prop_assert!(took < TIME_LIMIT, "rendering took {took:?}");
         prop_assert_ne!(rendered.degraded.as_deref(), Some("internal error in the schema converter"));

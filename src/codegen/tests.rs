@@ -40,7 +40,7 @@ fn sample() -> Vec<ToolInfo> {
 }
 
 fn opts(dir: &Path) -> GenerateOptions {
-    GenerateOptions { output_dir: dir.to_path_buf(), clean: false, only_servers: None }
+    GenerateOptions { output_dir: dir.to_path_buf(), clean: false, only_servers: None, learned: Default::default() }
 }
 
 /// Every file under `dir`, relative path → bytes.
@@ -114,7 +114,7 @@ fn the_tree_has_the_documented_layout() {
         "export { getFileContents, type GetFileContentsInput, type GetFileContentsOutput } from \"./getFileContents.ts\";"
     ));
     let f = std::fs::read_to_string(dir.join("servers/alpha/getFileContents_2.ts")).unwrap();
-    assert!(f.contains("callMCPTool<GetFileContents_2Output>(\"alpha\", \"get_file_contents\", input)"), "{f}");
+    assert!(f.contains("callResponse<GetFileContents_2Output>(\"alpha\", \"get_file_contents\", input)"), "{f}");
     let top = std::fs::read_to_string(dir.join("index.ts")).unwrap();
     assert!(top.contains("import * as alpha from \"./servers/alpha/index.ts\";"));
     assert!(top.contains("export { alpha, beta };"));
@@ -269,8 +269,10 @@ fn a_bad_tool_never_fails_the_batch() {
     assert!(r.warnings.iter().any(|w| w.contains("alpha.echo: listed twice")), "{:?}", r.warnings);
     let broken = std::fs::read_to_string(dir.join("servers/alpha/broken.ts")).unwrap();
     assert!(broken.contains("export type BrokenInput = Record<string, unknown>;"));
-    assert!(broken.contains("export type BrokenOutput = any;"));
-    assert!(broken.contains("export async function broken(input: BrokenInput = {}): Promise<BrokenOutput>"));
+    assert!(broken.contains("export type BrokenOutput = unknown;"));
+    assert!(
+        broken.contains("export async function broken(input: BrokenInput = {}): Promise<ToolResponse<BrokenOutput>>")
+    );
 }
 
 /// The code of a generated TS file with comments and string literals removed (template literals
@@ -507,4 +509,63 @@ fn the_readme_lists_skills_escaped_and_refresh_leaves_tool_files_alone() {
     // Deterministic: the same skills give the same README.
     assert!(refresh_readme(dir.path()).unwrap());
     assert_eq!(snapshot(dir.path()), after);
+}
+
+/// A registry entry for `tool` learned from `values` (quality from the default thresholds).
+fn learned_entry(tool: &ToolInfo, values: &[serde_json::Value]) -> crate::types::Entry {
+    let def = crate::types::definition_hash(serde_json::to_string(tool).unwrap().as_bytes());
+    let mut pending = crate::types::Pending::default();
+    for v in values {
+        pending.add(&tool.server, &tool.name, &def, v);
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let path = crate::types::registry_path(dir.path());
+    let t = crate::types::Thresholds::default();
+    crate::types::Registry::record(&path, &pending, &t, &mut Vec::new()).unwrap();
+    let reg = crate::types::Registry::load(&path, &mut Vec::new());
+    reg.get(&tool.server, &tool.name, Some(&def)).unwrap().clone()
+}
+
+#[test]
+fn learned_types_render_by_quality_and_escape_result_text() {
+    let (_t, dir) = tmpdir();
+    let t = tool("alpha", "hostile", json!({"type": "object"}));
+    let evil = "x\"; $$pwn$$(); //\u{2028}*/ $$pwn$$();";
+    let values: Vec<serde_json::Value> = (0..120)
+        .map(|i| {
+            let mut m = serde_json::Map::new();
+            m.insert(evil.to_string(), json!(i));
+            m.insert("kind".into(), json!(["a\"$$pwn$$()", "b"][i % 2]));
+            if i % 3 == 0 {
+                m.insert("rare".into(), json!({"deep": [1, 2]}));
+            }
+            serde_json::Value::Object(m)
+        })
+        .collect();
+    for (n, quality, required) in [(3, "low", false), (40, "medium", false), (120, "high", true)] {
+        let entry = learned_entry(&t, &values[..n]);
+        assert_eq!(entry.quality.as_str(), quality);
+        let mut o = opts(&dir);
+        o.learned.insert((t.server.clone(), t.name.clone()), entry);
+        generate(std::slice::from_ref(&t), &o).unwrap();
+        let text = std::fs::read_to_string(dir.join("servers/alpha/hostile.ts")).unwrap();
+        let code = code_only(&text).unwrap_or_else(|e| panic!("{e}\n{text}"));
+        assert!(!code.contains("$$pwn$$"), "result text escaped into code:\n{text}");
+        assert!(!text.contains('\u{2028}'));
+        assert!(
+            text.contains(&format!("Output type inferred from {n} observed results (quality: {quality}")),
+            "{text}"
+        );
+        assert!(text.contains("Promise<WithHelpers<HostileOutput>>"), "{text}");
+        assert_eq!(text.contains("  kind: "), required, "{text}");
+        assert!(text.contains("  rare?: {\n"), "{text}");
+        assert!(text.contains(if required { "    deep: number[];\n" } else { "    deep?: number[];\n" }), "{text}");
+        assert!(!text.contains("any"), "{text}");
+        if n >= 20 {
+            assert!(
+                text.contains(r#"kind: "a\"$$pwn$$()" | "b";"#) || text.contains(r#"kind?: "a\"$$pwn$$()" | "b";"#),
+                "{text}"
+            );
+        }
+    }
 }

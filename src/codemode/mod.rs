@@ -18,6 +18,7 @@ use anyhow::Context as _;
 use crate::bridge::BridgeServer;
 use crate::codegen::{self, GenerateOptions, GenerateReport};
 use crate::config::Config;
+use crate::learn::Recorder;
 use crate::mcp::{McpError, McpManager, ToolInfo};
 use crate::runtime::{ExecOutcome, ExecRequest, Executor, Limits, Script, scan};
 
@@ -29,6 +30,8 @@ pub struct Options {
     pub limits: Limits,
     /// Refresh the tree for the servers that start (`regenerate_on_startup`).
     pub regenerate: bool,
+    /// Quality thresholds of learned types (`mcp.types`).
+    pub thresholds: crate::types::Thresholds,
 }
 
 impl Options {
@@ -37,7 +40,12 @@ impl Options {
         let cc = &config.mcp.code_execution;
         let workspace = std::path::absolute(&cc.workspace_dir)
             .with_context(|| format!("invalid workspace_dir {}", cc.workspace_dir.display()))?;
-        Ok(Options { workspace, limits: Limits::from_config(cc), regenerate: cc.regenerate_on_startup })
+        Ok(Options {
+            workspace,
+            limits: Limits::from_config(cc),
+            regenerate: cc.regenerate_on_startup,
+            thresholds: crate::learn::thresholds(config),
+        })
     }
 }
 
@@ -65,6 +73,8 @@ pub struct CodeMode {
     /// Servers being started in the background (no regeneration): awaited before a failure is
     /// explained, so the explanation does not depend on timing.
     warming: tokio::sync::Mutex<Option<tokio::task::JoinHandle<()>>>,
+    /// Records result shapes of the manager's calls (`mcp.types.learn`).
+    recorder: Option<Arc<Recorder>>,
 }
 
 impl CodeMode {
@@ -78,7 +88,49 @@ impl CodeMode {
             bridge: None,
             failed: Default::default(),
             warming: tokio::sync::Mutex::new(None),
+            recorder: None,
         }
+    }
+
+    /// The recorder of the manager's calls, whose observations [`CodeMode::learn`] turns into
+    /// sharper types.
+    pub fn set_recorder(&mut self, recorder: Option<Arc<Recorder>>) {
+        self.recorder = recorder;
+    }
+
+    /// Writes the observations made so far to the type registry and regenerates the files of
+    /// the tools whose learned type went up a quality level (only theirs: the other tools keep
+    /// the types their files were generated with). Called after each script.
+    pub fn learn(&self) -> anyhow::Result<Option<GenerateReport>> {
+        let Some(recorder) = &self.recorder else { return Ok(None) };
+        let changes = recorder.flush();
+        if !self.options.regenerate || !changes.iter().any(|c| c.after > c.before) {
+            return Ok(None);
+        }
+        let workspace = self.workspace();
+        let Some(tools) = codegen::generated_tools(workspace) else { return Ok(None) };
+        let registry = self.registry();
+        let (learned, raised) = codegen::learned_for_tree(workspace, &registry);
+        let servers: Vec<String> = tools
+            .iter()
+            .filter(|t| raised.contains(&crate::types::key(&t.server, &t.name)))
+            .map(|t| t.server.clone())
+            .collect::<std::collections::BTreeSet<_>>()
+            .into_iter()
+            .collect();
+        if servers.is_empty() {
+            return Ok(None);
+        }
+        let opts =
+            GenerateOptions { output_dir: workspace.to_path_buf(), clean: false, only_servers: Some(servers), learned };
+        let report = codegen::generate(&tools, &opts)
+            .with_context(|| format!("cannot regenerate the TypeScript API in {}", workspace.display()))?;
+        tracing::info!("sharper result types for {raised:?} ({} files written)", report.files_written);
+        Ok(Some(report))
+    }
+
+    fn registry(&self) -> crate::types::Registry {
+        crate::learn::load_registry_at(&crate::types::registry_path(self.workspace()), &self.options.thresholds)
     }
 
     pub fn workspace(&self) -> &Path {
@@ -156,12 +208,18 @@ impl CodeMode {
             prev.sort_by_key(key);
             prev
         });
-        if before.as_ref() == Some(&now) {
+        let (learned, raised) = codegen::learned_for_tree(workspace, &self.registry());
+        let raised_here = raised.iter().any(|k| now.iter().any(|t| &crate::types::key(&t.server, &t.name) == k));
+        if before.as_ref() == Some(&now) && !raised_here {
             tracing::info!("the tree in {} is up to date for {ok:?}", workspace.display());
             return Ok(None);
         }
-        let opts =
-            GenerateOptions { output_dir: workspace.to_path_buf(), clean: false, only_servers: Some(ok.to_vec()) };
+        let opts = GenerateOptions {
+            output_dir: workspace.to_path_buf(),
+            clean: false,
+            only_servers: Some(ok.to_vec()),
+            learned,
+        };
         let report = codegen::generate(&now, &opts)
             .with_context(|| format!("cannot generate the TypeScript API in {}", workspace.display()))?;
         tracing::info!(
@@ -201,6 +259,10 @@ impl CodeMode {
             && let Err(e) = codegen::refresh_readme(&self.options.workspace)
         {
             tracing::warn!("cannot list the saved skills in the tree's README: {e:#}");
+        }
+        // What the script's calls taught the registry; sharper types for the next script.
+        if let Err(e) = self.learn() {
+            tracing::warn!("{e:#}");
         }
         if outcome.error.as_ref().is_some_and(|e| e.message.contains("no such module servers/")) {
             if let Some(handle) = self.warming.lock().await.take() {

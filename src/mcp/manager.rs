@@ -133,6 +133,16 @@ pub struct McpManager {
     pgids: Arc<StdMutex<HashMap<String, i32>>>,
     /// `mcp.max_result_bytes`.
     max_result_bytes: usize,
+    /// Told about every successful call (see [`CallObserver`]).
+    observer: std::sync::RwLock<Option<Arc<dyn CallObserver>>>,
+}
+
+/// Told about every tool call that returned a result that is not an error (`isError`), from
+/// every path (CLI, direct mode, the bridge). How the type registry learns result shapes
+/// while the manager knows nothing of it. Runs on the call path: implementations must only
+/// hand the result over (e.g. to a channel) and return.
+pub trait CallObserver: Send + Sync {
+    fn finished(&self, tool: &ToolInfo, result: &CallToolResult);
 }
 
 impl McpManager {
@@ -156,6 +166,14 @@ impl McpManager {
             events: ClientEvents::default(),
             pgids: Default::default(),
             max_result_bytes: config.mcp.max_result_bytes,
+            observer: std::sync::RwLock::new(None),
+        }
+    }
+
+    /// Sets the observer of finished calls (replacing any previous one).
+    pub fn set_observer(&self, observer: Arc<dyn CallObserver>) {
+        if let Ok(mut o) = self.observer.write() {
+            *o = Some(observer);
         }
     }
 
@@ -291,7 +309,8 @@ impl McpManager {
     ) -> Result<CallToolResult, McpError> {
         let conn = self.connection(server).await?;
         let tools = self.current_tools(server, &conn).await?;
-        let violations = validate(&conn, find_tool(server, tool, &tools)?, &args);
+        let info = find_tool(server, tool, &tools)?;
+        let violations = validate(&conn, info, &args);
         if !violations.is_empty() {
             return Err(McpError::InvalidArguments { server: server.into(), tool: tool.into(), violations });
         }
@@ -301,7 +320,15 @@ impl McpManager {
         let too_large = || McpError::ResultTooLarge { server: server.into(), tool: tool.into(), limit: conn.cap.limit };
         let call = capped(&conn.cap, conn.service.call_tool(params));
         match tokio::time::timeout(timeout, call).await {
-            Ok(Ok(result)) => Ok(result),
+            Ok(Ok(result)) => {
+                if result.is_error != Some(true)
+                    && let Ok(o) = self.observer.read()
+                    && let Some(o) = o.as_ref()
+                {
+                    o.finished(info, &result);
+                }
+                Ok(result)
+            }
             Ok(Err(Failure::TooLarge)) => Err(too_large()),
             Ok(Err(Failure::Service(e))) => {
                 // Give the transport a moment to notice a dead process so the next call restarts it.

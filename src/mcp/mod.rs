@@ -6,5 +6,5 @@ pub mod manager;
 pub mod stdio;
 pub mod tools;
 
-pub use manager::{McpError, McpManager, Started};
+pub use manager::{CallObserver, McpError, McpManager, Started};
 pub use tools::ToolInfo;
