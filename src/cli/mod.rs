@@ -5,6 +5,7 @@
 //! error or the call failed, 2 usage or configuration error.
 
 pub mod call;
+pub mod completions;
 pub mod exec;
 pub mod generate;
 pub mod list;
@@ -84,6 +85,9 @@ pub enum Command {
     /// Work on a task with an LLM and the configured MCP servers.
     #[command(after_help = run::AFTER_HELP)]
     Run(run::RunArgs),
+    /// Print the shell completion script (bash, zsh or fish) to stdout.
+    #[command(after_help = completions::AFTER_HELP)]
+    Completions(completions::CompletionsArgs),
 }
 
 #[derive(Debug, Subcommand)]
@@ -151,6 +155,16 @@ pub fn main() -> u8 {
         }
     };
     log::init(cli.verbose);
+    // Needs no configuration and no runtime: a broken agent.yaml must not break completion.
+    if let Command::Completions(args) = &cli.command {
+        return match completions::run(args) {
+            Ok(code) => code,
+            Err(err) => {
+                eprintln!("error: {}", output::error_chain(&err));
+                exit_code_for(&err)
+            }
+        };
+    }
     let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
         Ok(rt) => rt,
         Err(e) => {
@@ -183,6 +197,7 @@ async fn dispatch(cli: &Cli, ctx: Context) -> anyhow::Result<u8> {
         Command::Mcp(McpCommand::Search(args)) => search::run(ctx, args).await,
         Command::Exec(args) => exec::run(ctx, args).await,
         Command::Run(args) => run::run(ctx, args).await,
+        Command::Completions(args) => completions::run(args),
     }
 }
 
