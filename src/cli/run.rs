@@ -320,6 +320,9 @@ async fn run_code_mode(
     args: &RunArgs,
 ) -> anyhow::Result<Option<Transcript>> {
     let workspace = code.workspace().to_path_buf();
+    if let Some(why) = code.typecheck_notice() {
+        eprintln!("warning: {why}");
+    }
     let tree_tools = if config.mcp.code_execution.regenerate_on_startup {
         let prepared = tokio::select! {
             p = code.prepare(servers, false) => p?,
