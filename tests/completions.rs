@@ -14,7 +14,9 @@ fn each_shell_gets_a_script_naming_the_subcommands() {
         let r = p.run(&["completions", shell]);
         r.assert_ok();
         assert!(r.stderr.is_empty(), "{shell}: {}", r.stderr);
-        for word in ["mcp", "exec", "run", "completions", "generate", "search", "server", "timeout"] {
+        for word in
+            ["mcp", "exec", "run", "completions", "generate", "search", "server", "timeout", "interactive", "check"]
+        {
             assert!(r.stdout.contains(word), "{shell} script lacks {word}:\n{}", r.stdout);
         }
     }

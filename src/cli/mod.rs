@@ -11,6 +11,7 @@ pub mod generate;
 pub mod list;
 pub mod log;
 pub mod output;
+pub mod prompt;
 pub mod run;
 pub mod search;
 pub mod signal;
