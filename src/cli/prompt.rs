@@ -377,7 +377,7 @@ mod tests {
         assert_eq!(f[5].parse(""), Ok(None), "optional, left out");
         assert_eq!(f[5].parse("[\"a\", \"b\"]"), Ok(Some(json!(["a", "b"]))));
         assert_eq!(f[5].parse("null"), Ok(Some(Value::Null)));
-        assert_eq!(f[5].parse("{}"), Err("expected a JSON array, got object".into()));
+        assert_eq!(f[5].parse("{}"), Err("expected a JSON array, got an object".into()));
         assert!(f[5].parse("[1,").unwrap_err().starts_with("not valid JSON: "));
         assert_eq!(f[1].parse("normal"), Ok(Some(json!("normal"))));
         assert_eq!(f[1].parse("urgent"), Err("`urgent` is not one of the choices".into()));
