@@ -111,14 +111,7 @@ fn the_github_catalog_is_large_enough_for_code_mode_at_the_default_threshold() {
     assert!(r.stdout.contains("execution_mode auto would pick: direct (auto: 11 tools, "), "{}", r.stdout);
 }
 
+/// `25,310`: the CLI's own number format.
 fn thousands(n: u64) -> String {
-    let s = n.to_string();
-    let mut out = String::new();
-    for (i, c) in s.chars().enumerate() {
-        if i > 0 && (s.len() - i) % 3 == 0 {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
+    agent::agent::session::thousands(n)
 }

@@ -143,12 +143,12 @@ fn map_diagnostics(text: &str, cwd: &Path, entry: &Path, shown: &str, workspace:
         if line.trim().is_empty() {
             continue;
         }
-        if line.starts_with(' ') {
-            if let Some(last) = out.last_mut() {
-                last.push('\n');
-                last.push_str(line);
-                continue;
-            }
+        if line.starts_with(' ')
+            && let Some(last) = out.last_mut()
+        {
+            last.push('\n');
+            last.push_str(line);
+            continue;
         }
         out.push(map_line(line, cwd, entry, shown, workspace));
     }
