@@ -121,6 +121,23 @@ fn declining_calls_nothing() {
 }
 
 #[test]
+fn ctrl_c_at_a_prompt_stops_cleanly_without_calling() {
+    let p = form_project();
+    let mut s = spawn(&p, &["mcp", "call", "fixture.form", "-i"]);
+    s.exp_string("title* (string)").unwrap();
+    s.send_line("x").unwrap();
+    // At a list prompt: the terminal is raw, so Ctrl-C arrives as a key.
+    s.exp_string("priority* (choice)").unwrap();
+    s.exp_string("high").unwrap();
+    s.send_control('c').unwrap();
+    let rest = s.exp_eof().unwrap();
+    assert!(rest.contains("interrupted"), "{rest}");
+    assert!(rest.contains("\x1b[?25h"), "the cursor is shown again: {rest:?}");
+    assert!(!rest.contains("filed"), "{rest}");
+    assert_eq!(exit_code(&mut s), 130);
+}
+
+#[test]
 fn interactive_needs_a_terminal_and_excludes_args() {
     let p = Project::with_fixture();
     // The harness gives agent no terminal: stdin is /dev/null, stderr a pipe.

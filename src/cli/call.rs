@@ -117,7 +117,14 @@ pub async fn run(ctx: Context, args: &CallArgs) -> anyhow::Result<u8> {
         Ok(Ok(r)) => r,
         Ok(Err(e)) if is_interrupt(&e) => return Ok(super::signal::exit_after(libc::SIGINT)),
         Ok(Err(e)) => return Err(e),
-        Err(signal) => return Ok(super::signal::exit_after(signal)),
+        Err(signal) => {
+            if args.interactive {
+                // A list prompt hides the cursor while it waits.
+                let _ = dialoguer::console::Term::stderr().show_cursor();
+                eprintln!();
+            }
+            return Ok(super::signal::exit_after(signal));
+        }
     };
     let result = match result {
         Ok(Some(r)) => Ok(r),
