@@ -111,6 +111,9 @@ pub enum ExecutionMode {
     #[default]
     Direct,
     Code,
+    /// Per run: direct when the enabled tools' definitions fit `mcp.auto_threshold_tokens`,
+    /// else code.
+    Auto,
 }
 
 impl fmt::Display for ExecutionMode {
@@ -118,6 +121,7 @@ impl fmt::Display for ExecutionMode {
         f.write_str(match self {
             ExecutionMode::Direct => "direct",
             ExecutionMode::Code => "code",
+            ExecutionMode::Auto => "auto",
         })
     }
 }
@@ -133,6 +137,9 @@ pub struct McpConfig {
     pub max_result_bytes: usize,
     pub code_execution: CodeExecutionConfig,
     pub servers: BTreeMap<String, ServerConfig>,
+    /// `execution_mode: auto` picks direct mode while the enabled tools' direct-mode definitions
+    /// take at most this many tokens (o200k estimate, as `agent mcp list --tokens` counts).
+    pub auto_threshold_tokens: usize,
     /// Learned output types (`mcp.types`).
     pub types: TypesConfig,
 }
@@ -160,6 +167,9 @@ impl Default for TypesConfig {
     }
 }
 
+/// Default of `mcp.auto_threshold_tokens` (see docs/run.md for why 4,000).
+pub const DEFAULT_AUTO_THRESHOLD_TOKENS: usize = 4_000;
+
 /// Default of `mcp.max_result_bytes`: 16 MiB.
 pub const DEFAULT_MAX_RESULT_BYTES: usize = 16 << 20;
 /// Lower bound of `mcp.max_result_bytes` (a handshake or a tool list must fit).
@@ -173,6 +183,7 @@ impl Default for McpConfig {
             max_result_bytes: DEFAULT_MAX_RESULT_BYTES,
             code_execution: CodeExecutionConfig::default(),
             servers: BTreeMap::new(),
+            auto_threshold_tokens: DEFAULT_AUTO_THRESHOLD_TOKENS,
             types: TypesConfig::default(),
         }
     }
@@ -191,6 +202,11 @@ pub struct CodeExecutionConfig {
     /// How long a script's thread polls for the answer of a lone tool call before it sleeps.
     #[serde(with = "duration")]
     pub call_spin: Duration,
+    /// Type-check every script with `tsc` against the generated tree before it runs
+    /// (`agent exec --check` for one run); without a compiler, a notice and the script runs.
+    pub typecheck: bool,
+    /// The TypeScript compiler to use (default: `tsc` on PATH).
+    pub tsc: Option<PathBuf>,
     /// Quotas of what scripts keep under `<workspace>/data/` (`store`, `writeText`, ...).
     pub state: StateConfig,
 }
@@ -233,6 +249,8 @@ impl Default for CodeExecutionConfig {
             max_output_bytes: 100 * 1024,
             max_concurrent_calls: 16,
             call_spin: Duration::from_micros(250),
+            typecheck: false,
+            tsc: None,
             state: StateConfig::default(),
         }
     }

@@ -10,7 +10,7 @@ use serde::Serialize;
 use super::code::{LimitsText, ServerEntry};
 use super::direct::{SchemaFlavor, ToolMap};
 use super::provider::ToolSpec;
-use crate::config::Provider;
+use crate::config::{ExecutionMode, Provider};
 use crate::mcp::ToolInfo;
 
 /// Tokens of `text` under o200k_base.
@@ -93,6 +93,51 @@ pub fn estimate(tools: &[ToolInfo], entries: &[ServerEntry], limits: &LimitsText
     }
 }
 
+/// Tokens of the direct-mode definitions of `tools` (what `direct_total` counts).
+pub fn direct_tokens(tools: &[ToolInfo], provider: Provider) -> usize {
+    let map = ToolMap::build(tools, flavor(provider));
+    if map.specs.is_empty() { 0 } else { tools_tokens(&map.specs, provider) }
+}
+
+/// What `execution_mode: auto` picks for a set of tools, and why.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct AutoChoice {
+    /// `direct` or `code`.
+    pub mode: ExecutionMode,
+    /// Tools offered in direct mode.
+    pub tools: usize,
+    /// Tokens of their direct-mode definitions.
+    pub definition_tokens: usize,
+    /// `mcp.auto_threshold_tokens`.
+    pub threshold_tokens: usize,
+}
+
+impl AutoChoice {
+    /// Direct while the definitions take at most `threshold` tokens, else code.
+    pub fn new(tools: usize, definition_tokens: usize, threshold: usize) -> AutoChoice {
+        let mode = if definition_tokens <= threshold { ExecutionMode::Direct } else { ExecutionMode::Code };
+        AutoChoice { mode, tools, definition_tokens, threshold_tokens: threshold }
+    }
+
+    /// Counts the definitions of `tools` as `provider` receives them, then decides.
+    pub fn for_tools(tools: &[ToolInfo], provider: Provider, threshold: usize) -> AutoChoice {
+        AutoChoice::new(tools.len(), direct_tokens(tools, provider), threshold)
+    }
+
+    /// `auto: 41 tools, 25,310 tokens of definitions > 4,000`
+    pub fn reason(&self) -> String {
+        let t = super::session::thousands;
+        let plural = if self.tools == 1 { "" } else { "s" };
+        let cmp = if self.mode == ExecutionMode::Direct { "<=" } else { ">" };
+        format!(
+            "auto: {} tool{plural}, {} tokens of definitions {cmp} {}",
+            self.tools,
+            t(self.definition_tokens as u64),
+            t(self.threshold_tokens as u64)
+        )
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -129,5 +174,18 @@ mod tests {
         assert_eq!(fifty.servers[0].tools, 50);
         assert_eq!(fifty.servers[0].direct, fifty.direct_total);
         assert!(fifty.servers[0].code > 0 && fifty.servers[0].code < 20);
+    }
+
+    #[test]
+    fn auto_picks_direct_up_to_the_threshold_and_code_past_it() {
+        let at = AutoChoice::new(3, 4_000, 4_000);
+        assert_eq!(at.mode, ExecutionMode::Direct);
+        assert_eq!(at.reason(), "auto: 3 tools, 4,000 tokens of definitions <= 4,000");
+        let past = AutoChoice::new(41, 25_310, 4_000);
+        assert_eq!(past.mode, ExecutionMode::Code);
+        assert_eq!(past.reason(), "auto: 41 tools, 25,310 tokens of definitions > 4,000");
+        assert_eq!(AutoChoice::new(1, 0, 0).reason(), "auto: 1 tool, 0 tokens of definitions <= 0");
+        let json = serde_json::to_value(past).unwrap();
+        assert_eq!(json, json!({"mode": "code", "tools": 41, "definition_tokens": 25310, "threshold_tokens": 4000}));
     }
 }

@@ -15,6 +15,10 @@
 //! `--response-id last` writes each stdio answer's `id` last, as the TypeScript SDK does;
 //! `--response-id middle` writes it between `result` and `jsonrpc` (neither first nor last).
 //! `--relist-hangs`: `echo` announces `tools/list_changed`, after which tools/list never answers.
+//! `--form` adds `form` (string, enum, number, boolean, a default and an array: the fields an
+//! interactive call prompts for). `--tools-file FILE` serves the tools of FILE (a tools array,
+//! `{"tools": [...]}` or an `agent mcp list --json` file) instead of its own, each answering
+//! `called NAME with ARGS` (a real server for a real catalog, e.g. tests/data/github-mcp-server.json).
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -142,6 +146,35 @@ struct ComplexOutput {
 #[derive(Debug, Deserialize, schemars::JsonSchema)]
 struct UpperArgs {
     text: String,
+}
+
+/// How urgent a ticket is.
+#[derive(Debug, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "lowercase")]
+enum Priority {
+    Low,
+    Normal,
+    High,
+}
+
+fn one() -> u32 {
+    1
+}
+
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
+struct FormArgs {
+    /// Title of the ticket.
+    title: String,
+    priority: Priority,
+    /// Estimated hours of work.
+    hours: f64,
+    /// Tell the watchers.
+    notify: bool,
+    /// Copies to file.
+    #[serde(default = "one")]
+    copies: u32,
+    /// Labels to attach.
+    labels: Option<Vec<String>>,
 }
 
 #[derive(Clone)]
@@ -274,6 +307,19 @@ impl Fixture {
         v.to_string()
     }
 
+    #[tool(description = "File a ticket (a form of every field kind; only with --form).")]
+    async fn form(&self, Parameters(a): Parameters<FormArgs>) -> String {
+        format!(
+            "filed {:?}: {:?}, {} h, notify {}, {} copies, labels {:?}",
+            a.title,
+            a.priority,
+            a.hours,
+            a.notify,
+            a.copies,
+            a.labels.unwrap_or_default()
+        )
+    }
+
     #[tool(name = "text.upper", description = "Upper-case the text (a tool name with a dot).")]
     async fn text_upper(&self, Parameters(a): Parameters<UpperArgs>) -> String {
         a.text.to_uppercase()
@@ -313,6 +359,8 @@ fn main() -> std::process::ExitCode {
     let mut page_size = 3usize;
     let mut response_id: Option<String> = None;
     let mut relist_hangs = false;
+    let mut form = false;
+    let mut tools_file: Option<String> = None;
     while let Some(a) = args.next() {
         match a.as_str() {
             "--http" => http = args.next(),
@@ -328,6 +376,8 @@ fn main() -> std::process::ExitCode {
             "--stderr-noise" => eprintln!("fixture: some noise on stderr at start"),
             "--response-id" => response_id = args.next(),
             "--relist-hangs" => relist_hangs = true,
+            "--form" => form = true,
+            "--tools-file" => tools_file = args.next(),
             // Ignored; lets tests find their own server processes in /proc.
             "--tag" => {
                 args.next();
@@ -348,8 +398,18 @@ fn main() -> std::process::ExitCode {
             return std::process::ExitCode::FAILURE;
         }
     };
-    let fixture =
-        Fixture { tool_router: Fixture::tool_router(), page_size, relist_hangs, announced: Default::default() };
+    let tool_router = match &tools_file {
+        Some(path) => match file_router(path) {
+            Ok(r) => r,
+            Err(e) => {
+                eprintln!("fixture: --tools-file {path}: {e}");
+                return std::process::ExitCode::from(2);
+            }
+        },
+        None if form => Fixture::tool_router(),
+        None => Fixture::tool_router().with_disabled("form"),
+    };
+    let fixture = Fixture { tool_router, page_size, relist_hangs, announced: Default::default() };
     let result = rt.block_on(async move {
         match http {
             None => match response_id {
@@ -378,6 +438,37 @@ fn main() -> std::process::ExitCode {
             std::process::ExitCode::FAILURE
         }
     }
+}
+
+/// A router serving the tools of a file; each call answers `called NAME with ARGS`.
+fn file_router(path: &str) -> Result<ToolRouter<Fixture>, Box<dyn std::error::Error>> {
+    use rmcp::handler::server::router::tool::ToolRoute;
+    let doc: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(path)?)?;
+    let list = match &doc {
+        serde_json::Value::Object(m) => m.get("tools").cloned().unwrap_or_default(),
+        other => other.clone(),
+    };
+    let serde_json::Value::Array(items) = list else { return Err("expected an array of tools".into()) };
+    let mut router = ToolRouter::new();
+    for mut item in items {
+        if let Some(m) = item.as_object_mut() {
+            // `agent mcp list --json` records: drop what is not part of an MCP tool.
+            m.remove("server");
+            m.retain(|_, v| !v.is_null());
+        }
+        let tool: rmcp::model::Tool = serde_json::from_value(item)?;
+        router.add_route(ToolRoute::new_dyn(tool, |cx| {
+            let text = format!(
+                "called {} with {}",
+                cx.name,
+                serde_json::Value::Object(cx.arguments.clone().unwrap_or_default())
+            );
+            Box::pin(async move {
+                Ok(rmcp::model::CallToolResponse::Complete(CallToolResult::success(vec![ContentBlock::text(text)])))
+            })
+        }));
+    }
+    Ok(router)
 }
 
 /// Copies JSON-RPC lines to stdout with each answer's `id` moved last, or between `result`

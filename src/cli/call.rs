@@ -24,6 +24,14 @@ Examples:
   agent mcp call github.get_me --json
   agent mcp call fixture.big --output big.txt
   echo '{\"a\": 1, \"b\": 2}' | agent mcp call fixture.add --args -
+  agent mcp call fixture.add --interactive
+
+--interactive asks for each argument of the tool's input schema on the terminal: its
+description, a `*` when required, its type; enums and booleans are picked from a list, other
+values typed (a wrong type is said and asked again; Enter takes the default; arrays and objects
+as JSON text). The arguments are validated as with --args, the JSON is shown, and the call is
+made once you confirm (declining exits 1 without calling). Needs stdin and stderr to be a
+terminal; not with --args.
 
 Output: text content as text, structuredContent as pretty JSON, images/audio/resources summarised
 (mime type and size, or uri). --json prints the whole MCP CallToolResult instead.
@@ -32,7 +40,8 @@ SERVER.TOOL splits at the first dot, so tool names may contain dots.
 Exit codes:
   0  success
   1  the tool reported an error (isError) or the call failed (server crashed, timed out)
-  2  usage or configuration error (bad JSON, unknown server or tool, invalid arguments)";
+  2  usage or configuration error (bad JSON, unknown server or tool, invalid arguments,
+     --interactive without a terminal)";
 
 #[derive(Debug, Args)]
 pub struct CallArgs {
@@ -48,11 +57,28 @@ pub struct CallArgs {
     /// Write the output to FILE (atomically) instead of stdout.
     #[arg(long, short = 'o', value_name = "FILE")]
     pub output: Option<PathBuf>,
+    /// Ask for each argument on the terminal (from the tool's input schema), show the JSON,
+    /// call after confirmation.
+    #[arg(long, short = 'i', conflicts_with = "args")]
+    pub interactive: bool,
+}
+
+/// How the arguments of a call are had.
+enum Asked {
+    /// Answered (or given with --args): call with these.
+    Call(Map<String, Value>),
+    /// The user declined at the confirmation.
+    Declined,
 }
 
 pub async fn run(ctx: Context, args: &CallArgs) -> anyhow::Result<u8> {
     let (server, tool) = split_target(&args.target)?;
-    let arguments = parse_args(&args.args)?;
+    if args.interactive && !super::prompt::interactive() {
+        return Err(usage(
+            "--interactive needs a terminal: stdin and stderr must be a TTY (pass the arguments with --args instead)",
+        ));
+    }
+    let arguments = if args.interactive { Map::new() } else { parse_args(&args.args)? };
     let manager = McpManager::new(&ctx.config);
     manager.check_server(server).map_err(|e| usage(e.to_string()))?;
     let recorder = crate::learn::Recorder::install(&ctx.config, &manager);
@@ -63,10 +89,21 @@ pub async fn run(ctx: Context, args: &CallArgs) -> anyhow::Result<u8> {
         let spinner = super::output::Spinner::start(format!("starting {server}"));
         let started = manager.connection(server).await;
         spinner.finish();
-        match started {
-            Ok(_) => manager.call_tool(server, tool, arguments).await,
-            Err(e) => Err(e),
+        if let Err(e) = started {
+            return Ok(Err(e));
         }
+        let asked = if args.interactive {
+            match ask_arguments(&manager, server, tool).await? {
+                Ok(asked) => asked,
+                Err(e) => return Ok(Err(e)),
+            }
+        } else {
+            Asked::Call(arguments)
+        };
+        Ok::<_, anyhow::Error>(match asked {
+            Asked::Call(arguments) => manager.call_tool(server, tool, arguments).await.map(Some),
+            Asked::Declined => Ok(None),
+        })
     };
     let outcome = tokio::select! {
         r = call => Ok(r),
@@ -81,8 +118,25 @@ pub async fn run(ctx: Context, args: &CallArgs) -> anyhow::Result<u8> {
         r.finish();
     }
     let result = match outcome {
-        Ok(r) => r,
-        Err(signal) => return Ok(super::signal::exit_after(signal)),
+        Ok(Ok(r)) => r,
+        Ok(Err(e)) if is_interrupt(&e) => return Ok(super::signal::exit_after(libc::SIGINT)),
+        Ok(Err(e)) => return Err(e),
+        Err(signal) => {
+            if args.interactive {
+                // A list prompt hides the cursor while it waits.
+                let _ = dialoguer::console::Term::stderr().show_cursor();
+                eprintln!();
+            }
+            return Ok(super::signal::exit_after(signal));
+        }
+    };
+    let result = match result {
+        Ok(Some(r)) => Ok(r),
+        Ok(None) => {
+            eprintln!("not called: `{server}.{tool}` was not confirmed");
+            return Ok(EXIT_FAILURE);
+        }
+        Err(e) => Err(e),
     };
     let result = match result {
         Ok(r) => r,
@@ -128,6 +182,78 @@ pub async fn run(ctx: Context, args: &CallArgs) -> anyhow::Result<u8> {
         return Ok(EXIT_FAILURE);
     }
     Ok(EXIT_OK)
+}
+
+/// `--interactive`: the tool's input schema asked on the terminal until the answers validate
+/// (only the properties a violation names are asked again), the JSON shown, then confirmed.
+/// The inner `Err` is the manager's (unknown tool, server failure), reported as for a call.
+async fn ask_arguments(manager: &McpManager, server: &str, tool: &str) -> anyhow::Result<Result<Asked, McpError>> {
+    let info = match manager.tool(server, tool).await {
+        Ok(info) => info,
+        Err(e) => return Ok(Err(e)),
+    };
+    let heading = info.title.as_deref().or(info.description.as_deref().and_then(|d| d.lines().next())).unwrap_or("");
+    eprintln!("{server}.{tool}{}{heading}", if heading.is_empty() { "" } else { ": " });
+    let mut answers = Map::new();
+    let mut only: Option<Vec<String>> = None;
+    loop {
+        let (schema, previous, ask) = (info.input_schema.clone(), answers.clone(), only.clone());
+        answers = tokio::task::spawn_blocking(move || {
+            let mut answers = previous;
+            super::prompt::ask_object(&schema, &mut answers, ask.as_deref()).map(|_| answers)
+        })
+        .await
+        .context("the prompt stopped")?
+        .map_err(prompt_error)?;
+        let violations = match manager.check_arguments(server, tool, &answers).await {
+            Ok(v) => v,
+            Err(e) => return Ok(Err(e)),
+        };
+        if violations.is_empty() {
+            break;
+        }
+        eprintln!("invalid arguments for `{server}.{tool}`:");
+        for v in &violations {
+            eprintln!("  - {v}");
+        }
+        let named: Vec<String> = violations.iter().filter_map(|v| violation_property(v)).collect();
+        only = if named.is_empty() { None } else { Some(named) };
+    }
+    let json = serde_json::to_string_pretty(&Value::Object(answers.clone())).context("cannot show the arguments")?;
+    eprintln!("{json}");
+    let question = format!("Call {server}.{tool} with these arguments?");
+    let yes = tokio::task::spawn_blocking(move || super::prompt::confirm(&question, true))
+        .await
+        .context("the prompt stopped")?
+        .map_err(prompt_error)?;
+    Ok(Ok(if yes { Asked::Call(answers) } else { Asked::Declined }))
+}
+
+/// The top-level property a validation message is about (`/hours: ...` → `hours`).
+fn violation_property(violation: &str) -> Option<String> {
+    let path = violation.split_once(": ")?.0;
+    let first = path.strip_prefix('/')?.split('/').next()?;
+    Some(first.replace("~1", "/").replace("~0", "~")).filter(|s| !s.is_empty())
+}
+
+/// Ctrl-C at a prompt (the terminal is raw then, so it arrives as a key, not a signal).
+#[derive(Debug, thiserror::Error)]
+#[error("interrupted")]
+struct PromptInterrupted;
+
+fn prompt_error(e: std::io::Error) -> anyhow::Error {
+    if e.kind() == std::io::ErrorKind::Interrupted {
+        // Raw mode may have hidden the cursor.
+        let _ = dialoguer::console::Term::stderr().show_cursor();
+        eprintln!();
+        anyhow::Error::new(PromptInterrupted)
+    } else {
+        anyhow::Error::new(e).context("cannot prompt on the terminal")
+    }
+}
+
+fn is_interrupt(e: &anyhow::Error) -> bool {
+    e.is::<PromptInterrupted>()
 }
 
 /// `server.tool` → (`server`, `tool`), splitting at the first dot.

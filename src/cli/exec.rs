@@ -16,7 +16,7 @@ use super::output::write_stdout;
 use super::{Context, EXIT_FAILURE, EXIT_OK, usage};
 use crate::codemode::{CodeMode, Options};
 use crate::mcp::McpManager;
-use crate::runtime::{ExecOutcome, Limits, Script};
+use crate::runtime::{ExecOutcome, FailureKind, Limits, Script};
 use crate::util::read::{CapError, read_capped};
 use crate::util::size::{human_bytes, parse_bytes, parse_memory_mb, parse_timeout};
 
@@ -37,9 +37,16 @@ default export's value (a function is called first) as JSON on stdout. A failure
 one JSON object instead: {stdout, stderr, value, error: {kind, message, stack}, tool_calls,
 duration_ms, output_truncated_bytes}.
 
+--check (or mcp.code_execution.typecheck: true) type-checks the script with tsc against the
+generated tree first (strict; `tsc` on PATH or mcp.code_execution.tsc). Errors are printed at
+the script's own lines, `script.ts:3:14: error TS2339: Property 'nme' does not exist on type
+...`, and the script does not run (exit 1; --json: error.kind \"typecheck\"). Without a
+compiler: a one-line warning, and the script runs unchecked.
+
 Exit codes:
   0    the script ran to completion
-  1    the script threw, or a limit was hit (timeout, memory, output)
+  1    the script threw, did not type-check (--check), or a limit was hit (timeout, memory,
+       output)
   2    usage error (no such file, bad flag value, bad configuration)
   130  interrupted (Ctrl-C); 143 on SIGTERM, 129 on SIGHUP. Servers are stopped and the
        bridge socket removed in every case";
@@ -60,6 +67,10 @@ pub struct ExecArgs {
     /// Print the whole result as one JSON object.
     #[arg(long)]
     pub json: bool,
+    /// Type-check the script with tsc against the generated tree first; do not run it when it
+    /// has type errors (also mcp.code_execution.typecheck).
+    #[arg(long)]
+    pub check: bool,
 }
 
 /// Below this the bootstrap alone does not fit.
@@ -68,12 +79,16 @@ const MIN_MEMORY_MB: u64 = crate::runtime::MIN_HEAP_MB;
 pub async fn run(ctx: Context, args: &ExecArgs) -> anyhow::Result<u8> {
     let mut options = Options::from_config(&ctx.config)?;
     options.limits = limits_from(args, options.limits)?;
+    options.typecheck |= args.check;
     let limits = options.limits.clone();
     let manager = Arc::new(McpManager::new(&ctx.config));
     // Bootstrapping the isolate (~25 ms) overlaps with everything below.
     let mut code = CodeMode::new(manager.clone(), options);
     let recorder = crate::learn::Recorder::install(&ctx.config, &manager);
     code.set_recorder(recorder.clone());
+    if let Some(why) = code.typecheck_notice() {
+        eprintln!("warning: {why}");
+    }
 
     let cwd = std::env::current_dir().context("cannot read the current directory")?;
     let (script, source, entry) = read_script(&args.file, &cwd, code.workspace())?;
@@ -194,6 +209,14 @@ fn print_outcome(outcome: &ExecOutcome, json: bool, verbose: bool, limits: &Limi
         write_stdout(&text)?;
     }
     if let Some(error) = &outcome.error {
+        if error.kind == FailureKind::Typecheck
+            && let Some(errors) = &error.stack
+        {
+            // The diagnostics are the point: always shown, before the summary line.
+            eprintln!("{errors}");
+            eprintln!("error: {}", error.message);
+            return Ok(EXIT_FAILURE);
+        }
         eprintln!("error: {}", error.message);
         if verbose && let Some(stack) = &error.stack {
             eprintln!("{stack}");

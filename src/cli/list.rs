@@ -196,8 +196,14 @@ pub fn token_report(config: &Config, servers: &[String], tools: &[ToolInfo], jso
     let entries = crate::codegen::server_entries(servers, tools);
     let limits = crate::agent::code::LimitsText::from_config(&config.mcp.code_execution);
     let est = tokens::estimate(tools, &entries, &limits, config.llm.provider);
+    let n_tools: usize = est.servers.iter().map(|e| e.tools).sum();
+    let auto = tokens::AutoChoice::new(n_tools, est.direct_total, config.mcp.auto_threshold_tokens);
     if json {
-        let mut s = serde_json::to_string_pretty(&est).context("cannot serialise the estimate")?;
+        let mut doc = serde_json::to_value(&est).context("cannot serialise the estimate")?;
+        if let Some(map) = doc.as_object_mut() {
+            map.insert("auto".into(), serde_json::to_value(auto).context("cannot serialise the mode choice")?);
+        }
+        let mut s = serde_json::to_string_pretty(&doc).context("cannot serialise the estimate")?;
         s.push('\n');
         return Ok(s);
     }
@@ -218,7 +224,6 @@ pub fn token_report(config: &Config, servers: &[String], tools: &[ToolInfo], jso
         ));
     }
     s.push_str(&format!("{:width$}  {:>6}  {:>10}  {:>10}\n", "(shared)", "", "", t(est.code_fixed as u64)));
-    let n_tools: usize = est.servers.iter().map(|e| e.tools).sum();
     s.push_str(&format!(
         "{:width$}  {:>6}  {:>10}  {:>10}\n",
         "total",
@@ -233,6 +238,11 @@ pub fn token_report(config: &Config, servers: &[String], tools: &[ToolInfo], jso
          code mode sends {:.0}% {} tool-definition tokens per request.\n",
         est.saving_percent().abs(),
         if est.saving_percent() >= 0.0 { "fewer" } else { "more" }
+    ));
+    s.push_str(&format!(
+        "execution_mode auto would pick: {} ({}, the mcp.auto_threshold_tokens)\n",
+        auto.mode,
+        auto.reason()
     ));
     Ok(s)
 }

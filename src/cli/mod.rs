@@ -5,11 +5,13 @@
 //! error or the call failed, 2 usage or configuration error.
 
 pub mod call;
+pub mod completions;
 pub mod exec;
 pub mod generate;
 pub mod list;
 pub mod log;
 pub mod output;
+pub mod prompt;
 pub mod run;
 pub mod search;
 pub mod signal;
@@ -93,6 +95,9 @@ pub enum Command {
     /// Reusable TypeScript modules under <workspace>/skills/.
     #[command(subcommand, after_help = skill::AFTER_HELP)]
     Skill(skill::SkillCommand),
+    /// Print the shell completion script (bash, zsh or fish) to stdout.
+    #[command(after_help = completions::AFTER_HELP)]
+    Completions(completions::CompletionsArgs),
 }
 
 #[derive(Debug, Subcommand)]
@@ -163,6 +168,16 @@ pub fn main() -> u8 {
         }
     };
     log::init(cli.verbose);
+    // Needs no configuration and no runtime: a broken agent.yaml must not break completion.
+    if let Command::Completions(args) = &cli.command {
+        return match completions::run(args) {
+            Ok(code) => code,
+            Err(err) => {
+                eprintln!("error: {}", output::error_chain(&err));
+                exit_code_for(&err)
+            }
+        };
+    }
     let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
         Ok(rt) => rt,
         Err(e) => {
@@ -198,6 +213,7 @@ async fn dispatch(cli: &Cli, ctx: Context) -> anyhow::Result<u8> {
         Command::Run(args) => run::run(ctx, args).await,
         Command::State(cmd) => state::run(ctx, cmd).await,
         Command::Skill(cmd) => skill::run(ctx, cmd).await,
+        Command::Completions(args) => completions::run(args),
     }
 }
 

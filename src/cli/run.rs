@@ -33,6 +33,10 @@ Modes (--mode, else mcp.execution_mode):
   code    the model gets `code_execution` (TypeScript against the generated API in
           mcp.code_execution.workspace_dir) plus read-only list_files/read_file/grep_files
           over that tree; MCP tool definitions are not sent
+  auto    per run: direct while the enabled tools' definitions take at most
+          mcp.auto_threshold_tokens (default 4,000), else code; the choice and the count go
+          to stderr (`mode: code (auto: 41 tools, 25,310 tokens of definitions > 4,000)`) and
+          into --json as `auto`. `agent mcp list --tokens` shows what auto would pick
 
 Output: assistant text streams to stdout, tool activity goes to stderr (one line per call),
 the final answer is printed last, then a summary on stderr:
@@ -62,6 +66,7 @@ Exit codes:
 pub enum ModeArg {
     Direct,
     Code,
+    Auto,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -157,6 +162,7 @@ fn apply_flags(config: &mut Config, args: &RunArgs) -> anyhow::Result<()> {
         config.mcp.execution_mode = match m {
             ModeArg::Direct => ExecutionMode::Direct,
             ModeArg::Code => ExecutionMode::Code,
+            ModeArg::Auto => ExecutionMode::Auto,
         };
     }
     if let Some(s) = &args.max_tool_result {
@@ -215,7 +221,9 @@ pub async fn run(ctx: Context, args: &RunArgs) -> anyhow::Result<u8> {
         })
     };
     let printer = Printer::new(args);
-    let result = drive(&config, &task, &servers, &manager, llm.as_ref(), &printer, &cancel, args, &recorder).await;
+    let mut auto = None;
+    let result =
+        drive(&config, &task, &servers, &manager, llm.as_ref(), &printer, &cancel, args, &recorder, &mut auto).await;
     manager.shutdown().await;
     if let Some(r) = recorder {
         r.finish();
@@ -226,10 +234,12 @@ pub async fn run(ctx: Context, args: &RunArgs) -> anyhow::Result<u8> {
         Some(t) => t,
         None => return Ok(super::signal::exit_after(signal)),
     };
-    report(&transcript, &printer, args, signal)
+    report(&transcript, auto.as_ref(), &printer, args, signal)
 }
 
 /// Sets up the chosen mode and runs the loop; `None` when interrupted before the loop started.
+/// In `auto` mode the servers start first, the choice lands in `auto`, and the run goes on in
+/// the mode chosen (its transcript names that mode).
 #[allow(clippy::too_many_arguments)]
 async fn drive(
     config: &Config,
@@ -241,32 +251,78 @@ async fn drive(
     cancel: &CancellationToken,
     args: &RunArgs,
     recorder: &Option<Arc<crate::learn::Recorder>>,
+    auto: &mut Option<tokens::AutoChoice>,
 ) -> anyhow::Result<Option<Transcript>> {
     match config.mcp.execution_mode {
-        ExecutionMode::Direct => {
+        ExecutionMode::Direct | ExecutionMode::Auto => {
             let started = tokio::select! {
                 s = manager.start_servers(servers) => s,
                 _ = cancel.cancelled() => return Ok(None),
             };
             warn_failed(&started.failed);
-            let map = ToolMap::build(&started.tools, tokens::flavor(config.llm.provider));
-            for t in &map.tools {
-                for note in &t.adaptations {
-                    tracing::info!("{}.{} → {}: {note}", t.server, t.tool, t.llm_name);
+            if config.mcp.execution_mode == ExecutionMode::Auto {
+                let choice = tokens::AutoChoice::for_tools(
+                    &started.tools,
+                    config.llm.provider,
+                    config.mcp.auto_threshold_tokens,
+                );
+                printer.note(&format!("mode: {} ({})", choice.mode, choice.reason()));
+                *auto = Some(choice);
+                let mut chosen = config.clone();
+                chosen.mcp.execution_mode = choice.mode;
+                if choice.mode == ExecutionMode::Code {
+                    return run_code(&chosen, task, servers, manager, llm, printer, cancel, args, recorder).await;
                 }
+                return run_direct(&chosen, task, servers, &started.tools, manager, llm, printer, cancel, args).await;
             }
-            let host = DirectHost::new(manager.clone(), map, config.agent.max_tool_result_bytes);
-            let system = with_extra(direct_system_prompt(servers), extra_prompt(config));
-            Ok(Some(run_loop(config, task, system, llm, &host, printer, cancel, args).await))
+            run_direct(config, task, servers, &started.tools, manager, llm, printer, cancel, args).await
         }
-        ExecutionMode::Code => {
-            let mut code = CodeMode::new(manager.clone(), Options::from_config(config)?);
-            code.set_recorder(recorder.clone());
-            let transcript = run_code_mode(&mut code, config, task, servers, llm, printer, cancel, args).await;
-            code.stop().await;
-            transcript
+        ExecutionMode::Code => run_code(config, task, servers, manager, llm, printer, cancel, args, recorder).await,
+    }
+}
+
+/// Direct mode over the tools of the servers that started.
+#[allow(clippy::too_many_arguments)]
+async fn run_direct(
+    config: &Config,
+    task: &str,
+    servers: &[String],
+    tools: &[crate::mcp::ToolInfo],
+    manager: &Arc<McpManager>,
+    llm: &dyn provider::LlmProvider,
+    printer: &Printer,
+    cancel: &CancellationToken,
+    args: &RunArgs,
+) -> anyhow::Result<Option<Transcript>> {
+    let map = ToolMap::build(tools, tokens::flavor(config.llm.provider));
+    for t in &map.tools {
+        for note in &t.adaptations {
+            tracing::info!("{}.{} → {}: {note}", t.server, t.tool, t.llm_name);
         }
     }
+    let host = DirectHost::new(manager.clone(), map, config.agent.max_tool_result_bytes);
+    let system = with_extra(direct_system_prompt(servers), extra_prompt(config));
+    Ok(Some(run_loop(config, task, system, llm, &host, printer, cancel, args).await))
+}
+
+/// Code mode: its own [`CodeMode`] for the run, stopped at the end.
+#[allow(clippy::too_many_arguments)]
+async fn run_code(
+    config: &Config,
+    task: &str,
+    servers: &[String],
+    manager: &Arc<McpManager>,
+    llm: &dyn provider::LlmProvider,
+    printer: &Printer,
+    cancel: &CancellationToken,
+    args: &RunArgs,
+    recorder: &Option<Arc<crate::learn::Recorder>>,
+) -> anyhow::Result<Option<Transcript>> {
+    let mut code = CodeMode::new(manager.clone(), Options::from_config(config)?);
+    code.set_recorder(recorder.clone());
+    let transcript = run_code_mode(&mut code, config, task, servers, llm, printer, cancel, args).await;
+    code.stop().await;
+    transcript
 }
 
 /// Code mode: the tree refreshed for the servers that start, the bridge, then the loop.
@@ -282,6 +338,9 @@ async fn run_code_mode(
     args: &RunArgs,
 ) -> anyhow::Result<Option<Transcript>> {
     let workspace = code.workspace().to_path_buf();
+    if let Some(why) = code.typecheck_notice() {
+        eprintln!("warning: {why}");
+    }
     let tree_tools = if config.mcp.code_execution.regenerate_on_startup {
         let prepared = tokio::select! {
             p = code.prepare(servers, false) => p?,
@@ -367,9 +426,19 @@ pub fn direct_system_prompt(servers: &[String]) -> String {
 }
 
 /// Prints the outcome and returns the exit code.
-fn report(t: &Transcript, printer: &Printer, args: &RunArgs, signal: i32) -> anyhow::Result<u8> {
+fn report(
+    t: &Transcript,
+    auto: Option<&tokens::AutoChoice>,
+    printer: &Printer,
+    args: &RunArgs,
+    signal: i32,
+) -> anyhow::Result<u8> {
     if args.json {
-        let mut s = serde_json::to_string_pretty(t).context("cannot serialise the transcript")?;
+        let mut doc = serde_json::to_value(t).context("cannot serialise the transcript")?;
+        if let (Some(choice), Some(map)) = (auto, doc.as_object_mut()) {
+            map.insert("auto".into(), serde_json::to_value(choice).context("cannot serialise the mode choice")?);
+        }
+        let mut s = serde_json::to_string_pretty(&doc).context("cannot serialise the transcript")?;
         s.push('\n');
         write_stdout(&s)?;
     } else if args.quiet {

@@ -8,6 +8,9 @@
 //!
 //! A [`CodeMode`] starts bootstrapping its isolate when it is created, so that work overlaps with
 //! starting servers. It is used from one task at a time (`&mut` for setup, `&` to run scripts).
+//! With type-checking on, [`CodeMode::run`] checks each script first ([`typecheck`]).
+
+pub mod typecheck;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -20,7 +23,7 @@ use crate::codegen::{self, GenerateOptions, GenerateReport};
 use crate::config::Config;
 use crate::learn::Recorder;
 use crate::mcp::{McpError, McpManager, ToolInfo};
-use crate::runtime::{ExecOutcome, ExecRequest, Executor, Limits, Script, scan};
+use crate::runtime::{ExecFailure, ExecOutcome, ExecRequest, Executor, FailureKind, Limits, Script, scan};
 
 /// How a [`CodeMode`] is set up.
 #[derive(Debug, Clone)]
@@ -32,6 +35,10 @@ pub struct Options {
     pub regenerate: bool,
     /// Quality thresholds of learned types (`mcp.types`).
     pub thresholds: crate::types::Thresholds,
+    /// Type-check scripts before running them (`typecheck`, `agent exec --check`).
+    pub typecheck: bool,
+    /// The compiler for that (`mcp.code_execution.tsc`; `None`: `tsc` on `PATH`).
+    pub tsc: Option<PathBuf>,
 }
 
 impl Options {
@@ -45,6 +52,8 @@ impl Options {
             limits: Limits::from_config(cc),
             regenerate: cc.regenerate_on_startup,
             thresholds: crate::learn::thresholds(config),
+            typecheck: cc.typecheck,
+            tsc: cc.tsc.clone(),
         })
     }
 }
@@ -75,13 +84,16 @@ pub struct CodeMode {
     warming: tokio::sync::Mutex<Option<tokio::task::JoinHandle<()>>>,
     /// Records result shapes of the manager's calls (`mcp.types.learn`).
     recorder: Option<Arc<Recorder>>,
+    checker: typecheck::Checker,
 }
 
 impl CodeMode {
     /// Starts bootstrapping the isolate (~25 ms, on its own thread); no server is started yet.
     pub fn new(manager: Arc<McpManager>, options: Options) -> CodeMode {
         let executor = Executor::with_limits(&options.limits);
+        let checker = typecheck::Checker::resolve(options.typecheck, options.tsc.as_deref());
         CodeMode {
+            checker,
             manager,
             options,
             executor,
@@ -143,6 +155,15 @@ impl CodeMode {
 
     pub fn manager(&self) -> &Arc<McpManager> {
         &self.manager
+    }
+
+    /// Why scripts run unchecked although type-checking was asked for (no compiler), for the
+    /// command to show once; `None` when they are checked or checking is off.
+    pub fn typecheck_notice(&self) -> Option<&str> {
+        match &self.checker {
+            typecheck::Checker::Missing(why) => Some(why),
+            _ => None,
+        }
     }
 
     /// The configured servers that `source` (run as `entry`) and its workspace imports refer
@@ -248,6 +269,14 @@ impl CodeMode {
     /// Runs one script in a fresh isolate. A script whose import of a server's module failed
     /// because that server failed to start is told why (the server's error, with its stderr).
     pub async fn run(&self, script: Script) -> ExecOutcome {
+        if let typecheck::Checker::Tsc(tsc) = &self.checker {
+            let started = std::time::Instant::now();
+            match typecheck::check(tsc, self.workspace(), &script).await {
+                Ok(errors) if errors.is_empty() => {}
+                Ok(errors) => return type_errors(errors, started.elapsed()),
+                Err(e) => tracing::warn!("type check skipped, the script runs unchecked: {e:#}"),
+            }
+        }
         let req = ExecRequest {
             workspace: self.options.workspace.clone(),
             script,
@@ -299,5 +328,26 @@ impl CodeMode {
         if let Some(bridge) = self.bridge {
             bridge.stop().await;
         }
+    }
+}
+
+/// The outcome of a script that did not type-check: not run; the message counts the errors,
+/// the "stack" lists them (`main.ts:3:15: error TS2551: ...`).
+fn type_errors(errors: Vec<String>, took: std::time::Duration) -> ExecOutcome {
+    let n = errors.len();
+    let plural = if n == 1 { "" } else { "s" };
+    ExecOutcome {
+        stdout: String::new(),
+        stderr: String::new(),
+        value: None,
+        error: Some(ExecFailure {
+            kind: FailureKind::Typecheck,
+            message: format!("{n} type error{plural}; the script did not run"),
+            stack: Some(errors.join("\n")),
+        }),
+        tool_calls: 0,
+        duration_ms: took.as_secs_f64() * 1000.0,
+        output_truncated_bytes: 0,
+        skills_saved: Vec::new(),
     }
 }

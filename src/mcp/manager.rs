@@ -298,6 +298,20 @@ impl McpManager {
         find_tool(server, tool, &tools).cloned()
     }
 
+    /// The violations of `args` against the tool's `inputSchema`, exactly as [`Self::call_tool`]
+    /// would report them (empty: valid), without calling it. For callers that ask before they
+    /// call (`agent mcp call --interactive`).
+    pub async fn check_arguments(
+        &self,
+        server: &str,
+        tool: &str,
+        args: &Map<String, Value>,
+    ) -> Result<Vec<String>, McpError> {
+        let conn = self.connection(server).await?;
+        let tools = self.current_tools(server, &conn).await?;
+        Ok(validate(&conn, find_tool(server, tool, &tools)?, args))
+    }
+
     /// Calls a tool: checks that it exists, validates the arguments against its `inputSchema`,
     /// and waits at most the server's `call_timeout`. A tool that reports an error is `Ok` with
     /// `is_error: Some(true)`; `Err` means the call itself failed.

@@ -146,6 +146,8 @@ pub enum FailureKind {
     Timeout,
     /// The heap limit was hit.
     Memory,
+    /// The script did not type-check (`agent exec --check`, `typecheck: true`); it did not run.
+    Typecheck,
 }
 
 impl ExecOutcome {
