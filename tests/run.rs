@@ -824,3 +824,30 @@ fn an_endless_task_on_stdin_is_capped() {
     assert!(r.stderr.contains("the task on stdin is larger than 16.0 MB"), "{}", r.stderr);
     assert!(fake.requests().is_empty());
 }
+
+#[test]
+fn code_mode_offers_search_first_and_scripts_can_search_and_describe() {
+    let script = r#"
+const hits = await searchTools("add two integers", { limit: 2 });
+console.log(hits.map((h) => `${h.server}.${h.tool}`).join(" "));
+console.log((await describeTool(`${hits[0].server}.${hits[0].tool}`)).split("\n")[0]);
+"#;
+    let fake = FakeLlm::start(vec![
+        Reply::tools("", &[("code_execution", json!({"code": script, "description": "find a tool"}))]),
+        Reply::text("fixture.add adds."),
+    ]);
+    let p = fixture_project(&fake, Api::Anthropic);
+    let r = p.run(&["run", "--mode", "code", "Which tool adds numbers?"]);
+    r.assert_ok();
+    let reqs = fake.requests();
+    let system = reqs[0].system();
+    assert!(system.contains("To find tools, search first"), "{system}");
+    assert!(reqs[0].raw.contains("searchTools(query, { limit })"), "the code_execution description names it");
+    let results = reqs[1].tool_results();
+    assert_eq!(results.len(), 1);
+    let (_, text, is_error) = &results[0];
+    assert!(!is_error, "{text}");
+    let lines: Vec<&str> = text.lines().collect();
+    assert!(lines[0].starts_with("fixture.add"), "{text}");
+    assert_eq!(lines[1], "// import { add } from \"./servers/fixture/index.ts\";  (file servers/fixture/add.ts)");
+}

@@ -14,6 +14,7 @@
 //! `--response-id last` writes each stdio answer's `id` last, as the TypeScript SDK does;
 //! `--response-id middle` writes it between `result` and `jsonrpc` (neither first nor last).
 //! `--relist-hangs`: `echo` announces `tools/list_changed`, after which tools/list never answers.
+//! `--echo-retires`: `echo` announces `tools/list_changed`, after which tools/list leaves `echo` out.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -150,6 +151,9 @@ struct Fixture {
     /// `--relist-hangs`: `echo` announces a changed tool list, and tools/list never answers again.
     relist_hangs: bool,
     announced: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    /// `--echo-retires`: `echo` announces a changed tool list without itself.
+    echo_retires: bool,
+    retired: std::sync::Arc<std::sync::atomic::AtomicBool>,
 }
 
 #[tool_router]
@@ -158,6 +162,10 @@ impl Fixture {
     async fn echo(&self, Parameters(a): Parameters<EchoArgs>, cx: RequestContext<RoleServer>) -> String {
         if self.relist_hangs {
             self.announced.store(true, std::sync::atomic::Ordering::SeqCst);
+            let _ = cx.peer.notify_tool_list_changed().await;
+        }
+        if self.echo_retires {
+            self.retired.store(true, std::sync::atomic::Ordering::SeqCst);
             let _ = cx.peer.notify_tool_list_changed().await;
         }
         a.message
@@ -272,7 +280,10 @@ impl ServerHandler for Fixture {
         if self.announced.load(std::sync::atomic::Ordering::SeqCst) {
             std::future::pending::<()>().await;
         }
-        let all = self.tool_router.list_all();
+        let mut all = self.tool_router.list_all();
+        if self.retired.load(std::sync::atomic::Ordering::SeqCst) {
+            all.retain(|t| t.name != "echo");
+        }
         let start = match request.and_then(|r| r.cursor) {
             Some(c) => c.parse::<usize>().map_err(|_| McpError::invalid_params("bad cursor", None))?,
             None => 0,
@@ -289,6 +300,7 @@ fn main() -> std::process::ExitCode {
     let mut page_size = 3usize;
     let mut response_id: Option<String> = None;
     let mut relist_hangs = false;
+    let mut echo_retires = false;
     while let Some(a) = args.next() {
         match a.as_str() {
             "--http" => http = args.next(),
@@ -304,6 +316,7 @@ fn main() -> std::process::ExitCode {
             "--stderr-noise" => eprintln!("fixture: some noise on stderr at start"),
             "--response-id" => response_id = args.next(),
             "--relist-hangs" => relist_hangs = true,
+            "--echo-retires" => echo_retires = true,
             // Ignored; lets tests find their own server processes in /proc.
             "--tag" => {
                 args.next();
@@ -324,8 +337,14 @@ fn main() -> std::process::ExitCode {
             return std::process::ExitCode::FAILURE;
         }
     };
-    let fixture =
-        Fixture { tool_router: Fixture::tool_router(), page_size, relist_hangs, announced: Default::default() };
+    let fixture = Fixture {
+        tool_router: Fixture::tool_router(),
+        page_size,
+        relist_hangs,
+        announced: Default::default(),
+        echo_retires,
+        retired: Default::default(),
+    };
     let result = rt.block_on(async move {
         match http {
             None => match response_id {

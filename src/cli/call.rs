@@ -128,10 +128,8 @@ pub async fn run(ctx: Context, args: &CallArgs) -> anyhow::Result<u8> {
 
 /// `server.tool` → (`server`, `tool`), splitting at the first dot.
 pub fn split_target(target: &str) -> anyhow::Result<(&str, &str)> {
-    match target.split_once('.') {
-        Some((s, t)) if !s.is_empty() && !t.is_empty() => Ok((s, t)),
-        _ => Err(usage(format!("expected SERVER.TOOL (e.g. `everything.echo`), got `{target}`"))),
-    }
+    crate::mcp::tools::split_qualified(target)
+        .ok_or_else(|| usage(format!("expected SERVER.TOOL (e.g. `everything.echo`), got `{target}`")))
 }
 
 /// `--args` from a file or stdin may hold this much (what the bridge accepts for one request).

@@ -3,13 +3,12 @@
 
 use anyhow::Context as _;
 use clap::Args;
-use serde_json::Value;
 
 use super::{Context, EXIT_FAILURE, EXIT_OK, ServerFilter};
 use crate::agent::tokens;
 use crate::config::Config;
+use crate::mcp::tools::param_summary;
 use crate::mcp::{McpManager, ToolInfo};
-use crate::util::json::{ref_name, resolve_local_ref};
 
 pub const AFTER_HELP: &str = "\
 JSON output (--json) is an array sorted by server then tool name, one object per tool:
@@ -138,57 +137,6 @@ fn human(servers: &[String], failed: &[String], tools: &[ToolInfo], detailed: bo
     let failed_note = if failed.is_empty() { String::new() } else { format!(", {} failed", failed.len()) };
     s.push_str(&format!("{} tools on {shown_servers} server(s){failed_note}\n", tools.len()));
     s
-}
-
-/// `a: integer, b: integer, mode?: "upper" | "lower"`.
-pub fn param_summary(schema: &Value) -> String {
-    let Some(props) = schema.get("properties").and_then(Value::as_object) else {
-        return "(none)".into();
-    };
-    if props.is_empty() {
-        return "(none)".into();
-    }
-    let required: Vec<&str> = schema
-        .get("required")
-        .and_then(Value::as_array)
-        .map(|a| a.iter().filter_map(Value::as_str).collect())
-        .unwrap_or_default();
-    props
-        .iter()
-        .map(|(name, p)| {
-            let opt = if required.contains(&name.as_str()) { "" } else { "?" };
-            format!("{name}{opt}: {}", short_type(p, schema))
-        })
-        .collect::<Vec<_>>()
-        .join(", ")
-}
-
-fn short_type(p: &Value, root: &Value) -> String {
-    if let Some(r) = p.get("$ref").and_then(Value::as_str) {
-        return match resolve_local_ref(root, r) {
-            Some(t) if t.get("enum").is_some() => short_type(t, root),
-            _ => ref_name(r).to_string(),
-        };
-    }
-    if let Some(e) = p.get("enum").and_then(Value::as_array) {
-        let vals: Vec<String> = e.iter().take(6).map(|v| v.to_string()).collect();
-        let more = if e.len() > 6 { " | …" } else { "" };
-        return format!("{}{more}", vals.join(" | "));
-    }
-    for key in ["anyOf", "oneOf"] {
-        if let Some(alts) = p.get(key).and_then(Value::as_array) {
-            return alts.iter().map(|a| short_type(a, root)).collect::<Vec<_>>().join(" | ");
-        }
-    }
-    match p.get("type") {
-        Some(Value::String(t)) if t == "array" => {
-            let item = p.get("items").map(|i| short_type(i, root)).unwrap_or_else(|| "any".into());
-            format!("{item}[]")
-        }
-        Some(Value::String(t)) => t.clone(),
-        Some(Value::Array(ts)) => ts.iter().filter_map(Value::as_str).collect::<Vec<_>>().join(" | "),
-        _ => "any".into(),
-    }
 }
 
 /// `agent mcp list --tokens`: direct vs code mode context cost of the listed tools.

@@ -1,19 +1,17 @@
 //! `agent mcp search`: the tools of the configured servers (or of a saved tool list) ranked for
-//! a query by the catalog index (`crate::search`). Building the index documents from
-//! [`ToolInfo`]s ([`doc_for`]) and the result records ([`SearchResult`]) live here, so later
-//! callers (bridge, progressive mode) share them.
+//! a query by the catalog index (`crate::search`). The index documents and result records come
+//! from `mcp::catalog`, shared with the bridge's `GET /search` and progressive mode.
 
 use std::path::PathBuf;
 
 use anyhow::Context as _;
 use clap::Args;
-use serde::Serialize;
-use serde_json::Value;
 
 use super::{Context, EXIT_FAILURE, EXIT_OK, ServerFilter, usage};
 use crate::codegen;
+use crate::mcp::catalog::Catalog;
 use crate::mcp::{McpManager, ToolInfo};
-use crate::search::{Doc, Index};
+use crate::search::Index;
 use crate::util::suggest::{did_you_mean, suggest};
 
 pub const AFTER_HELP: &str = "\
@@ -59,89 +57,11 @@ pub struct SearchArgs {
     pub from_tools: Option<PathBuf>,
 }
 
-/// One ranked tool, as `--json` prints it.
-#[derive(Debug, Clone, Serialize)]
-pub struct SearchResult {
-    pub server: String,
-    pub tool: String,
-    pub score: f64,
-    pub signature: String,
-    pub description: String,
-}
-
-/// The index document of a tool: parameter descriptions carry their enum values (a `method`
-/// parameter's values often name what a tool can do), annotations become words.
-pub fn doc_for(t: &ToolInfo) -> Doc {
-    let params = t
-        .input_schema
-        .get("properties")
-        .and_then(Value::as_object)
-        .map(|props| {
-            props
-                .iter()
-                .map(|(name, p)| {
-                    let mut text = p.get("description").and_then(Value::as_str).unwrap_or("").to_string();
-                    let values = p.get("enum").or_else(|| p.get("items").and_then(|i| i.get("enum")));
-                    for v in values.and_then(Value::as_array).into_iter().flatten().filter_map(Value::as_str) {
-                        text.push(' ');
-                        text.push_str(v);
-                    }
-                    (name.clone(), text)
-                })
-                .collect()
-        })
-        .unwrap_or_default();
-    let annotations = t.hint_labels().into_iter().map(String::from).collect();
-    Doc {
-        server: t.server.clone(),
-        tool: t.name.clone(),
-        title: t.title.clone().unwrap_or_default(),
-        description: t.description.clone().unwrap_or_default(),
-        params,
-        annotations,
-    }
-}
-
-/// `server.tool(a: string, b?: number)`.
-pub fn signature(t: &ToolInfo) -> String {
-    let params = super::list::param_summary(&t.input_schema);
-    let params = if params == "(none)" { "" } else { params.as_str() };
-    format!("{}({params})", t.qualified_name())
-}
-
-/// The first sentence of a description (its first non-empty line, up to the first `. `), at
-/// most 200 characters.
-pub fn first_sentence(description: Option<&str>) -> String {
-    let line = description.and_then(|d| d.lines().map(str::trim).find(|l| !l.is_empty())).unwrap_or("");
-    let sentence = match line.find(". ") {
-        Some(i) => &line[..=i],
-        None => line,
-    };
-    if sentence.chars().count() > 200 {
-        let cut: String = sentence.chars().take(199).collect();
-        format!("{cut}…")
-    } else {
-        sentence.to_string()
-    }
-}
+pub use crate::mcp::catalog::{SearchResult, doc_for, first_sentence, signature};
 
 /// Ranks `tools` for `query`: the best `limit`, only of `servers` unless it is empty.
 pub fn search_tools(tools: &[ToolInfo], query: &str, limit: usize, servers: &[String]) -> Vec<SearchResult> {
-    let index = Index::build(tools.iter().map(doc_for).collect());
-    index
-        .search(query, limit, servers)
-        .into_iter()
-        .map(|h| {
-            let t = &tools[h.doc];
-            SearchResult {
-                server: t.server.clone(),
-                tool: t.name.clone(),
-                score: (h.score as f64 * 1000.0).round() / 1000.0,
-                signature: signature(t),
-                description: first_sentence(t.description.as_deref()),
-            }
-        })
-        .collect()
+    Catalog::build(tools.to_vec()).search(query, limit, servers)
 }
 
 pub async fn run(ctx: Context, args: &SearchArgs) -> anyhow::Result<u8> {
@@ -230,36 +150,4 @@ fn human(results: &[SearchResult], searched: usize) -> String {
         }
     }
     s
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use serde_json::json;
-
-    #[test]
-    fn first_sentence_and_signature() {
-        assert_eq!(first_sentence(Some("\n  Get a file. Then more.\nSecond line.")), "Get a file.");
-        assert_eq!(first_sentence(Some("v1.2 is out")), "v1.2 is out");
-        assert_eq!(first_sentence(None), "");
-        let t = ToolInfo {
-            server: "github".into(),
-            name: "get_job_logs".into(),
-            title: None,
-            description: None,
-            input_schema: json!({
-                "type": "object",
-                "properties": {"owner": {"type": "string"}, "job_id": {"type": "number"}},
-                "required": ["owner"]
-            }),
-            output_schema: None,
-            annotations: Some(json!({"readOnlyHint": true})),
-        };
-        assert_eq!(signature(&t), "github.get_job_logs(owner: string, job_id?: number)");
-        let d = doc_for(&t);
-        assert_eq!(d.annotations, ["read-only"]);
-        assert_eq!(d.params[0].0, "owner");
-        let none = ToolInfo { input_schema: json!({"type": "object"}), ..t };
-        assert_eq!(signature(&none), "github.get_job_logs()");
-    }
 }

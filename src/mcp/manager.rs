@@ -25,6 +25,7 @@ use rmcp::{RoleClient, ServiceExt};
 use serde_json::{Map, Value};
 use tokio::sync::Mutex;
 
+use super::catalog::Catalog;
 use super::handler::{ClientEvents, McpClientHandler};
 use super::stdio::{ChildTransport, ResultCap, all_in_flight_failed, size_label};
 use super::tools::ToolInfo;
@@ -133,6 +134,11 @@ pub struct McpManager {
     pgids: Arc<StdMutex<HashMap<String, i32>>>,
     /// `mcp.max_result_bytes`.
     max_result_bytes: usize,
+    /// The last catalog [`McpManager::catalog`] built, with the tool lists it was built from.
+    catalog: StdMutex<Option<(Vec<Arc<Vec<ToolInfo>>>, Arc<Catalog>)>>,
+    /// Servers that failed to start while a catalog was built: later catalogs skip them (a call
+    /// still tries to start them).
+    catalog_failed: StdMutex<BTreeMap<String, McpError>>,
 }
 
 impl McpManager {
@@ -156,6 +162,8 @@ impl McpManager {
             events: ClientEvents::default(),
             pgids: Default::default(),
             max_result_bytes: config.mcp.max_result_bytes,
+            catalog: Default::default(),
+            catalog_failed: Default::default(),
         }
     }
 
@@ -272,6 +280,43 @@ impl McpManager {
             }
         }
         out
+    }
+
+    /// The searchable catalog of every enabled server's tools, starting the servers not started
+    /// yet (a server that failed to start for a catalog once is skipped by later ones, so a
+    /// broken server does not slow every search). Built again only when a tool list changed
+    /// since the last one: a server announced `tools/list_changed` (its list is re-read here) or
+    /// was restarted. Also returns the servers left out and why.
+    pub async fn catalog(&self) -> (Arc<Catalog>, Vec<(String, McpError)>) {
+        let skipped: BTreeMap<String, McpError> = self.catalog_failed.lock().map(|f| f.clone()).unwrap_or_default();
+        let wanted: Vec<String> = self.server_names().into_iter().filter(|s| !skipped.contains_key(s)).collect();
+        let mut lists = Vec::new();
+        let mut failed: Vec<(String, McpError)> = skipped.into_iter().collect();
+        for (name, result) in self.tools_of(&wanted).await {
+            match result {
+                Ok(list) => lists.push(list),
+                Err(e) => {
+                    if let Ok(mut f) = self.catalog_failed.lock() {
+                        f.insert(name.clone(), e.clone());
+                    }
+                    failed.push((name, e));
+                }
+            }
+        }
+        failed.sort_by(|a, b| a.0.cmp(&b.0));
+        if let Ok(cache) = self.catalog.lock()
+            && let Some((built_from, catalog)) = cache.as_ref()
+            && built_from.len() == lists.len()
+            && built_from.iter().zip(&lists).all(|(a, b)| Arc::ptr_eq(a, b))
+        {
+            return (catalog.clone(), failed);
+        }
+        let tools: Vec<ToolInfo> = lists.iter().flat_map(|l| l.iter().cloned()).collect();
+        let catalog = Arc::new(Catalog::build(tools));
+        if let Ok(mut cache) = self.catalog.lock() {
+            *cache = Some((lists, catalog.clone()));
+        }
+        (catalog, failed)
     }
 
     /// The index entry of one tool, with a suggestion when it does not exist.
