@@ -129,6 +129,9 @@ import { fixture } from "./index.ts";
 import { MCPToolError } from "./client.ts";
 
 const sum: number = (await add({ a: 1, b: 2 })).sum;
+const found: ToolSearchResult[] = await searchTools("add numbers", { limit: 3 });
+const firstSignature: string = found[0].signature;
+const declaration: string = (await describeTool("fixture.add")) + (await describeTool("fixture", "add"));
 const input: ComplexInput = {
   query: "q",
   mode: "fast",
@@ -191,7 +194,7 @@ import { MCPToolError } from "./client.ts";
 const { sum } = await add({ a: 20, b: 22 });
 let failed = "";
 try { await fail(); } catch (e) { if (e instanceof MCPToolError) failed = e.tool; }
-console.log(sum, await textUpper({ text: "ok" }), failed);
+console.log(sum, await textUpper({ text: "ok" }), failed, firstSignature, declaration);
 "#;
     let r = p.run_stdin(&["exec", "-"], script);
     r.assert_ok();
