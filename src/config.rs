@@ -111,6 +111,8 @@ pub enum ExecutionMode {
     #[default]
     Direct,
     Code,
+    /// `search_tools` + `call_tool` (+ `mcp.pinned_tools` as direct tools).
+    Progressive,
 }
 
 impl fmt::Display for ExecutionMode {
@@ -118,6 +120,7 @@ impl fmt::Display for ExecutionMode {
         f.write_str(match self {
             ExecutionMode::Direct => "direct",
             ExecutionMode::Code => "code",
+            ExecutionMode::Progressive => "progressive",
         })
     }
 }
@@ -133,6 +136,8 @@ pub struct McpConfig {
     pub max_result_bytes: usize,
     pub code_execution: CodeExecutionConfig,
     pub servers: BTreeMap<String, ServerConfig>,
+    /// Progressive mode: tools (`server.tool`) the model always sees as direct tools.
+    pub pinned_tools: Vec<String>,
 }
 
 /// Default of `mcp.max_result_bytes`: 16 MiB.
@@ -148,6 +153,7 @@ impl Default for McpConfig {
             max_result_bytes: DEFAULT_MAX_RESULT_BYTES,
             code_execution: CodeExecutionConfig::default(),
             servers: BTreeMap::new(),
+            pinned_tools: Vec::new(),
         }
     }
 }
@@ -410,6 +416,13 @@ impl Config {
                 server.call_timeout,
                 "every call would time out",
             )?;
+        }
+        for (i, pinned) in self.mcp.pinned_tools.iter().enumerate() {
+            if !pinned.split_once('.').is_some_and(|(s, t)| !s.is_empty() && !t.is_empty()) {
+                return Err(ConfigError::new(format!(
+                    "mcp.pinned_tools[{i}]: expected SERVER.TOOL (e.g. `github.get_me`), got `{pinned}`"
+                )));
+            }
         }
         if self.mcp.max_result_bytes < MIN_MAX_RESULT_BYTES {
             return Err(ConfigError::new(format!(
@@ -869,6 +882,19 @@ mod tests {
         assert!(err.0.starts_with("mcp.code_execution.memory_limit_mb: invalid"), "{err}");
         let err = load(dir.path(), "mcp:\n  execution_mode: fast\n", &[]).unwrap_err();
         assert!(err.0.starts_with("mcp.execution_mode: unknown variant `fast`"), "{err}");
+    }
+
+    #[test]
+    fn progressive_mode_and_pinned_tools() {
+        let dir = tempfile::tempdir().unwrap();
+        let c =
+            load(dir.path(), "mcp:\n  execution_mode: progressive\n  pinned_tools: [github.get_me]\n", &[]).unwrap();
+        assert_eq!(c.mcp.execution_mode, ExecutionMode::Progressive);
+        assert_eq!(c.mcp.execution_mode.to_string(), "progressive");
+        assert_eq!(c.mcp.pinned_tools, ["github.get_me"]);
+        assert!(load(dir.path(), "", &[]).unwrap().mcp.pinned_tools.is_empty());
+        let err = load(dir.path(), "mcp:\n  pinned_tools: [github.get_me, get_me]\n", &[]).unwrap_err();
+        assert_eq!(err.0, "mcp.pinned_tools[1]: expected SERVER.TOOL (e.g. `github.get_me`), got `get_me`");
     }
 
     #[test]

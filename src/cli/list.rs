@@ -35,8 +35,8 @@ pub struct ListArgs {
     /// Print a JSON array of tool definitions.
     #[arg(long)]
     pub json: bool,
-    /// Estimate the context cost (tokens) of the tool definitions in direct vs code mode, per
-    /// server and in total (tiktoken o200k, offline); with --json as a JSON object.
+    /// Estimate the context cost (tokens) of the tool definitions in direct, code and
+    /// progressive mode, per server and in total (tiktoken o200k, offline); with --json as a JSON object.
     #[arg(long, conflicts_with = "detailed")]
     pub tokens: bool,
 }
@@ -139,11 +139,11 @@ fn human(servers: &[String], failed: &[String], tools: &[ToolInfo], detailed: bo
     s
 }
 
-/// `agent mcp list --tokens`: direct vs code mode context cost of the listed tools.
+/// `agent mcp list --tokens`: direct vs code vs progressive mode context cost of the listed tools.
 pub fn token_report(config: &Config, servers: &[String], tools: &[ToolInfo], json: bool) -> anyhow::Result<String> {
     let entries = crate::codegen::server_entries(servers, tools);
     let limits = crate::agent::code::LimitsText::from_config(&config.mcp.code_execution);
-    let est = tokens::estimate(tools, &entries, &limits, config.llm.provider);
+    let est = tokens::estimate(tools, &entries, &limits, config.llm.provider, &config.mcp.pinned_tools);
     if json {
         let mut s = serde_json::to_string_pretty(&est).context("cannot serialise the estimate")?;
         s.push('\n');
@@ -155,32 +155,48 @@ pub fn token_report(config: &Config, servers: &[String], tools: &[ToolInfo], jso
         "Context cost of the tool definitions per request ({} estimate, {} request format):\n\n",
         est.tokenizer, est.provider
     );
-    s.push_str(&format!("{:width$}  {:>6}  {:>10}  {:>10}\n", "server", "tools", "direct", "code"));
+    s.push_str(&format!(
+        "{:width$}  {:>6}  {:>10}  {:>10}  {:>11}\n",
+        "server", "tools", "direct", "code", "progressive"
+    ));
     for e in &est.servers {
         s.push_str(&format!(
-            "{:width$}  {:>6}  {:>10}  {:>10}\n",
+            "{:width$}  {:>6}  {:>10}  {:>10}  {:>11}\n",
             e.server,
             e.tools,
             t(e.direct as u64),
-            t(e.code as u64)
+            t(e.code as u64),
+            t(e.progressive as u64)
         ));
     }
-    s.push_str(&format!("{:width$}  {:>6}  {:>10}  {:>10}\n", "(shared)", "", "", t(est.code_fixed as u64)));
+    s.push_str(&format!(
+        "{:width$}  {:>6}  {:>10}  {:>10}  {:>11}\n",
+        "(shared)",
+        "",
+        "",
+        t(est.code_fixed as u64),
+        t(est.progressive_fixed as u64)
+    ));
     let n_tools: usize = est.servers.iter().map(|e| e.tools).sum();
     s.push_str(&format!(
-        "{:width$}  {:>6}  {:>10}  {:>10}\n",
+        "{:width$}  {:>6}  {:>10}  {:>10}  {:>11}\n",
         "total",
         n_tools,
         t(est.direct_total as u64),
-        t(est.code_total as u64)
+        t(est.code_total as u64),
+        t(est.progressive_total as u64)
     ));
     s.push_str(&format!(
         "\ndirect: every tool definition is sent with every request.\n\
          code: `code_execution` + list_files/read_file/grep_files and one prompt line per server (shared row); \
          the model reads the TypeScript of the tools it needs on demand, and large results stay in the sandbox.\n\
-         code mode sends {:.0}% {} tool-definition tokens per request.\n",
+         progressive: search_tools + call_tool and a short prompt (shared row), plus mcp.pinned_tools as direct tools; \
+         the model searches for the tools it needs.\n\
+         code mode sends {:.0}% {} tool-definition tokens per request, progressive mode {:.0}% {}.\n",
         est.saving_percent().abs(),
-        if est.saving_percent() >= 0.0 { "fewer" } else { "more" }
+        if est.saving_percent() >= 0.0 { "fewer" } else { "more" },
+        est.progressive_saving_percent().abs(),
+        if est.progressive_saving_percent() >= 0.0 { "fewer" } else { "more" }
     ));
     Ok(s)
 }

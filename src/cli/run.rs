@@ -18,6 +18,7 @@ use crate::agent::code;
 use crate::agent::code_host::CodeHost;
 use crate::agent::direct::{DirectHost, ToolMap};
 use crate::agent::key_env_var;
+use crate::agent::progressive::{self, ProgressiveHost};
 use crate::agent::provider;
 use crate::agent::session::{self, Observer, Outcome, Settings, ToolCallRecord, ToolHost, Transcript, TurnRecord};
 use crate::agent::tokens;
@@ -33,6 +34,9 @@ Modes (--mode, else mcp.execution_mode):
   code    the model gets `code_execution` (TypeScript against the generated API in
           mcp.code_execution.workspace_dir) plus read-only list_files/read_file/grep_files
           over that tree; MCP tool definitions are not sent
+  progressive  the model gets search_tools(query, limit) over every tool and
+          call_tool(name: \"server.tool\", arguments), plus mcp.pinned_tools as
+          direct tools; a few hundred tokens of definitions however many tools
 
 Output: assistant text streams to stdout, tool activity goes to stderr (one line per call),
 the final answer is printed last, then a summary on stderr:
@@ -62,6 +66,7 @@ Exit codes:
 pub enum ModeArg {
     Direct,
     Code,
+    Progressive,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -154,6 +159,7 @@ fn apply_flags(config: &mut Config, args: &RunArgs) -> anyhow::Result<()> {
         config.mcp.execution_mode = match m {
             ModeArg::Direct => ExecutionMode::Direct,
             ModeArg::Code => ExecutionMode::Code,
+            ModeArg::Progressive => ExecutionMode::Progressive,
         };
     }
     if let Some(s) = &args.max_tool_result {
@@ -242,6 +248,26 @@ async fn drive(
             }
             let host = DirectHost::new(manager.clone(), map, config.agent.max_tool_result_bytes);
             let system = with_extra(direct_system_prompt(servers), extra_prompt(config));
+            Ok(Some(run_loop(config, task, system, llm, &host, printer, cancel, args).await))
+        }
+        ExecutionMode::Progressive => {
+            let started = tokio::select! {
+                s = manager.start_servers(servers) => s,
+                _ = cancel.cancelled() => return Ok(None),
+            };
+            warn_failed(&started.failed);
+            let (pins, warnings) = progressive::resolve_pins(&config.mcp.pinned_tools, &started.tools);
+            for w in warnings {
+                eprintln!("warning: {w}");
+            }
+            let pinned = ToolMap::build(&pins, tokens::flavor(config.llm.provider));
+            let pinned_names: Vec<String> = pinned.names().map(String::from).collect();
+            let system = with_extra(
+                progressive::system_prompt(&started.ok, started.tools.len(), &pinned_names),
+                extra_prompt(config),
+            );
+            let host =
+                ProgressiveHost::new(manager.clone(), started.ok.clone(), pinned, config.agent.max_tool_result_bytes);
             Ok(Some(run_loop(config, task, system, llm, &host, printer, cancel, args).await))
         }
         ExecutionMode::Code => {

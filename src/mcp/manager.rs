@@ -288,8 +288,17 @@ impl McpManager {
     /// since the last one: a server announced `tools/list_changed` (its list is re-read here) or
     /// was restarted. Also returns the servers left out and why.
     pub async fn catalog(&self) -> (Arc<Catalog>, Vec<(String, McpError)>) {
-        let skipped: BTreeMap<String, McpError> = self.catalog_failed.lock().map(|f| f.clone()).unwrap_or_default();
-        let wanted: Vec<String> = self.server_names().into_iter().filter(|s| !skipped.contains_key(s)).collect();
+        self.catalog_of(&self.server_names()).await
+    }
+
+    /// [`McpManager::catalog`] over `servers` only (progressive mode's `--server` selection).
+    pub async fn catalog_of(&self, servers: &[String]) -> (Arc<Catalog>, Vec<(String, McpError)>) {
+        let skipped: BTreeMap<String, McpError> = self
+            .catalog_failed
+            .lock()
+            .map(|f| f.iter().filter(|(k, _)| servers.contains(k)).map(|(k, v)| (k.clone(), v.clone())).collect())
+            .unwrap_or_default();
+        let wanted: Vec<String> = servers.iter().filter(|s| !skipped.contains_key(*s)).cloned().collect();
         let mut lists = Vec::new();
         let mut failed: Vec<(String, McpError)> = skipped.into_iter().collect();
         for (name, result) in self.tools_of(&wanted).await {
