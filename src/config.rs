@@ -35,6 +35,21 @@ pub struct Config {
     pub llm: LlmConfig,
     pub agent: AgentConfig,
     pub mcp: McpConfig,
+    pub search: SearchConfig,
+}
+
+/// The tool catalog search (`agent mcp search`, `searchTools`, progressive mode).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct SearchConfig {
+    /// Count successful calls per tool in `<workspace>/usage.json` and rank used tools higher.
+    pub usage: bool,
+}
+
+impl Default for SearchConfig {
+    fn default() -> Self {
+        Self { usage: true }
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]

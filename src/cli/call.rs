@@ -75,6 +75,7 @@ pub async fn run(ctx: Context, args: &CallArgs) -> anyhow::Result<u8> {
     if std::io::stderr().is_terminal() {
         eprint!("\r\x1b[2K");
     }
+    super::save_usage(&manager);
     manager.shutdown().await;
     let result = match outcome {
         Ok(r) => r,

@@ -82,6 +82,7 @@ pub async fn run(ctx: Context, args: &ExecArgs) -> anyhow::Result<u8> {
         signal = ctx.signals.received() => Err(signal),
     };
     code.stop().await;
+    super::save_usage(&manager);
     manager.shutdown().await;
     match outcome {
         Ok(outcome) => print_outcome(&outcome?, args.json, ctx.verbose > 0, &limits),

@@ -211,6 +211,7 @@ pub async fn run(ctx: Context, args: &RunArgs) -> anyhow::Result<u8> {
     };
     let printer = Printer::new(args);
     let result = drive(&config, &task, &servers, &manager, llm.as_ref(), &printer, &cancel, args).await;
+    super::save_usage(&manager);
     manager.shutdown().await;
     watcher.abort();
     let signal = signal.load(Ordering::SeqCst);

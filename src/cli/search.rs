@@ -116,13 +116,24 @@ pub async fn run(ctx: Context, args: &SearchArgs) -> anyhow::Result<u8> {
             }
         }
     };
-    let results = search_tools(&tools, &args.query, args.limit as usize, selected);
+    // The usage prior: calls counted by earlier runs in this workspace (`search.usage`).
+    let counts = if ctx.config.search.usage {
+        let path = ctx.config.mcp.code_execution.workspace_dir.join(crate::mcp::usage::FILE);
+        crate::mcp::usage::read(&path).unwrap_or_else(|e| {
+            eprintln!("warning: {e}; ignoring it");
+            Default::default()
+        })
+    } else {
+        Default::default()
+    };
+    let searched = tools.len();
+    let results = Catalog::build(tools).with_usage(&counts).search(&args.query, args.limit as usize, selected);
     let text = if args.json {
         let mut s = serde_json::to_string_pretty(&results).context("cannot serialise the results")?;
         s.push('\n');
         s
     } else {
-        human(&results, tools.len())
+        human(&results, searched)
     };
     super::output::write_stdout(&text)?;
     Ok(if failed.is_empty() { EXIT_OK } else { EXIT_FAILURE })

@@ -29,6 +29,7 @@ use super::catalog::Catalog;
 use super::handler::{ClientEvents, McpClientHandler};
 use super::stdio::{ChildTransport, ResultCap, all_in_flight_failed, size_label};
 use super::tools::ToolInfo;
+use super::usage::Usage;
 use crate::config::{Config, ServerConfig, Transport};
 
 /// Why a server or a call failed. The `Display` form is the one-line message users see.
@@ -139,6 +140,8 @@ pub struct McpManager {
     /// Servers that failed to start while a catalog was built: later catalogs skip them (a call
     /// still tries to start them).
     catalog_failed: StdMutex<BTreeMap<String, McpError>>,
+    /// Successful calls per tool (`search.usage`), the search's usage prior.
+    usage: Usage,
 }
 
 impl McpManager {
@@ -148,6 +151,7 @@ impl McpManager {
     }
 
     pub fn with_log_dir(config: &Config, log_dir: PathBuf) -> McpManager {
+        let usage = config.search.usage.then(|| config.mcp.code_execution.workspace_dir.join(super::usage::FILE));
         let slots = config
             .mcp
             .servers
@@ -164,12 +168,19 @@ impl McpManager {
             max_result_bytes: config.mcp.max_result_bytes,
             catalog: Default::default(),
             catalog_failed: Default::default(),
+            usage: Usage::new(usage),
         }
     }
 
     /// Receives progress and log notifications from every server (for CLI display).
     pub fn events(&self) -> &ClientEvents {
         &self.events
+    }
+
+    /// The usage counts: this process's successful calls, and those of earlier runs
+    /// (`Usage::save` merges the former into the workspace's file).
+    pub fn usage(&self) -> &Usage {
+        &self.usage
     }
 
     /// Names of the enabled servers, sorted.
@@ -321,7 +332,7 @@ impl McpManager {
             return (catalog.clone(), failed);
         }
         let tools: Vec<ToolInfo> = lists.iter().flat_map(|l| l.iter().cloned()).collect();
-        let catalog = Arc::new(Catalog::build(tools));
+        let catalog = Arc::new(Catalog::build(tools).with_usage(self.usage.earlier()));
         if let Ok(mut cache) = self.catalog.lock() {
             *cache = Some((lists, catalog.clone()));
         }
@@ -355,7 +366,12 @@ impl McpManager {
         let too_large = || McpError::ResultTooLarge { server: server.into(), tool: tool.into(), limit: conn.cap.limit };
         let call = capped(&conn.cap, conn.service.call_tool(params));
         match tokio::time::timeout(timeout, call).await {
-            Ok(Ok(result)) => Ok(result),
+            Ok(Ok(result)) => {
+                if result.is_error != Some(true) {
+                    self.usage.record(server, tool);
+                }
+                Ok(result)
+            }
             Ok(Err(Failure::TooLarge)) => Err(too_large()),
             Ok(Err(Failure::Service(e))) => {
                 // Give the transport a moment to notice a dead process so the next call restarts it.

@@ -8,6 +8,7 @@ pub mod handler;
 pub mod manager;
 pub mod stdio;
 pub mod tools;
+pub mod usage;
 
 pub use manager::{McpError, McpManager, Started};
 pub use tools::ToolInfo;
