@@ -44,12 +44,26 @@ pub struct Config {
 pub struct SearchConfig {
     /// Count successful calls per tool in `<workspace>/usage.json` and rank used tools higher.
     pub usage: bool,
+    /// Semantic ranking through an OpenAI-compatible embeddings endpoint (none: words only).
+    pub embeddings: Option<EmbeddingsConfig>,
 }
 
 impl Default for SearchConfig {
     fn default() -> Self {
-        Self { usage: true }
+        Self { usage: true, embeddings: None }
     }
+}
+
+/// `search.embeddings`: an OpenAI-compatible `/v1/embeddings` endpoint.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EmbeddingsConfig {
+    /// API base (`http://localhost:11434/v1`) or the endpoint itself (`.../v1/embeddings`).
+    pub url: String,
+    pub model: String,
+    /// The environment variable holding the API key (none: no key is sent).
+    #[serde(default)]
+    pub api_key_env: Option<String>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
@@ -908,6 +922,21 @@ mod tests {
         assert_eq!(c.mcp.execution_mode.to_string(), "progressive");
         assert_eq!(c.mcp.pinned_tools, ["github.get_me"]);
         assert!(load(dir.path(), "", &[]).unwrap().mcp.pinned_tools.is_empty());
+        let c = load(
+            dir.path(),
+            "search:\n  usage: false\n  embeddings: {url: \"http://localhost:11434/v1\", model: nomic-embed-text}\n",
+            &[],
+        )
+        .unwrap();
+        assert!(!c.search.usage);
+        let e = c.search.embeddings.unwrap();
+        assert_eq!(
+            (e.url.as_str(), e.model.as_str(), e.api_key_env),
+            ("http://localhost:11434/v1", "nomic-embed-text", None)
+        );
+        assert!(load(dir.path(), "", &[]).unwrap().search.usage, "usage counts are on by default");
+        let err = load(dir.path(), "search:\n  embeddings: {url: x}\n", &[]).unwrap_err();
+        assert!(err.0.contains("search.embeddings") && err.0.contains("model"), "{err}");
         let err = load(dir.path(), "mcp:\n  pinned_tools: [github.get_me, get_me]\n", &[]).unwrap_err();
         assert_eq!(err.0, "mcp.pinned_tools[1]: expected SERVER.TOOL (e.g. `github.get_me`), got `get_me`");
     }

@@ -2,6 +2,8 @@
 //! and the fixture server, spoken to with raw HTTP over the socket (the protocol other runtimes
 //! use), and the socket's life cycle around the real `agent` binary.
 
+#[path = "support/fake_embeddings.rs"]
+mod fake_embeddings;
 mod support;
 
 use std::os::unix::fs::PermissionsExt;
@@ -619,4 +621,40 @@ async fn search_follows_a_changed_tool_list() {
     assert!(!rebuilt.tools().iter().any(|t| t.name == "echo"));
     assert_eq!(rebuilt.tools().len() + 1, first.tools().len());
     s.finish().await;
+}
+
+#[tokio::test]
+async fn bridge_search_fuses_embeddings_and_falls_back_to_words_when_they_fail() {
+    for failing in [false, true] {
+        let fake = fake_embeddings::FakeEmbeddings::start(failing);
+        let project = Project::new();
+        project.write_config(&format!(
+            "{}mcp:\n  servers:\n{}",
+            fake.search_yaml(),
+            fixture_stdio_yaml("fixture", &[])
+        ));
+        let opts = LoadOptions {
+            project_dir: Some(project.path().to_path_buf()),
+            skip_user_config: true,
+            ..Default::default()
+        };
+        let mut config = Config::load_with_env(&opts, &Default::default()).unwrap();
+        config.mcp.code_execution.workspace_dir = project.path().join(".kodelet/mcp");
+        let manager = Arc::new(McpManager::new(&config));
+        let bridge = BridgeServer::start(manager.clone()).await.unwrap();
+        let client = BridgeClient::new(bridge.endpoint().clone());
+        let plus = client.search("plus", 3).await.unwrap();
+        let words = client.search("add two numbers", 3).await.unwrap();
+        assert_eq!(words[0].tool, "add", "{words:?}");
+        if failing {
+            assert!(plus.is_empty(), "words only: {plus:?}");
+            assert_eq!(fake.requests(), 1, "a failed endpoint is not asked again");
+        } else {
+            assert_eq!(plus[0].tool, "add", "{plus:?}");
+            // The tools once, then one query per search.
+            assert_eq!(fake.requests(), 3);
+        }
+        bridge.stop().await;
+        manager.shutdown().await;
+    }
 }

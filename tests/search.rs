@@ -178,3 +178,58 @@ fn successful_calls_are_counted_in_the_workspace_and_rank_their_tool_higher() {
     let fresh: Value = serde_json::from_str(&std::fs::read_to_string(&usage).unwrap()).unwrap();
     assert_eq!(fresh["counts"], serde_json::json!({"fixture": {"add": 1}}));
 }
+
+// ---------------------------------------------------------------------------------------------
+// Semantic ranking (search.embeddings) against a fake /v1/embeddings endpoint
+
+#[path = "support/fake_embeddings.rs"]
+mod fake_embeddings;
+
+fn embeddings_project(fake: &fake_embeddings::FakeEmbeddings) -> Project {
+    let p = Project::new();
+    p.write_config(&format!("{}mcp:\n  servers:\n{}", fake.search_yaml(), support::fixture_stdio_yaml("fixture", &[])));
+    p
+}
+
+#[test]
+fn embeddings_find_tools_by_meaning_and_are_embedded_once() {
+    let fake = fake_embeddings::FakeEmbeddings::start(false);
+    let p = embeddings_project(&fake);
+    // No word of "plus" is in the fixture's tools: words alone find nothing.
+    let (lexical, _) = search_live(&Project::with_fixture(), "plus", &[]);
+    assert!(lexical.is_empty(), "{lexical:?}");
+    let (found, stderr) = search_live(&p, "plus", &[("FAKE_EMBED_KEY", "sekret")]);
+    assert_eq!(found.first().map(String::as_str), Some("fixture.add"), "{found:?}\n{stderr}");
+    assert!(!stderr.contains("warning"), "{stderr}");
+    assert_eq!(fake.auth().as_deref(), Some("Bearer sekret"));
+    let n_tools = p.run(&["mcp", "list", "--json"]).json().as_array().unwrap().len();
+    let texts = fake.texts();
+    assert_eq!(texts.len(), n_tools + 1, "every tool and the query: {texts:?}");
+    assert!(texts.iter().any(|t| t.starts_with("fixture.add\nAdd numbers\nAdd two integers")), "{texts:?}");
+    assert_eq!(texts.last().map(String::as_str), Some("plus"));
+    assert!(p.path().join(".kodelet/mcp/embeddings.json").is_file());
+    // Fused with the words: a query both rankings agree on keeps its tool first.
+    let (both, _) = search_live(&p, "upper case text shout", &[]);
+    assert_eq!(both[0], "fixture.text.upper");
+    // The tools were embedded once: later searches send only their query.
+    assert_eq!(fake.texts().len(), n_tools + 2);
+}
+
+#[test]
+fn a_failing_embeddings_endpoint_is_one_warning_then_words_only() {
+    let fake = fake_embeddings::FakeEmbeddings::start(true);
+    let p = embeddings_project(&fake);
+    let (found, stderr) = search_live(&p, "add two numbers", &[]);
+    assert_eq!(found.first().map(String::as_str), Some("fixture.add"));
+    assert_eq!(stderr.matches("warning: the embeddings endpoint failed").count(), 1, "{stderr}");
+    assert!(stderr.contains("HTTP 500") && stderr.contains("the model is not loaded"), "{stderr}");
+    assert_eq!(fake.requests(), 1, "not asked again for the query after failing");
+    // Nothing listens there at all: the same.
+    p.write_config(&format!(
+        "search:\n  embeddings: {{url: \"http://127.0.0.1:9/v1\", model: m}}\nmcp:\n  servers:\n{}",
+        support::fixture_stdio_yaml("fixture", &[])
+    ));
+    let (found, stderr) = search_live(&p, "add two numbers", &[]);
+    assert_eq!(found.first().map(String::as_str), Some("fixture.add"));
+    assert_eq!(stderr.matches("warning: the embeddings endpoint failed").count(), 1, "{stderr}");
+}

@@ -138,11 +138,10 @@ impl ProgressiveHost {
         if !crate::search::Index::has_terms(query) {
             return error(&format!("the query {query:?} has no words to search for; say what the tool should do"));
         }
-        let (catalog, failed) = self.manager.catalog_of(&self.servers).await;
-        let hits = catalog.search(query, limit, &[]);
+        let (hits, failed) = self.manager.search(&self.servers, query, limit, &[]).await;
         let mut out = String::new();
         if hits.is_empty() {
-            out.push_str(&format!("no tool matches {query:?} (searched {} tools)\n", catalog.tools().len()));
+            out.push_str(&format!("no tool matches {query:?}\n"));
         }
         for h in &hits {
             out.push_str(&h.signature);

@@ -337,11 +337,11 @@ async fn search(req: Request<Incoming>, state: &State) -> Resp {
             return mcp_error(e);
         }
     }
-    let (catalog, failed) = state.manager.catalog().await;
+    let (results, failed) = state.manager.search(&state.manager.server_names(), &query, limit, &servers).await;
     for (name, e) in &failed {
         tracing::info!("search leaves out `{name}`: {e}");
     }
-    json_response(StatusCode::OK, &catalog.search(&query, limit, &servers))
+    json_response(StatusCode::OK, &results)
 }
 
 /// `GET /tools/<server>/<tool>`: one tool's TypeScript declaration and doc.

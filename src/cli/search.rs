@@ -127,7 +127,29 @@ pub async fn run(ctx: Context, args: &SearchArgs) -> anyhow::Result<u8> {
         Default::default()
     };
     let searched = tools.len();
-    let results = Catalog::build(tools).with_usage(&counts).search(&args.query, args.limit as usize, selected);
+    let mut catalog = Catalog::build(tools).with_usage(&counts);
+    // Semantic ranking (`search.embeddings`); an endpoint that fails is one warning, then words only.
+    let ranked = async {
+        let mut embedder = crate::mcp::catalog::embedder(&ctx.config);
+        if let Some(e) = &embedder
+            && let Err(why) = catalog.embed(e).await
+        {
+            eprintln!("warning: the embeddings endpoint failed ({why}); searching by words only");
+            embedder = None;
+        }
+        let limit = args.limit as usize;
+        match crate::mcp::catalog::search_with(&catalog, embedder.as_ref(), &args.query, limit, selected).await {
+            Ok(r) => r,
+            Err((why, lexical)) => {
+                eprintln!("warning: the embeddings endpoint failed ({why}); searching by words only");
+                lexical
+            }
+        }
+    };
+    let results = tokio::select! {
+        r = ranked => r,
+        signal = ctx.signals.received() => return Ok(super::signal::exit_after(signal)),
+    };
     let text = if args.json {
         let mut s = serde_json::to_string_pretty(&results).context("cannot serialise the results")?;
         s.push('\n');

@@ -10,7 +10,9 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::tools::{ToolInfo, param_summary};
-use crate::search::{Doc, Index};
+use crate::config::Config;
+use crate::search::embed::{self, Embedder};
+use crate::search::{Doc, Index, RRF_K, fuse};
 
 /// One ranked tool: the `agent mcp search --json` record, also what `GET /search` answers.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -82,18 +84,57 @@ pub fn first_sentence(description: Option<&str>) -> String {
     }
 }
 
-/// Tools and their index, searched together.
+/// Tools and their index, searched together; with the tools' embedding vectors when semantic
+/// ranking is on.
 #[derive(Debug, Clone)]
 pub struct Catalog {
     tools: Vec<ToolInfo>,
     index: Index,
+    vectors: Option<Vec<Vec<f32>>>,
+}
+
+/// The embeddings client `search.embeddings` configures (vectors cached in
+/// `<workspace>/embeddings.json`), if any.
+pub fn embedder(config: &Config) -> Option<Embedder> {
+    let e = config.search.embeddings.as_ref()?;
+    let key = e.api_key_env.as_deref().and_then(|var| std::env::var(var).ok()).filter(|k| !k.is_empty());
+    let cache = config.mcp.code_execution.workspace_dir.join("embeddings.json");
+    Some(Embedder::new(&e.url, &e.model, key, Some(cache)))
 }
 
 impl Catalog {
     /// Indexes `tools` with the shipped ranking and no usage prior.
     pub fn build(tools: Vec<ToolInfo>) -> Catalog {
         let index = Index::build(tools.iter().map(doc_for).collect());
-        Catalog { tools, index }
+        Catalog { tools, index, vectors: None }
+    }
+
+    /// Embeds the tools (cached by their text) for semantic ranking.
+    pub async fn embed(&mut self, embedder: &Embedder) -> Result<(), String> {
+        self.vectors = Some(embedder.embed_docs(self.index.docs()).await?);
+        Ok(())
+    }
+
+    pub fn has_vectors(&self) -> bool {
+        self.vectors.is_some()
+    }
+
+    /// [`Catalog::search`] fused (reciprocal rank fusion) with the ranking by similarity to
+    /// `query_vector`; the score is the fused one. Lexical only without tool vectors.
+    pub fn search_fused(
+        &self,
+        query: &str,
+        query_vector: &[f32],
+        limit: usize,
+        servers: &[String],
+    ) -> Vec<SearchResult> {
+        let Some(vectors) = &self.vectors else { return self.search(query, limit, servers) };
+        let pool = (limit * 4).max(50);
+        let lexical: Vec<usize> = self.index.search(query, pool, servers).into_iter().map(|h| h.doc).collect();
+        let eligible = |i: usize| servers.is_empty() || servers.contains(&self.tools[i].server);
+        let semantic: Vec<usize> =
+            embed::rank(vectors, query_vector, eligible, pool).into_iter().map(|h| h.doc).collect();
+        fuse(&[lexical, semantic], RRF_K).into_iter().take(limit).map(|h| self.result(h.doc, h.score)).collect()
     }
 
     /// Adds the usage prior (successful calls per `(server, tool)`).
@@ -121,10 +162,34 @@ impl Catalog {
         SearchResult {
             server: t.server.clone(),
             tool: t.name.clone(),
-            score: (score as f64 * 1000.0).round() / 1000.0,
+            score: round(score),
             signature: signature(t),
             description: first_sentence(t.description.as_deref()),
         }
+    }
+}
+
+/// A score as records show it: 3 significant decimals (fused scores are small numbers).
+fn round(score: f32) -> f64 {
+    let s = score as f64;
+    if s.abs() >= 1.0 { (s * 1000.0).round() / 1000.0 } else { format!("{s:.3e}").parse().unwrap_or(s) }
+}
+
+/// Searches `catalog`, fused with semantic ranking when it has tool vectors and `embedder` can
+/// embed the query; `Err` (with the lexical results) when the embedding failed.
+pub async fn search_with(
+    catalog: &Catalog,
+    embedder: Option<&Embedder>,
+    query: &str,
+    limit: usize,
+    servers: &[String],
+) -> Result<Vec<SearchResult>, (String, Vec<SearchResult>)> {
+    let Some(embedder) = embedder.filter(|_| catalog.has_vectors()) else {
+        return Ok(catalog.search(query, limit, servers));
+    };
+    match embedder.embed(&[query.to_string()]).await {
+        Ok(mut v) => Ok(catalog.search_fused(query, &v.pop().unwrap_or_default(), limit, servers)),
+        Err(e) => Err((e, catalog.search(query, limit, servers))),
     }
 }
 

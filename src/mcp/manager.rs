@@ -25,12 +25,13 @@ use rmcp::{RoleClient, ServiceExt};
 use serde_json::{Map, Value};
 use tokio::sync::Mutex;
 
-use super::catalog::Catalog;
+use super::catalog::{Catalog, SearchResult};
 use super::handler::{ClientEvents, McpClientHandler};
 use super::stdio::{ChildTransport, ResultCap, all_in_flight_failed, size_label};
 use super::tools::ToolInfo;
 use super::usage::Usage;
 use crate::config::{Config, ServerConfig, Transport};
+use crate::search::embed::Embedder;
 
 /// Why a server or a call failed. The `Display` form is the one-line message users see.
 #[derive(Debug, Clone, thiserror::Error)]
@@ -142,6 +143,9 @@ pub struct McpManager {
     catalog_failed: StdMutex<BTreeMap<String, McpError>>,
     /// Successful calls per tool (`search.usage`), the search's usage prior.
     usage: Usage,
+    /// `search.embeddings`: semantic ranking, until the endpoint fails once (then words only).
+    embedder: Option<Embedder>,
+    embeddings_failed: AtomicBool,
 }
 
 impl McpManager {
@@ -169,6 +173,8 @@ impl McpManager {
             catalog: Default::default(),
             catalog_failed: Default::default(),
             usage: Usage::new(usage),
+            embedder: super::catalog::embedder(config),
+            embeddings_failed: AtomicBool::new(false),
         }
     }
 
@@ -332,11 +338,49 @@ impl McpManager {
             return (catalog.clone(), failed);
         }
         let tools: Vec<ToolInfo> = lists.iter().flat_map(|l| l.iter().cloned()).collect();
-        let catalog = Arc::new(Catalog::build(tools).with_usage(self.usage.earlier()));
+        let mut catalog = Catalog::build(tools).with_usage(self.usage.earlier());
+        if let Some(embedder) = self.embedder()
+            && let Err(e) = catalog.embed(embedder).await
+        {
+            self.embeddings_failed(&e);
+        }
+        let catalog = Arc::new(catalog);
         if let Ok(mut cache) = self.catalog.lock() {
             *cache = Some((lists, catalog.clone()));
         }
         (catalog, failed)
+    }
+
+    /// Searches the catalog of `servers` ([`McpManager::catalog_of`]) for `query`: the best
+    /// `limit` tools, of `only` unless it is empty; fused with semantic ranking when
+    /// `search.embeddings` is set and its endpoint works (a failure is one warning per process,
+    /// and words only from then on). Also returns the servers left out and why.
+    pub async fn search(
+        &self,
+        servers: &[String],
+        query: &str,
+        limit: usize,
+        only: &[String],
+    ) -> (Vec<SearchResult>, Vec<(String, McpError)>) {
+        let (catalog, failed) = self.catalog_of(servers).await;
+        let results = match super::catalog::search_with(&catalog, self.embedder(), query, limit, only).await {
+            Ok(r) => r,
+            Err((e, lexical)) => {
+                self.embeddings_failed(&e);
+                lexical
+            }
+        };
+        (results, failed)
+    }
+
+    fn embedder(&self) -> Option<&Embedder> {
+        self.embedder.as_ref().filter(|_| !self.embeddings_failed.load(Ordering::Acquire))
+    }
+
+    fn embeddings_failed(&self, e: &str) {
+        if !self.embeddings_failed.swap(true, Ordering::AcqRel) {
+            tracing::warn!("the embeddings endpoint failed ({e}); searching by words only");
+        }
     }
 
     /// The index entry of one tool, with a suggestion when it does not exist.
