@@ -127,6 +127,9 @@ struct ServerSlot {
     conn: Mutex<Option<Arc<Connection>>>,
 }
 
+/// A catalog and the tool lists it was built from (kept, so their pointers identify them).
+type BuiltCatalog = (Vec<Arc<Vec<ToolInfo>>>, Arc<Catalog>);
+
 /// Holds the configured servers and their live connections.
 pub struct McpManager {
     slots: BTreeMap<String, Arc<ServerSlot>>,
@@ -137,7 +140,7 @@ pub struct McpManager {
     /// `mcp.max_result_bytes`.
     max_result_bytes: usize,
     /// The last catalog [`McpManager::catalog`] built, with the tool lists it was built from.
-    catalog: StdMutex<Option<(Vec<Arc<Vec<ToolInfo>>>, Arc<Catalog>)>>,
+    catalog: StdMutex<Option<BuiltCatalog>>,
     /// Servers that failed to start while a catalog was built: later catalogs skip them (a call
     /// still tries to start them).
     catalog_failed: StdMutex<BTreeMap<String, McpError>>,

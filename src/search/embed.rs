@@ -180,7 +180,7 @@ pub fn doc_text(d: &Doc) -> String {
     let mut s = format!("{}.{}", d.server, d.tool);
     for part in [d.title.as_str(), d.description.as_str()] {
         if !part.trim().is_empty() {
-            s.push_str("\n");
+            s.push('\n');
             s.push_str(part.trim());
         }
     }
