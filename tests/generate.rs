@@ -156,7 +156,7 @@ await complex({ query: "q", mode: "FAST" });
 try {
   await fixture.fail();
 } catch (e) {
-  if (e instanceof MCPToolError) console.log(e.server, e.tool, e.content.length, sum, nodes, text);
+  if (e instanceof MCPToolError) console.log(e.server, e.tool, e.content.length, sum, nodes, text, firstSignature, declaration);
 }
 "#,
     );
@@ -194,7 +194,7 @@ import { MCPToolError } from "./client.ts";
 const { sum } = await add({ a: 20, b: 22 });
 let failed = "";
 try { await fail(); } catch (e) { if (e instanceof MCPToolError) failed = e.tool; }
-console.log(sum, await textUpper({ text: "ok" }), failed, firstSignature, declaration);
+console.log(sum, await textUpper({ text: "ok" }), failed);
 "#;
     let r = p.run_stdin(&["exec", "-"], script);
     r.assert_ok();
