@@ -19,7 +19,9 @@ Ranks the tools of every enabled server (or of --server, or of a --from-tools fi
 query: BM25F over tool name, title, server, parameters and description, with light stemming
 (`logs` finds `get_job_logs`), abbreviations (`PR`, `repo`) and name matches ranked higher.
 Each result shows its score (comparable within one query only), a one-line signature and the
-first sentence of its description.
+first sentence of its description. Tools called successfully in earlier runs rank a little
+higher (search.usage, counted in <workspace>/usage.json); search.embeddings adds a semantic
+ranking from an OpenAI-compatible /v1/embeddings endpoint, fused with the word ranking.
 
 JSON output (--json) is an array, best first:
   {\"server\": \"...\", \"tool\": \"<MCP tool name>\", \"score\": 1.234,
