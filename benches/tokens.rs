@@ -1,4 +1,5 @@
-//! Token report (`cargo bench --bench tokens`): what the model receives in direct vs code mode.
+//! Token report (`cargo bench --bench tokens`): what the model receives in direct vs code mode
+//! (and, for the GitHub corpus, progressive mode).
 //!
 //! Runs the real `agent run` against the scripted fake LLM (tests/support/fake_llm.rs) and
 //! counts, with tiktoken o200k, the request bodies the fake received:
@@ -13,8 +14,10 @@
 //!    through `get`/`has`) vs at `high` after 100 observed calls (the tool file, a typed script).
 //!
 //! The scripted model makes the same decisions in both modes (in code mode it also greps and
-//! reads the two tool files it needs). Targets: ≥ 95% fewer tool-definition tokens and ≥ 90%
-//! fewer total tokens for the large-intermediate task in code mode.
+//! reads the two tool files it needs; in progressive mode it searches, then calls the two tools
+//! through `call_tool`). Targets: ≥ 95% fewer tool-definition tokens and ≥ 90% fewer total
+//! tokens for the large-intermediate task in code mode; ≤ 400 tool-definition tokens per request
+//! in progressive mode.
 
 #[path = "../tests/support/fake_llm.rs"]
 mod fake_llm;
@@ -45,18 +48,27 @@ fn main() {
     let direct = run_github(&corpus, Mode::Direct, &[]);
     let direct_uncut = run_github(&corpus, Mode::Direct, &["--max-tool-result", "10MB"]);
     let code = run_github(&corpus, Mode::Code, &[]);
+    let progressive = run_github(&corpus, Mode::Progressive, &[]);
     println!("1. tool definitions in the first request (GitHub MCP server, {} tools)", direct.tools_offered);
     row("direct", direct.first_tools, None);
     row("code", code.first_tools, Some(pct(direct.first_tools, code.first_tools)));
+    row("progressive", progressive.first_tools, Some(pct(direct.first_tools, progressive.first_tools)));
     println!("   whole first request (system prompt + tools + task):");
     row("direct", direct.first_request, None);
     row("code", code.first_request, Some(pct(direct.first_request, code.first_request)));
+    row("progressive", progressive.first_request, Some(pct(direct.first_request, progressive.first_request)));
     target("tool-definition tokens", pct(direct.first_tools, code.first_tools), 95.0);
+    let verdict = if progressive.first_tools <= 400 { "met" } else { "MISSED" };
+    println!(
+        "   target: ≤ 400 tool-definition tokens per request in progressive mode: {verdict} ({})",
+        progressive.first_tools
+    );
 
     println!("\n2. GitHub task: list open issues (large JSON), comment on the most-commented one");
     run_row("direct (results cut at 20 KB)", &direct, None);
     run_row("direct (uncut)", &direct_uncut, None);
     run_row("code", &code, Some(pct(direct.total, code.total)));
+    run_row("progressive (results cut at 20 KB)", &progressive, Some(pct(direct.total, progressive.total)));
     println!("   vs uncut direct: {:.1}% fewer", pct(direct_uncut.total, code.total));
     sees(&format!("#{TOP_ISSUE}"), &direct, &format!("\"number\":{TOP_ISSUE}"));
     target("total tokens, large-intermediate task (vs cut direct)", pct(direct.total, code.total), 90.0);
@@ -146,6 +158,7 @@ fn sees(what: &str, m: &Measured, needle: &str) {
 enum Mode {
     Direct,
     Code,
+    Progressive,
 }
 
 /// What one scripted run cost.
@@ -171,13 +184,13 @@ fn pct(direct: u64, code: u64) -> f64 {
 
 fn row(label: &str, tokens: u64, saving: Option<f64>) {
     let s = saving.map(|p| format!("  ({p:.1}% fewer)")).unwrap_or_default();
-    println!("   {label:<8} {tokens:>9} tokens{s}");
+    println!("   {label:<11} {tokens:>9} tokens{s}");
 }
 
 fn run_row(label: &str, m: &Measured, saving: Option<f64>) {
     let s = saving.map(|p| format!("  ({p:.1}% fewer)")).unwrap_or_default();
     let each: Vec<String> = m.per_request.iter().map(u64::to_string).collect();
-    println!("   {label:<30} {} requests, {:>9} tokens in total{s}  [{}]", m.requests, m.total, each.join(" + "));
+    println!("   {label:<35} {} requests, {:>9} tokens in total{s}  [{}]", m.requests, m.total, each.join(" + "));
 }
 
 fn target(what: &str, got: f64, want: f64) {
@@ -206,7 +219,11 @@ fn measure(fake: &FakeLlm, transcript: &Value) -> Measured {
 }
 
 fn run_agent(p: &Project, fake: &FakeLlm, mode: Mode, extra: &[&str], task: &str) -> Measured {
-    let mode_arg = if mode == Mode::Code { "code" } else { "direct" };
+    let mode_arg = match mode {
+        Mode::Direct => "direct",
+        Mode::Code => "code",
+        Mode::Progressive => "progressive",
+    };
     let mut args = vec!["run", "--json", "--mode", mode_arg];
     args.extend_from_slice(extra);
     args.push(task);
@@ -232,6 +249,19 @@ fn run_github(corpus: &std::path::Path, mode: Mode, extra: &[&str]) -> Measured 
             Reply::tool(
                 "mcp_github_add_issue_comment",
                 json!({"owner": OWNER, "repo": REPO, "issue_number": TOP_ISSUE, "body": "Looking into this."}),
+            ),
+            Reply::text(&format!("Commented on #{TOP_ISSUE}, the open issue with the most comments.")),
+        ],
+        Mode::Progressive => vec![
+            Reply::tool("search_tools", json!({"query": "list the issues of a repository", "limit": 5})),
+            Reply::tool(
+                "call_tool",
+                json!({"name": "github.list_issues", "arguments": {"owner": OWNER, "repo": REPO, "state": "OPEN"}}),
+            ),
+            Reply::tool(
+                "call_tool",
+                json!({"name": "github.add_issue_comment", "arguments":
+                    {"owner": OWNER, "repo": REPO, "issue_number": TOP_ISSUE, "body": "Looking into this."}}),
             ),
             Reply::text(&format!("Commented on #{TOP_ISSUE}, the open issue with the most comments.")),
         ],
@@ -288,7 +318,7 @@ console.log(`#${{top.number}} "${{top.title}}" (${{top.comments}} comments): com
 fn run_fixture(mode: Mode, extra: &[&str]) -> Measured {
     let line = "line 00001234: the quick brown fox jumps over the lazy dog";
     let script = match mode {
-        Mode::Direct => vec![
+        Mode::Direct | Mode::Progressive => vec![
             Reply::tool("mcp_fixture_big", json!({"bytes": 200000})),
             Reply::tool("mcp_fixture_echo", json!({"message": line})),
             Reply::text("Echoed line 1234."),

@@ -1,9 +1,9 @@
 // The code-mode bootstrap, the extension's ESM entry point. It installs the globals a script may
-// use (console, timers, TextEncoder/Decoder, URL, structuredClone, callMCPTool) on top of the raw
-// deno_core ops, keeping the ops in this module's closure. It runs once to build the runtime
-// snapshot (or once per isolate when there is none); finalize.js then runs in every isolate
-// before any script and removes every path to the ops (`Deno`, `__bootstrap`) from the global
-// object. Everything a script can reach is defined here.
+// use (console, timers, TextEncoder/Decoder, URL, structuredClone, callMCPTool, searchTools,
+// describeTool) on top of the raw deno_core ops, keeping the ops in this module's closure. It
+// runs once to build the runtime snapshot (or once per isolate when there is none); finalize.js
+// then runs in every isolate before any script and removes every path to the ops (`Deno`,
+// `__bootstrap`) from the global object. Everything a script can reach is defined here.
 //
 // Script code runs after this module and may replace any builtin (Array.prototype.map,
 // JSON.parse, ...). Code here therefore captures the builtins it needs up front and never hands
@@ -16,6 +16,7 @@ import { decodeResult, MCPToolError } from "ext:agent_runtime/result.js";
 const core = globalThis.Deno.core;
 const {
   op_agent_call_tool,
+  op_agent_bridge_get,
   op_agent_write,
   op_agent_url_parse,
   op_agent_url_set,
@@ -72,6 +73,7 @@ const StringPrototypeSplit = StringCtor.prototype.split;
 const StringPrototypeIndexOf = StringCtor.prototype.indexOf;
 const StringPrototypeRepeat = StringCtor.prototype.repeat;
 const StringPrototypeCharCodeAt = StringCtor.prototype.charCodeAt;
+const StringPrototypeTrim = StringCtor.prototype.trim;
 const ArrayPrototypeJoin = ArrayCtor.prototype.join;
 const ArrayPrototypePush = ArrayCtor.prototype.push;
 const ArrayPrototypeSplice = ArrayCtor.prototype.splice;
@@ -777,7 +779,48 @@ async function callMCPTool(server, tool, args = {}) {
   return decodeResult(result);
 }
 
+// The tool catalog. `searchTools(query, { limit })` ranks the tools of every enabled server
+// (the records of `agent mcp search --json`: server, tool, score, signature, description);
+// `describeTool("server.tool")` answers that tool's TypeScript (import line, TSDoc, signature,
+// types). Both are GETs through the bridge; failures reject with BridgeError.
+const NumberIsInteger = NumberCtor.isInteger;
+
+async function searchTools(query, options = undefined) {
+  if (typeof query !== "string" || call(StringPrototypeTrim, query) === "") {
+    throw new TypeErrorCtor("searchTools: `query` must be a non-empty string, e.g. searchTools(\"list issues\")");
+  }
+  let path = "/search?q=" + encodeURIComponentFn(query);
+  const limit = options === undefined || options === null ? undefined : options.limit;
+  if (limit !== undefined) {
+    if (typeof limit !== "number" || !NumberIsInteger(limit) || limit < 1 || limit > 100) {
+      throw new TypeErrorCtor("searchTools: `limit` must be a whole number from 1 to 100");
+    }
+    path += "&limit=" + limit;
+  }
+  const answer = await op_agent_bridge_get(path);
+  return decodeAnswer(answer, undefined, undefined, searchTools);
+}
+
+async function describeTool(name, tool = undefined) {
+  let server = name;
+  if (tool === undefined) {
+    const dot = typeof name === "string" ? call(StringPrototypeIndexOf, name, ".") : -1;
+    if (dot <= 0 || dot === name.length - 1) {
+      throw new TypeErrorCtor(`describeTool: expected "server.tool" (as searchTools reports it), got ${safeString(name)}`);
+    }
+    server = call(StringPrototypeSlice, name, 0, dot);
+    tool = call(StringPrototypeSlice, name, dot + 1);
+  }
+  if (typeof server !== "string" || server === "" || typeof tool !== "string" || tool === "") {
+    throw new TypeErrorCtor("describeTool: expected describeTool(\"server.tool\") or describeTool(server, tool)");
+  }
+  const answer = await op_agent_bridge_get("/tools/" + encodeURIComponentFn(server) + "/" + encodeURIComponentFn(tool));
+  return decodeAnswer(answer, server, tool, describeTool).typescript;
+}
+
 defineGlobal("__agentCallTool", agentCallTool, false);
+defineGlobal("searchTools", searchTools, false);
+defineGlobal("describeTool", describeTool, false);
 defineGlobal("callMCPTool", callMCPTool, false);
 defineGlobal("BridgeError", BridgeError);
 defineGlobal("MCPToolError", MCPToolError);

@@ -35,6 +35,35 @@ pub struct Config {
     pub llm: LlmConfig,
     pub agent: AgentConfig,
     pub mcp: McpConfig,
+    pub search: SearchConfig,
+}
+
+/// The tool catalog search (`agent mcp search`, `searchTools`, progressive mode).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct SearchConfig {
+    /// Count successful calls per tool in `<workspace>/usage.json` and rank used tools higher.
+    pub usage: bool,
+    /// Semantic ranking through an OpenAI-compatible embeddings endpoint (none: words only).
+    pub embeddings: Option<EmbeddingsConfig>,
+}
+
+impl Default for SearchConfig {
+    fn default() -> Self {
+        Self { usage: true, embeddings: None }
+    }
+}
+
+/// `search.embeddings`: an OpenAI-compatible `/v1/embeddings` endpoint.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EmbeddingsConfig {
+    /// API base (`http://localhost:11434/v1`) or the endpoint itself (`.../v1/embeddings`).
+    pub url: String,
+    pub model: String,
+    /// The environment variable holding the API key (none: no key is sent).
+    #[serde(default)]
+    pub api_key_env: Option<String>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
@@ -114,6 +143,8 @@ pub enum ExecutionMode {
     /// Per run: direct when the enabled tools' definitions fit `mcp.auto_threshold_tokens`,
     /// else code.
     Auto,
+    /// `search_tools` + `call_tool` (+ `mcp.pinned_tools` as direct tools).
+    Progressive,
 }
 
 impl fmt::Display for ExecutionMode {
@@ -122,6 +153,7 @@ impl fmt::Display for ExecutionMode {
             ExecutionMode::Direct => "direct",
             ExecutionMode::Code => "code",
             ExecutionMode::Auto => "auto",
+            ExecutionMode::Progressive => "progressive",
         })
     }
 }
@@ -142,6 +174,8 @@ pub struct McpConfig {
     pub auto_threshold_tokens: usize,
     /// Learned output types (`mcp.types`).
     pub types: TypesConfig,
+    /// Progressive mode: tools (`server.tool`) the model always sees as direct tools.
+    pub pinned_tools: Vec<String>,
 }
 
 /// `mcp.types`: the type registry that learns result shapes of tools without an output schema.
@@ -185,6 +219,7 @@ impl Default for McpConfig {
             servers: BTreeMap::new(),
             auto_threshold_tokens: DEFAULT_AUTO_THRESHOLD_TOKENS,
             types: TypesConfig::default(),
+            pinned_tools: Vec::new(),
         }
     }
 }
@@ -480,6 +515,13 @@ impl Config {
             return Err(ConfigError::new(
                 "mcp.types: needs low <= medium <= high and a consistency between 0 and 1".to_string(),
             ));
+        }
+        for (i, pinned) in self.mcp.pinned_tools.iter().enumerate() {
+            if !pinned.split_once('.').is_some_and(|(s, t)| !s.is_empty() && !t.is_empty()) {
+                return Err(ConfigError::new(format!(
+                    "mcp.pinned_tools[{i}]: expected SERVER.TOOL (e.g. `github.get_me`), got `{pinned}`"
+                )));
+            }
         }
         if self.mcp.max_result_bytes < MIN_MAX_RESULT_BYTES {
             return Err(ConfigError::new(format!(
@@ -977,6 +1019,34 @@ mod tests {
         assert!(err.0.starts_with("mcp.code_execution.memory_limit_mb: invalid"), "{err}");
         let err = load(dir.path(), "mcp:\n  execution_mode: fast\n", &[]).unwrap_err();
         assert!(err.0.starts_with("mcp.execution_mode: unknown variant `fast`"), "{err}");
+    }
+
+    #[test]
+    fn progressive_mode_and_pinned_tools() {
+        let dir = tempfile::tempdir().unwrap();
+        let c =
+            load(dir.path(), "mcp:\n  execution_mode: progressive\n  pinned_tools: [github.get_me]\n", &[]).unwrap();
+        assert_eq!(c.mcp.execution_mode, ExecutionMode::Progressive);
+        assert_eq!(c.mcp.execution_mode.to_string(), "progressive");
+        assert_eq!(c.mcp.pinned_tools, ["github.get_me"]);
+        assert!(load(dir.path(), "", &[]).unwrap().mcp.pinned_tools.is_empty());
+        let c = load(
+            dir.path(),
+            "search:\n  usage: false\n  embeddings: {url: \"http://localhost:11434/v1\", model: nomic-embed-text}\n",
+            &[],
+        )
+        .unwrap();
+        assert!(!c.search.usage);
+        let e = c.search.embeddings.unwrap();
+        assert_eq!(
+            (e.url.as_str(), e.model.as_str(), e.api_key_env),
+            ("http://localhost:11434/v1", "nomic-embed-text", None)
+        );
+        assert!(load(dir.path(), "", &[]).unwrap().search.usage, "usage counts are on by default");
+        let err = load(dir.path(), "search:\n  embeddings: {url: x}\n", &[]).unwrap_err();
+        assert!(err.0.contains("search.embeddings") && err.0.contains("model"), "{err}");
+        let err = load(dir.path(), "mcp:\n  pinned_tools: [github.get_me, get_me]\n", &[]).unwrap_err();
+        assert_eq!(err.0, "mcp.pinned_tools[1]: expected SERVER.TOOL (e.g. `github.get_me`), got `get_me`");
     }
 
     #[test]

@@ -2,6 +2,8 @@
 //! and the fixture server, spoken to with raw HTTP over the socket (the protocol other runtimes
 //! use), and the socket's life cycle around the real `agent` binary.
 
+#[path = "support/fake_embeddings.rs"]
+mod fake_embeddings;
 mod support;
 
 use std::os::unix::fs::PermissionsExt;
@@ -472,4 +474,187 @@ async fn a_server_killed_mid_promise_all_settles_every_call_and_the_next_script_
     assert_ne!(first_pid, second_pid, "`a` was started again");
     s.finish().await;
     assert!(support::pids_matching(&tag).is_empty(), "server left running");
+}
+
+#[tokio::test]
+async fn search_ranks_every_enabled_server_and_validates_its_query() {
+    let yaml = format!("{}{}", fixture_stdio_yaml("fixture", &[]), fixture_stdio_yaml("other", &[]));
+    let s = setup(&yaml).await;
+    let ep = s.bridge.endpoint().clone();
+    // Nothing was started before: the search starts both servers.
+    let (status, body) =
+        raw(&ep.socket, "GET", "/search?q=add+two+numbers&limit=3", Some(&ep.token), Bytes::new()).await;
+    assert_eq!(status, 200, "{body}");
+    let hits = body.as_array().unwrap();
+    assert!(hits.len() <= 3 && hits.len() >= 2, "{body}");
+    let mut first_two: Vec<(&str, &str)> =
+        hits[..2].iter().map(|h| (h["server"].as_str().unwrap(), h["tool"].as_str().unwrap())).collect();
+    first_two.sort();
+    assert_eq!(first_two, vec![("fixture", "add"), ("other", "add")], "{body}");
+    assert_eq!(hits[0]["signature"].as_str().unwrap().split('(').nth(1), Some("a: integer, b: integer)"));
+    assert_eq!(hits[0]["description"], "Add two integers; returns {sum}.");
+    assert!(hits[0]["score"].as_f64().unwrap() > 0.0);
+    // The same records as `agent mcp search --json`.
+    let keys: Vec<&String> = hits[0].as_object().unwrap().keys().collect();
+    assert_eq!(keys, ["server", "tool", "score", "signature", "description"]);
+    // %-encoded query, a server filter.
+    let (status, body) =
+        raw(&ep.socket, "GET", "/search?q=upper%2Dcase%20text&server=other", Some(&ep.token), Bytes::new()).await;
+    assert_eq!(status, 200);
+    assert_eq!(body[0]["tool"], "text.upper");
+    assert!(body.as_array().unwrap().iter().all(|h| h["server"] == "other"), "{body}");
+    for (path, needle) in [
+        ("/search", "missing query"),
+        ("/search?q=%20", "missing query"),
+        ("/search?q=the", "no words to search for"),
+        ("/search?q=x&limit=0", "`limit` must be a whole number from 1 to 100"),
+        ("/search?q=x&limit=abc", "`limit`"),
+        ("/search?q=x&color=red", "unknown parameter `color`"),
+        ("/search?q=%zz", "malformed query parameter"),
+    ] {
+        let (status, body) = raw(&ep.socket, "GET", path, Some(&ep.token), Bytes::new()).await;
+        assert_eq!(status, 400, "{path}: {body}");
+        assert_eq!(body["error"]["code"], "bad_request");
+        assert!(body["error"]["message"].as_str().unwrap().contains(needle), "{path}: {body}");
+    }
+    let (status, body) = raw(&ep.socket, "GET", "/search?q=add&server=fixtur", Some(&ep.token), Bytes::new()).await;
+    assert_eq!((status, &body["error"]["suggestions"]), (404, &json!(["fixture"])));
+    let (status, _) = raw(&ep.socket, "GET", "/search?q=add", None, Bytes::new()).await;
+    assert_eq!(status, 401);
+    let (status, _) = raw(&ep.socket, "POST", "/search?q=add", Some(&ep.token), Bytes::new()).await;
+    assert_eq!(status, 405);
+    // The typed client reads the same answer.
+    let client = BridgeClient::new(ep.clone());
+    let hits = client.search("echo a message", 1).await.unwrap();
+    assert_eq!(hits.len(), 1);
+    assert_eq!(hits[0].tool, "echo");
+    s.finish().await;
+}
+
+#[tokio::test]
+async fn search_leaves_out_a_server_that_fails_to_start() {
+    let yaml = format!("{}{}", fixture_stdio_yaml("fixture", &[]), fixture_stdio_yaml("broken", &["--exit-on-start"]));
+    let s = setup(&yaml).await;
+    let client = BridgeClient::new(s.bridge.endpoint().clone());
+    let hits = client.search("add numbers", 10).await.unwrap();
+    assert!(!hits.is_empty());
+    assert!(hits.iter().all(|h| h.server == "fixture"), "{hits:?}");
+    // Asked again, the broken server is not started again (it would fail the same way).
+    let again = client.search("add numbers", 10).await.unwrap();
+    assert_eq!(again, hits);
+    s.finish().await;
+}
+
+#[tokio::test]
+async fn describe_answers_a_tools_declaration_or_a_did_you_mean() {
+    let s = setup(&fixture_stdio_yaml("fixture", &[])).await;
+    let ep = s.bridge.endpoint().clone();
+    let (status, body) = raw(&ep.socket, "GET", "/tools/fixture/add", Some(&ep.token), Bytes::new()).await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["server"], "fixture");
+    assert_eq!(body["tool"], "add");
+    assert_eq!(body["signature"], "fixture.add(a: integer, b: integer)");
+    assert_eq!(body["description"], "Add two integers; returns {sum}.");
+    // Without a describer (no code mode): TSDoc and the signature.
+    let ts = body["typescript"].as_str().unwrap();
+    assert!(ts.contains(" * Add two integers") && ts.ends_with("fixture.add(a: integer, b: integer)\n"), "{ts}");
+    // A dot in the tool name, %-encoded or not.
+    for path in ["/tools/fixture/text.upper", "/tools/fixture/text%2Eupper"] {
+        let (status, body) = raw(&ep.socket, "GET", path, Some(&ep.token), Bytes::new()).await;
+        assert_eq!((status, body["tool"].as_str()), (200, Some("text.upper")), "{path}");
+    }
+    let (status, body) = raw(&ep.socket, "GET", "/tools/fixture/ad", Some(&ep.token), Bytes::new()).await;
+    assert_eq!(status, 404);
+    assert_eq!(body["error"]["code"], "unknown_tool");
+    assert!(body["error"]["message"].as_str().unwrap().contains("did you mean `fixture.add`"), "{body}");
+    let (status, body) = raw(&ep.socket, "GET", "/tools/fixtur/add", Some(&ep.token), Bytes::new()).await;
+    assert_eq!((status, &body["error"]["code"]), (404, &json!("unknown_server")));
+    assert_eq!(body["error"]["suggestions"], json!(["fixture"]));
+    for path in ["/tools/fixture", "/tools/fixture/", "/tools//add", "/tools/fixture/%zz"] {
+        let (status, body) = raw(&ep.socket, "GET", path, Some(&ep.token), Bytes::new()).await;
+        assert_eq!(status, 400, "{path}: {body}");
+    }
+    let d = BridgeClient::new(ep.clone()).describe("fixture", "text.upper").await.unwrap();
+    assert_eq!(d.signature, "fixture.text.upper(text: string)");
+    s.finish().await;
+}
+
+#[tokio::test]
+async fn the_code_mode_describer_answers_the_generated_typescript() {
+    let project = Project::with_servers(&fixture_stdio_yaml("fixture", &[]));
+    let opts =
+        LoadOptions { project_dir: Some(project.path().to_path_buf()), skip_user_config: true, ..Default::default() };
+    let config = Config::load_with_env(&opts, &Default::default()).unwrap();
+    let manager = Arc::new(McpManager::new(&config));
+    let describer = agent::codemode::describer(manager.configured_names(), project.path().join(".kodelet/mcp"));
+    let bridge = BridgeServer::start_with(manager.clone(), Some(describer)).await.unwrap();
+    let d = BridgeClient::new(bridge.endpoint().clone()).describe("fixture", "add").await.unwrap();
+    let ts = &d.typescript;
+    assert!(ts.starts_with("// import { add } from \"./servers/fixture/index.ts\";"), "{ts}");
+    assert!(!ts.contains("Generated by agent") && !ts.contains("../../client.ts"), "{ts}");
+    for needle in
+        ["export async function add(input: AddInput): Promise<AddOutput>", "export interface AddInput", "sum: number;"]
+    {
+        assert!(ts.contains(needle), "{needle} missing from\n{ts}");
+    }
+    bridge.stop().await;
+    manager.shutdown().await;
+}
+
+#[tokio::test]
+async fn search_follows_a_changed_tool_list() {
+    let s = setup(&fixture_stdio_yaml("fixture", &["--echo-retires"])).await;
+    let client = BridgeClient::new(s.bridge.endpoint().clone());
+    let found = |hits: &[agent::mcp::catalog::SearchResult]| hits.iter().any(|h| h.tool == "echo");
+    assert!(found(&client.search("echo message", 5).await.unwrap()));
+    let (first, _) = s.manager.catalog().await;
+    let (same, _) = s.manager.catalog().await;
+    assert!(Arc::ptr_eq(&first, &same), "an unchanged tool list is not indexed again");
+    // `echo` announces tools/list_changed and leaves the list.
+    client.call(&req("echo", json!({"message": "bye"}))).await.unwrap();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while found(&client.search("echo message", 5).await.unwrap()) {
+        assert!(Instant::now() < deadline, "the search still finds the retired tool");
+        tokio::task::yield_now().await;
+    }
+    let (rebuilt, _) = s.manager.catalog().await;
+    assert!(!rebuilt.tools().iter().any(|t| t.name == "echo"));
+    assert_eq!(rebuilt.tools().len() + 1, first.tools().len());
+    s.finish().await;
+}
+
+#[tokio::test]
+async fn bridge_search_fuses_embeddings_and_falls_back_to_words_when_they_fail() {
+    for failing in [false, true] {
+        let fake = fake_embeddings::FakeEmbeddings::start(failing);
+        let project = Project::new();
+        project.write_config(&format!(
+            "{}mcp:\n  servers:\n{}",
+            fake.search_yaml(),
+            fixture_stdio_yaml("fixture", &[])
+        ));
+        let opts = LoadOptions {
+            project_dir: Some(project.path().to_path_buf()),
+            skip_user_config: true,
+            ..Default::default()
+        };
+        let mut config = Config::load_with_env(&opts, &Default::default()).unwrap();
+        config.mcp.code_execution.workspace_dir = project.path().join(".kodelet/mcp");
+        let manager = Arc::new(McpManager::new(&config));
+        let bridge = BridgeServer::start(manager.clone()).await.unwrap();
+        let client = BridgeClient::new(bridge.endpoint().clone());
+        let plus = client.search("plus", 3).await.unwrap();
+        let words = client.search("add two numbers", 3).await.unwrap();
+        assert_eq!(words[0].tool, "add", "{words:?}");
+        if failing {
+            assert!(plus.is_empty(), "words only: {plus:?}");
+            assert_eq!(fake.requests(), 1, "a failed endpoint is not asked again");
+        } else {
+            assert_eq!(plus[0].tool, "add", "{plus:?}");
+            // The tools once, then one query per search.
+            assert_eq!(fake.requests(), 3);
+        }
+        bridge.stop().await;
+        manager.shutdown().await;
+    }
 }

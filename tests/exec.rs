@@ -1303,3 +1303,70 @@ fn the_compiled_script_caches_are_private() {
         }
     }
 }
+
+// ---------------------------------------------------------------------------------------------
+// The tool catalog: searchTools / describeTool
+
+#[test]
+fn search_tools_and_describe_tool_reach_every_enabled_server() {
+    let yaml = format!(
+        "{}{}{}      disabled: true\n",
+        fixture_stdio_yaml("fixture", &[]),
+        fixture_stdio_yaml("other", &[]),
+        fixture_stdio_yaml("off", &[])
+    );
+    let p = Project::with_servers(&yaml);
+    // The script names no server: using the catalog starts every enabled one (and the tree is
+    // generated for them), not only what it imports.
+    let out = exec_json(
+        &p,
+        "const hits = await searchTools('add two numbers', { limit: 3 });\n\
+         const servers = hits.slice(0, 2).map((h) => `${h.server}.${h.tool}`).sort();\n\
+         const ts = await describeTool('other.add');\n\
+         const dotted = await describeTool('fixture', 'text.upper');\n\
+         const seen: Record<string, unknown> = {};\n\
+         try { await describeTool('fixture.ad'); } catch (e: any) { seen.unknown = [e.name, e.code, e.status, e.suggestions.includes('add')]; }\n\
+         try { await describeTool('off.add'); } catch (e: any) { seen.disabled = e.code; }\n\
+         try { await describeTool('nodot'); } catch (e: any) { seen.nodot = [e.name, e.message]; }\n\
+         try { await searchTools(''); } catch (e: any) { seen.empty = e.name; }\n\
+         try { await searchTools('x', { limit: 0 }); } catch (e: any) { seen.limit = e.name; }\n\
+         try { await searchTools('the'); } catch (e: any) { seen.noWords = [e.code, e.message]; }\n\
+         export default { servers, keys: Object.keys(hits[0]), first: hits[0], count: hits.length,\n\
+           head: ts.split('\\n')[0], typed: ts.includes('export interface AddInput'),\n\
+           dotted: dotted.includes('text.upper'), seen };\n",
+        &[],
+    );
+    assert_eq!(out["error"], Value::Null, "{out}");
+    let v = &out["value"];
+    assert_eq!(v["servers"], json!(["fixture.add", "other.add"]), "{v}");
+    assert_eq!(v["keys"], json!(["server", "tool", "score", "signature", "description"]));
+    assert_eq!(v["first"]["description"], "Add two integers; returns {sum}.");
+    assert!(v["count"].as_u64().unwrap() <= 3);
+    assert_eq!(v["head"], "// import { add } from \"./servers/other/index.ts\";  (file servers/other/add.ts)");
+    assert_eq!(v["typed"], true);
+    assert_eq!(v["dotted"], true);
+    let seen = &v["seen"];
+    assert_eq!(seen["unknown"], json!(["BridgeError", "unknown_tool", 404, true]));
+    assert_eq!(seen["disabled"], "unknown_server");
+    assert_eq!(seen["nodot"][0], "TypeError");
+    assert!(seen["nodot"][1].as_str().unwrap().contains("expected \"server.tool\""), "{seen}");
+    assert_eq!(seen["empty"], "TypeError");
+    assert_eq!(seen["limit"], "TypeError");
+    assert_eq!(seen["noWords"][0], "bad_request");
+    assert!(p.path().join(WS).join("servers/other/add.ts").is_file(), "the tree covers every enabled server");
+    assert!(!p.path().join(WS).join("servers/off").exists(), "a disabled server is not started");
+}
+
+#[test]
+fn a_script_without_the_catalog_still_starts_only_what_it_names() {
+    let yaml = format!("{}{}", fixture_stdio_yaml("fixture", &[]), fixture_stdio_yaml("other", &[]));
+    let p = Project::with_servers(&yaml);
+    let r = exec_stdin(
+        &p,
+        "// searchToolsX is not the catalog\nconsole.log(await callMCPTool('fixture', 'echo', { message: 'hi' }));",
+        &[],
+    );
+    r.assert_ok();
+    assert!(p.path().join(WS).join("servers/fixture").is_dir());
+    assert!(!p.path().join(WS).join("servers/other").exists());
+}

@@ -129,6 +129,9 @@ import { fixture } from "./index.ts";
 import { MCPToolError } from "./client.ts";
 
 const sum: number = (await add({ a: 1, b: 2 })).sum;
+const found: ToolSearchResult[] = await searchTools("add numbers", { limit: 3 });
+const firstSignature: string = found[0].signature;
+const declaration: string = (await describeTool("fixture.add")) + (await describeTool("fixture", "add"));
 const input: ComplexInput = {
   query: "q",
   mode: "fast",
@@ -155,7 +158,7 @@ await complex({ query: "q", mode: "FAST" });
 try {
   await fixture.fail();
 } catch (e) {
-  if (e instanceof MCPToolError) console.log(e.server, e.tool, e.content.length, sum, nodes, text);
+  if (e instanceof MCPToolError) console.log(e.server, e.tool, e.content.length, sum, nodes, text, firstSignature, declaration);
 }
 "#,
     );

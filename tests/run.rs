@@ -783,7 +783,7 @@ fn code_mode_ctrl_c_stops_the_script_servers_and_bridge() {
 // agent mcp list --tokens
 
 #[test]
-fn list_tokens_compares_direct_and_code_mode() {
+fn list_tokens_compares_direct_code_and_progressive_mode() {
     let servers = format!("{}{}", everything_yaml("everything"), fixture_stdio_yaml("fixture", &[]));
     let p = Project::with_servers(&servers);
     let r = p.run(&["mcp", "list", "--tokens", "--json"]);
@@ -813,6 +813,23 @@ fn list_tokens_compares_direct_and_code_mode() {
     assert_eq!(cols[1], listed.len().to_string());
     assert_eq!(cols[2].replace(',', ""), total.to_string());
     assert!(r.stdout.contains("tool-definition tokens per request"), "{}", r.stdout);
+    // The third mode: a fixed cost, no per-server share without pins.
+    let header = r.stdout.lines().find(|l| l.starts_with("server")).unwrap();
+    assert!(header.ends_with("progressive"), "{header}");
+    let progressive = est["progressive_total"].as_u64().unwrap();
+    assert_eq!(cols[4].replace(',', ""), progressive.to_string());
+    assert!(progressive > 0 && progressive < total / 5, "{progressive} vs {total}");
+    assert!(per.iter().all(|s| s["progressive"] == 0), "{est}");
+    assert!(r.stdout.contains("progressive mode "), "{}", r.stdout);
+
+    // A pinned tool is that server's progressive share, as its direct definition.
+    p.write_config(&format!("mcp:\n  pinned_tools: [fixture.add]\n  servers:\n{servers}"));
+    let pinned = p.run(&["mcp", "list", "--tokens", "--json", "--server", "fixture"]);
+    pinned.assert_ok();
+    let pinned = pinned.json();
+    let share = pinned["servers"][0]["progressive"].as_u64().unwrap();
+    assert!(share > 0, "{pinned}");
+    assert_eq!(share + pinned["progressive_fixed"].as_u64().unwrap(), pinned["progressive_total"].as_u64().unwrap());
 }
 
 #[test]
@@ -823,4 +840,116 @@ fn an_endless_task_on_stdin_is_capped() {
     r.assert_code(2);
     assert!(r.stderr.contains("the task on stdin is larger than 16.0 MB"), "{}", r.stderr);
     assert!(fake.requests().is_empty());
+}
+
+#[test]
+fn code_mode_offers_search_first_and_scripts_can_search_and_describe() {
+    let script = r#"
+const hits = await searchTools("add two integers", { limit: 2 });
+console.log(hits.map((h) => `${h.server}.${h.tool}`).join(" "));
+console.log((await describeTool(`${hits[0].server}.${hits[0].tool}`)).split("\n")[0]);
+"#;
+    let fake = FakeLlm::start(vec![
+        Reply::tools("", &[("code_execution", json!({"code": script, "description": "find a tool"}))]),
+        Reply::text("fixture.add adds."),
+    ]);
+    let p = fixture_project(&fake, Api::Anthropic);
+    let r = p.run(&["run", "--mode", "code", "Which tool adds numbers?"]);
+    r.assert_ok();
+    let reqs = fake.requests();
+    let system = reqs[0].system();
+    assert!(system.contains("To find tools, search first"), "{system}");
+    assert!(reqs[0].raw.contains("searchTools(query, { limit })"), "the code_execution description names it");
+    let results = reqs[1].tool_results();
+    assert_eq!(results.len(), 1);
+    let (_, text, is_error) = &results[0];
+    assert!(!is_error, "{text}");
+    let lines: Vec<&str> = text.lines().collect();
+    assert!(lines[0].starts_with("fixture.add"), "{text}");
+    assert_eq!(lines[1], "// import { add } from \"./servers/fixture/index.ts\";  (file servers/fixture/add.ts)");
+}
+
+// ---------------------------------------------------------------------------------------------
+// Progressive mode
+
+#[test]
+fn progressive_mode_searches_then_calls_a_found_tool() {
+    let fake = FakeLlm::start(vec![
+        Reply::tool("search_tools", json!({"query": "add two numbers", "limit": 3})),
+        Reply::tool("call_tool", json!({"name": "fixture.add", "arguments": {"a": 2, "b": 40}})),
+        Reply::text("2 + 40 = 42"),
+    ]);
+    let p = fixture_project(&fake, Api::Anthropic);
+    let r = p.run(&["run", "--mode", "progressive", "What is 2 + 40?"]);
+    r.assert_ok();
+    assert!(r.stdout.ends_with("2 + 40 = 42\n"), "{}", r.stdout);
+    let reqs = fake.requests();
+    assert_eq!(reqs.len(), 3);
+    for req in &reqs {
+        assert_eq!(req.tool_names(), ["search_tools", "call_tool"]);
+    }
+    // No MCP tool definition travels: not even a description.
+    assert!(!reqs[0].raw.contains("Echo the message back as text."));
+    let n_tools = listed_tools(&p).len();
+    assert!(reqs[0].system().contains(&format!("servers: fixture; {n_tools} tools")), "{}", reqs[0].system());
+    let found = &reqs[1].tool_results()[0];
+    assert!(!found.2, "{found:?}");
+    let first = found.1.lines().next().unwrap();
+    assert_eq!(first, "fixture.add(a: integer, b: integer) - Add two integers; returns {sum}.");
+    assert!(found.1.lines().count() <= 3, "{found:?}");
+    let called = &reqs[2].tool_results()[0];
+    assert_eq!((called.1.as_str(), called.2), ("{\"sum\":42}", false));
+    assert!(r.stderr.contains("→ call_tool"), "{}", r.stderr);
+}
+
+#[test]
+fn progressive_mode_explains_bad_names_and_arguments_and_keeps_pinned_tools_direct() {
+    let fake = FakeLlm::start(vec![
+        Reply::tools(
+            "",
+            &[
+                ("call_tool", json!({"name": "fixture.ad", "arguments": {}})),
+                ("call_tool", json!({"name": "fixture.add", "arguments": {"a": "two"}})),
+                ("call_tool", json!({"name": "fixtur.add"})),
+                ("call_tool", json!({"name": "add"})),
+                ("call_tool", json!({"name": "fixture.echo", "arguments": "{\"message\": \"as text\"}"})),
+                ("search_tools", json!({"query": "the"})),
+                ("mcp_fixture_echo", json!({"message": "pinned"})),
+            ],
+        ),
+        Reply::text("done"),
+    ]);
+    let p = project(&fake, Api::OpenAi, &fixture_stdio_yaml("fixture", &[]));
+    std::fs::write(
+        p.path().join("agent.yaml"),
+        format!(
+            "{}mcp:\n  pinned_tools: [fixture.echo, fixture.ech]\n  servers:\n{}",
+            fake.llm_yaml(Api::OpenAi),
+            fixture_stdio_yaml("fixture", &[])
+        ),
+    )
+    .unwrap();
+    let r = p.run(&["run", "--mode", "progressive", "try things"]);
+    r.assert_ok();
+    assert!(
+        r.stderr.contains("warning: mcp.pinned_tools: no tool `fixture.ech` among the started servers; did you mean"),
+        "{}",
+        r.stderr
+    );
+    let reqs = fake.requests();
+    assert_eq!(reqs[0].tool_names(), ["search_tools", "call_tool", "mcp_fixture_echo"]);
+    assert!(reqs[0].system().contains("directly: mcp_fixture_echo"), "{}", reqs[0].system());
+    let results = reqs[1].tool_results();
+    assert_eq!(results.len(), 7);
+    let (unknown, invalid, server, bare, text_args, no_words, pinned) =
+        (&results[0], &results[1], &results[2], &results[3], &results[4], &results[5], &results[6]);
+    assert!(unknown.2 && unknown.1.contains("unknown tool `fixture.ad`; did you mean `fixture.add`"), "{unknown:?}");
+    assert!(unknown.1.contains("search_tools finds tools"), "{unknown:?}");
+    assert!(invalid.2 && invalid.1.contains("invalid arguments for `fixture.add`:"), "{invalid:?}");
+    assert!(invalid.1.contains("input schema of `fixture.add`: {"), "{invalid:?}");
+    assert!(server.2 && server.1.contains("unknown server `fixtur`; did you mean `fixture`"), "{server:?}");
+    assert!(bare.2 && bare.1.contains("expected `server.tool`"), "{bare:?}");
+    assert_eq!((text_args.1.as_str(), text_args.2), ("as text", false));
+    assert!(no_words.2 && no_words.1.contains("no words to search for"), "{no_words:?}");
+    assert_eq!((pinned.1.as_str(), pinned.2), ("pinned", false));
 }

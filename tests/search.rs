@@ -127,3 +127,109 @@ fn usage_errors_exit_2() {
         r.stdout
     );
 }
+
+/// `server.tool` names of `agent mcp search QUERY --json` on the project's servers.
+fn search_live(p: &Project, query: &str, env: &[(&str, &str)]) -> (Vec<String>, String) {
+    let mut c = p.cmd(&["mcp", "search", query, "--json"]);
+    for (k, v) in env {
+        c.env(k, v);
+    }
+    let out = c.output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let json: Value = serde_json::from_slice(&out.stdout).unwrap();
+    (ranked(&json), String::from_utf8_lossy(&out.stderr).into_owned())
+}
+
+#[test]
+fn successful_calls_are_counted_in_the_workspace_and_rank_their_tool_higher() {
+    let yaml = format!("{}{}", support::fixture_stdio_yaml("fixture", &[]), support::fixture_stdio_yaml("other", &[]));
+    let p = Project::with_servers(&yaml);
+    let usage = p.path().join(".kodelet/mcp/usage.json");
+    // Two identical tools: the first server wins the tie until the other one is used.
+    let (before, _) = search_live(&p, "add two numbers", &[]);
+    assert_eq!(before[..2], ["fixture.add", "other.add"]);
+    p.run(&["mcp", "call", "other.add", "--args", r#"{"a": 1, "b": 2}"#]).assert_ok();
+    p.run(&["mcp", "call", "other.fail"]).assert_code(1);
+    p.run(&["mcp", "call", "other.add", "--args", r#"{"a": "x"}"#]).assert_code(2);
+    p.run_stdin(
+        &["exec", "-"],
+        "await callMCPTool('other', 'add', { a: 1, b: 1 }); await callMCPTool('fixture', 'echo', { message: 'x' });",
+    )
+    .assert_ok();
+    let counts: Value = serde_json::from_str(&std::fs::read_to_string(&usage).unwrap()).unwrap();
+    assert_eq!(counts, serde_json::json!({"version": 1, "counts": {"fixture": {"echo": 1}, "other": {"add": 2}}}));
+    let (after, _) = search_live(&p, "add two numbers", &[]);
+    assert_eq!(after[..2], ["other.add", "fixture.add"]);
+    // Turned off: neither counted nor used.
+    let (off, _) = search_live(&p, "add two numbers", &[("AGENT_SEARCH__USAGE", "false")]);
+    assert_eq!(off[..2], ["fixture.add", "other.add"]);
+    let mut c = p.cmd(&["mcp", "call", "fixture.add", "--args", r#"{"a": 1, "b": 2}"#]);
+    assert!(c.env("AGENT_SEARCH__USAGE", "false").output().unwrap().status.success());
+    let unchanged: Value = serde_json::from_str(&std::fs::read_to_string(&usage).unwrap()).unwrap();
+    assert_eq!(unchanged, counts);
+    // A corrupt file is a warning, ignored, and replaced by the next counts.
+    std::fs::write(&usage, "{oops").unwrap();
+    let (ranked_anyway, stderr) = search_live(&p, "add two numbers", &[]);
+    assert_eq!(ranked_anyway[..2], ["fixture.add", "other.add"]);
+    assert!(stderr.contains("warning: the usage counts") && stderr.contains("are not valid"), "{stderr}");
+    let r = p.run(&["mcp", "call", "fixture.add", "--args", r#"{"a": 1, "b": 2}"#]);
+    r.assert_ok();
+    assert!(r.stderr.contains("are not valid"), "{}", r.stderr);
+    let fresh: Value = serde_json::from_str(&std::fs::read_to_string(&usage).unwrap()).unwrap();
+    assert_eq!(fresh["counts"], serde_json::json!({"fixture": {"add": 1}}));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Semantic ranking (search.embeddings) against a fake /v1/embeddings endpoint
+
+#[path = "support/fake_embeddings.rs"]
+mod fake_embeddings;
+
+fn embeddings_project(fake: &fake_embeddings::FakeEmbeddings) -> Project {
+    let p = Project::new();
+    p.write_config(&format!("{}mcp:\n  servers:\n{}", fake.search_yaml(), support::fixture_stdio_yaml("fixture", &[])));
+    p
+}
+
+#[test]
+fn embeddings_find_tools_by_meaning_and_are_embedded_once() {
+    let fake = fake_embeddings::FakeEmbeddings::start(false);
+    let p = embeddings_project(&fake);
+    // No word of "plus" is in the fixture's tools: words alone find nothing.
+    let (lexical, _) = search_live(&Project::with_fixture(), "plus", &[]);
+    assert!(lexical.is_empty(), "{lexical:?}");
+    let (found, stderr) = search_live(&p, "plus", &[("FAKE_EMBED_KEY", "sekret")]);
+    assert_eq!(found.first().map(String::as_str), Some("fixture.add"), "{found:?}\n{stderr}");
+    assert!(!stderr.contains("warning"), "{stderr}");
+    assert_eq!(fake.auth().as_deref(), Some("Bearer sekret"));
+    let n_tools = p.run(&["mcp", "list", "--json"]).json().as_array().unwrap().len();
+    let texts = fake.texts();
+    assert_eq!(texts.len(), n_tools + 1, "every tool and the query: {texts:?}");
+    assert!(texts.iter().any(|t| t.starts_with("fixture.add\nAdd numbers\nAdd two integers")), "{texts:?}");
+    assert_eq!(texts.last().map(String::as_str), Some("plus"));
+    assert!(p.path().join(".kodelet/mcp/embeddings.json").is_file());
+    // Fused with the words: a query both rankings agree on keeps its tool first.
+    let (both, _) = search_live(&p, "upper case text shout", &[]);
+    assert_eq!(both[0], "fixture.text.upper");
+    // The tools were embedded once: later searches send only their query.
+    assert_eq!(fake.texts().len(), n_tools + 2);
+}
+
+#[test]
+fn a_failing_embeddings_endpoint_is_one_warning_then_words_only() {
+    let fake = fake_embeddings::FakeEmbeddings::start(true);
+    let p = embeddings_project(&fake);
+    let (found, stderr) = search_live(&p, "add two numbers", &[]);
+    assert_eq!(found.first().map(String::as_str), Some("fixture.add"));
+    assert_eq!(stderr.matches("warning: the embeddings endpoint failed").count(), 1, "{stderr}");
+    assert!(stderr.contains("HTTP 500") && stderr.contains("the model is not loaded"), "{stderr}");
+    assert_eq!(fake.requests(), 1, "not asked again for the query after failing");
+    // Nothing listens there at all: the same.
+    p.write_config(&format!(
+        "search:\n  embeddings: {{url: \"http://127.0.0.1:9/v1\", model: m}}\nmcp:\n  servers:\n{}",
+        support::fixture_stdio_yaml("fixture", &[])
+    ));
+    let (found, stderr) = search_live(&p, "add two numbers", &[]);
+    assert_eq!(found.first().map(String::as_str), Some("fixture.add"));
+    assert_eq!(stderr.matches("warning: the embeddings endpoint failed").count(), 1, "{stderr}");
+}

@@ -132,7 +132,9 @@ fn code_execution_description(l: &LimitsText) -> String {
          \"./skills/<name>.ts\" (kebab-case name).\n\
          - Limits: {} wall-clock, {} MB memory, {} of output (the rest is cut).\n\
          - Uncaught errors and limits come back as an error result with message and stack.\n\
-         Check a tool's input and output types with read_file before calling it.",
+         - Find tools with the globals `searchTools(query, {{ limit }})` (ranked `{{server, tool, signature, \
+         description}}` over every server) and `describeTool(\"server.tool\")` (its TypeScript: import, types, docs). \
+         Check a tool's input and output types before calling it.",
         l.timeout, l.memory_mb, l.max_output
     )
 }
@@ -154,9 +156,11 @@ pub fn system_prompt(tree: &Path, servers: &[ServerEntry]) -> String {
     }
     let _ = writeln!(
         s,
-        "\nTo find tools, read servers/<server>/index.ts (one line per tool) or use `{GREP_FILES}`; then read only the \
-         <tool>.ts files you need for their exact types. Do the work in as few `{CODE_EXECUTION}` runs as you can, \
-         print only what you need, and give the final answer as plain text without calling a tool."
+        "\nTo find tools, search first: run `console.log(await searchTools(\"what you need\", {{ limit: 5 }}))` with \
+         `{CODE_EXECUTION}` (it ranks the tools of every server), then `console.log(await describeTool(\"server.tool\"))` \
+         for the exact types of the ones you will use. servers/<server>/index.ts (one line per tool) and \
+         `{GREP_FILES}` work too. Do the work in as few `{CODE_EXECUTION}` runs as you can, print only what you need, \
+         and give the final answer as plain text without calling a tool."
     );
     s
 }
@@ -601,8 +605,20 @@ mod tests {
         let specs = tool_specs(&LimitsText { timeout: "30s".into(), memory_mb: 256, max_output: "100 KB".into() });
         let names: Vec<&str> = specs.iter().map(|s| s.name.as_str()).collect();
         assert_eq!(names, [CODE_EXECUTION, LIST_FILES, READ_FILE, GREP_FILES]);
-        for needle in ["./servers/<server>/index.ts", "Promise.all", "MCPToolError", "try/catch", "30s wall-clock"] {
+        for needle in [
+            "./servers/<server>/index.ts",
+            "Promise.all",
+            "MCPToolError",
+            "try/catch",
+            "30s wall-clock",
+            "searchTools(query, { limit })",
+            "describeTool(\"server.tool\")",
+        ] {
             assert!(specs[0].description.contains(needle), "{needle}");
         }
+        assert!(
+            p.contains("search first: run `console.log(await searchTools(\"what you need\", { limit: 5 }))`"),
+            "{p}"
+        );
     }
 }

@@ -1,6 +1,7 @@
 //! Offline token estimates (tiktoken's `o200k_base`, embedded in the binary) of what the model
-//! is sent: the tool definitions of direct mode vs the fixed code-mode tools and prompt lines,
-//! per server and in total (`agent mcp list --tokens`).
+//! is sent: the tool definitions of direct mode vs the fixed code-mode tools and prompt lines vs
+//! progressive mode's two tools, prompt and pinned tools, per server and in total
+//! (`agent mcp list --tokens`).
 //!
 //! o200k is OpenAI's tokenizer; Claude's differs, so these are estimates for choosing a mode,
 //! not bills. The provider's own usage fields are the real counts.
@@ -43,6 +44,8 @@ pub struct ServerTokens {
     pub direct: usize,
     /// Its line in the code-mode system prompt.
     pub code: usize,
+    /// Its pinned tools' definitions in progressive mode (`mcp.pinned_tools`).
+    pub progressive: usize,
 }
 
 /// The estimate for a set of servers.
@@ -55,6 +58,9 @@ pub struct TokenEstimate {
     pub code_fixed: usize,
     pub direct_total: usize,
     pub code_total: usize,
+    /// Progressive mode's fixed cost: `search_tools` + `call_tool` + its system prompt.
+    pub progressive_fixed: usize,
+    pub progressive_total: usize,
 }
 
 impl TokenEstimate {
@@ -65,24 +71,52 @@ impl TokenEstimate {
         }
         100.0 * (1.0 - self.code_total as f64 / self.direct_total as f64)
     }
+
+    /// How much smaller progressive mode is, in percent (negative when it is bigger).
+    pub fn progressive_saving_percent(&self) -> f64 {
+        if self.direct_total == 0 {
+            return 0.0;
+        }
+        100.0 * (1.0 - self.progressive_total as f64 / self.direct_total as f64)
+    }
 }
 
-/// Estimates direct vs code mode for `tools`; `entries` are the servers as code mode lists them.
-pub fn estimate(tools: &[ToolInfo], entries: &[ServerEntry], limits: &LimitsText, provider: Provider) -> TokenEstimate {
+/// Estimates direct vs code vs progressive mode for `tools`; `entries` are the servers as code
+/// mode lists them, `pinned` the `mcp.pinned_tools` (`server.tool`; unknown ones count nothing).
+pub fn estimate(
+    tools: &[ToolInfo],
+    entries: &[ServerEntry],
+    limits: &LimitsText,
+    provider: Provider,
+    pinned: &[String],
+) -> TokenEstimate {
     let map = ToolMap::build(tools, flavor(provider));
     let code_specs = super::code::tool_specs(limits);
+    let (pins, _) = super::progressive::resolve_pins(pinned, tools);
+    let pin_map = ToolMap::build(&pins, flavor(provider));
     let tree = std::path::Path::new(".kodelet/mcp");
     let mut servers = Vec::new();
+    let specs_of = |m: &ToolMap, server: &str| -> Vec<ToolSpec> {
+        m.tools.iter().zip(&m.specs).filter(|(t, _)| t.server == server).map(|(_, s)| s.clone()).collect()
+    };
     for e in entries {
-        let specs: Vec<ToolSpec> =
-            map.tools.iter().zip(&map.specs).filter(|(m, _)| m.server == e.name).map(|(_, s)| s.clone()).collect();
+        let specs = specs_of(&map, &e.name);
         let direct = if specs.is_empty() { 0 } else { tools_tokens(&specs, provider) };
         let code = count(&super::code::server_line(e));
-        servers.push(ServerTokens { server: e.name.clone(), tools: specs.len(), direct, code });
+        let pinned_specs = specs_of(&pin_map, &e.name);
+        let progressive = if pinned_specs.is_empty() { 0 } else { tools_tokens(&pinned_specs, provider) };
+        servers.push(ServerTokens { server: e.name.clone(), tools: specs.len(), direct, code, progressive });
     }
     let direct_total = if map.specs.is_empty() { 0 } else { tools_tokens(&map.specs, provider) };
     let code_total = tools_tokens(&code_specs, provider) + count(&super::code::system_prompt(tree, entries));
     let code_fixed = code_total.saturating_sub(servers.iter().map(|s| s.code).sum());
+    let names: Vec<String> = entries.iter().map(|e| e.name.clone()).collect();
+    let pin_names: Vec<String> = pin_map.names().map(String::from).collect();
+    let mut progressive_specs = super::progressive::tool_specs();
+    progressive_specs.extend(pin_map.specs.iter().cloned());
+    let progressive_total = tools_tokens(&progressive_specs, provider)
+        + count(&super::progressive::system_prompt(&names, tools.len(), &pin_names));
+    let progressive_fixed = progressive_total.saturating_sub(servers.iter().map(|s| s.progressive).sum());
     TokenEstimate {
         tokenizer: "o200k_base",
         provider: provider.to_string(),
@@ -90,6 +124,8 @@ pub fn estimate(tools: &[ToolInfo], entries: &[ServerEntry], limits: &LimitsText
         code_fixed,
         direct_total,
         code_total,
+        progressive_fixed,
+        progressive_total,
     }
 }
 
@@ -166,14 +202,34 @@ mod tests {
             names: crate::codegen::ServerNames { dir: "s".into(), namespace: "s".into() },
             tools: 1,
         }];
-        let one = estimate(&[tool("a")], &entries, &limits, Provider::Anthropic);
+        let one = estimate(&[tool("a")], &entries, &limits, Provider::Anthropic, &[]);
         let many: Vec<ToolInfo> = (0..50).map(|i| tool(&format!("t{i}"))).collect();
-        let fifty = estimate(&many, &entries, &limits, Provider::Anthropic);
+        let fifty = estimate(&many, &entries, &limits, Provider::Anthropic, &[]);
         assert!(fifty.direct_total > 40 * one.direct_total / 2, "{} vs {}", fifty.direct_total, one.direct_total);
         assert_eq!(fifty.code_total, one.code_total);
         assert_eq!(fifty.servers[0].tools, 50);
         assert_eq!(fifty.servers[0].direct, fifty.direct_total);
         assert!(fifty.servers[0].code > 0 && fifty.servers[0].code < 20);
+        // Progressive mode: a fixed cost (the prompt says how many tools there are), plus pins.
+        assert!(fifty.progressive_total.abs_diff(one.progressive_total) <= 2);
+        assert_eq!(fifty.progressive_fixed, fifty.progressive_total);
+        let pinned = estimate(&many, &entries, &limits, Provider::Anthropic, &["s.t1".into(), "s.nope".into()]);
+        assert!(pinned.servers[0].progressive > 0);
+        assert_eq!(pinned.progressive_total, pinned.progressive_fixed + pinned.servers[0].progressive);
+    }
+
+    #[test]
+    fn progressive_mode_sends_at_most_400_tokens_for_the_github_corpus() {
+        let file = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/github-mcp-server.json");
+        let tools = crate::codegen::load_tools_file(&file, Some("github")).unwrap();
+        assert!(tools.len() > 100);
+        let limits = LimitsText { timeout: "30s".into(), memory_mb: 256, max_output: "100 KB".into() };
+        let entries = crate::codegen::server_entries(&["github".into()], &tools);
+        for provider in [Provider::Anthropic, Provider::Openai] {
+            let est = estimate(&tools, &entries, &limits, provider, &[]);
+            assert!(est.progressive_total <= 400, "{provider}: {} tokens", est.progressive_total);
+            assert!(est.direct_total > 20 * est.progressive_total, "{provider}: {est:?}");
+        }
     }
 
     #[test]

@@ -19,6 +19,7 @@
 //! interactive call prompts for). `--tools-file FILE` serves the tools of FILE (a tools array,
 //! `{"tools": [...]}` or an `agent mcp list --json` file) instead of its own, each answering
 //! `called NAME with ARGS` (a real server for a real catalog, e.g. tests/data/github-mcp-server.json).
+//! `--echo-retires`: `echo` announces `tools/list_changed`, after which tools/list leaves `echo` out.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -184,6 +185,9 @@ struct Fixture {
     /// `--relist-hangs`: `echo` announces a changed tool list, and tools/list never answers again.
     relist_hangs: bool,
     announced: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    /// `--echo-retires`: `echo` announces a changed tool list without itself.
+    echo_retires: bool,
+    retired: std::sync::Arc<std::sync::atomic::AtomicBool>,
 }
 
 #[derive(Debug, Deserialize, schemars::JsonSchema)]
@@ -198,6 +202,10 @@ impl Fixture {
     async fn echo(&self, Parameters(a): Parameters<EchoArgs>, cx: RequestContext<RoleServer>) -> String {
         if self.relist_hangs {
             self.announced.store(true, std::sync::atomic::Ordering::SeqCst);
+            let _ = cx.peer.notify_tool_list_changed().await;
+        }
+        if self.echo_retires {
+            self.retired.store(true, std::sync::atomic::Ordering::SeqCst);
             let _ = cx.peer.notify_tool_list_changed().await;
         }
         a.message
@@ -342,7 +350,10 @@ impl ServerHandler for Fixture {
         if self.announced.load(std::sync::atomic::Ordering::SeqCst) {
             std::future::pending::<()>().await;
         }
-        let all = self.tool_router.list_all();
+        let mut all = self.tool_router.list_all();
+        if self.retired.load(std::sync::atomic::Ordering::SeqCst) {
+            all.retain(|t| t.name != "echo");
+        }
         let start = match request.and_then(|r| r.cursor) {
             Some(c) => c.parse::<usize>().map_err(|_| McpError::invalid_params("bad cursor", None))?,
             None => 0,
@@ -361,6 +372,7 @@ fn main() -> std::process::ExitCode {
     let mut relist_hangs = false;
     let mut form = false;
     let mut tools_file: Option<String> = None;
+    let mut echo_retires = false;
     while let Some(a) = args.next() {
         match a.as_str() {
             "--http" => http = args.next(),
@@ -378,6 +390,7 @@ fn main() -> std::process::ExitCode {
             "--relist-hangs" => relist_hangs = true,
             "--form" => form = true,
             "--tools-file" => tools_file = args.next(),
+            "--echo-retires" => echo_retires = true,
             // Ignored; lets tests find their own server processes in /proc.
             "--tag" => {
                 args.next();
@@ -409,7 +422,14 @@ fn main() -> std::process::ExitCode {
         None if form => Fixture::tool_router(),
         None => Fixture::tool_router().with_disabled("form"),
     };
-    let fixture = Fixture { tool_router, page_size, relist_hangs, announced: Default::default() };
+    let fixture = Fixture {
+        tool_router,
+        page_size,
+        relist_hangs,
+        announced: Default::default(),
+        echo_retires,
+        retired: Default::default(),
+    };
     let result = rt.block_on(async move {
         match http {
             None => match response_id {

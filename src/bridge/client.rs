@@ -10,8 +10,9 @@ use hyper_util::client::legacy::Client;
 use hyperlocal::{UnixClientExt, UnixConnector};
 use serde_json::Value;
 
-use super::protocol::{CallRequest, ErrorBody, ErrorCode};
+use super::protocol::{CallRequest, ErrorBody, ErrorCode, ToolDescription, encode_component};
 use super::server::BridgeEndpoint;
+use crate::mcp::catalog::SearchResult;
 
 /// A failed bridge request: the bridge's error code (or `None` when the bridge was unreachable).
 #[derive(Debug, Clone, thiserror::Error)]
@@ -55,6 +56,20 @@ impl BridgeClient {
     /// `POST /call` with a pre-encoded JSON body, answering the raw JSON bytes of the result.
     pub async fn call_bytes(&self, body: Bytes) -> Result<Bytes, BridgeError> {
         self.request_bytes(Method::POST, "/call", body).await
+    }
+
+    /// `GET /search`: the tools of every enabled server ranked for `query`, best first.
+    pub async fn search(&self, query: &str, limit: usize) -> Result<Vec<SearchResult>, BridgeError> {
+        let path = format!("/search?q={}&limit={limit}", encode_component(query));
+        let bytes = self.request_bytes(Method::GET, &path, Bytes::new()).await?;
+        serde_json::from_slice(&bytes).map_err(|e| BridgeError::transport(format!("bridge sent invalid JSON: {e}")))
+    }
+
+    /// `GET /tools/<server>/<tool>`: one tool's TypeScript declaration and doc.
+    pub async fn describe(&self, server: &str, tool: &str) -> Result<ToolDescription, BridgeError> {
+        let path = format!("/tools/{}/{}", encode_component(server), encode_component(tool));
+        let bytes = self.request_bytes(Method::GET, &path, Bytes::new()).await?;
+        serde_json::from_slice(&bytes).map_err(|e| BridgeError::transport(format!("bridge sent invalid JSON: {e}")))
     }
 
     /// `GET /health`.

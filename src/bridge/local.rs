@@ -1,4 +1,5 @@
-//! The bridge client of one script run: what the isolate's `callMCPTool` op sends through.
+//! The bridge client of one script run: what the isolate's `callMCPTool` op sends through (and
+//! `searchTools`/`describeTool`, through `GET`s).
 //!
 //! Same protocol and same socket as [`BridgeClient`](super::BridgeClient) (hyper's HTTP/1 client
 //! over a connection opened by hyperlocal's Unix connector), built for a single-threaded owner:
@@ -71,6 +72,20 @@ impl LocalBridgeClient {
             .header(hyper::header::AUTHORIZATION, self.authorization.clone())
             .header(hyper::header::CONTENT_TYPE, "application/json")
             .body(Full::new(body))
+            .map_err(|e| BridgeError::transport(format!("cannot build the request: {e}")))?;
+        let (status, bytes) = self.send(req).await?;
+        answer(status, bytes)
+    }
+
+    /// A `GET` of `path` (with its query, already encoded), answering the raw JSON bytes of a
+    /// 2xx answer; any other answer becomes a [`BridgeError`]. `searchTools`/`describeTool` use it.
+    pub async fn get_bytes(&self, path: &str) -> Result<Bytes, BridgeError> {
+        let req = Request::builder()
+            .method(Method::GET)
+            .uri(path)
+            .header(hyper::header::HOST, "bridge")
+            .header(hyper::header::AUTHORIZATION, self.authorization.clone())
+            .body(Full::new(Bytes::new()))
             .map_err(|e| BridgeError::transport(format!("cannot build the request: {e}")))?;
         let (status, bytes) = self.send(req).await?;
         answer(status, bytes)

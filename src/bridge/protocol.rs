@@ -5,6 +5,11 @@
 //!   (`{"content": [...], "structuredContent"?: ..., "isError": bool}`). A tool that reports an
 //!   error is still a 200 with `isError: true`.
 //! - `GET /tools` → 200 `[ToolInfo...]` of the servers started so far (`?server=S` starts S).
+//! - `GET /search?q=QUERY&limit=N&server=S` → 200 `[SearchResult...]`, best first: the tool
+//!   catalog of every enabled server (`agent mcp search --json` records); `limit` 1..=100
+//!   (default 10), `server` (repeatable) narrows it.
+//! - `GET /tools/<server>/<tool>` → 200 [`ToolDescription`] (its TypeScript declaration and doc);
+//!   an unknown server or tool is a 404 with suggestions. Both parts are percent-encoded.
 //! - `GET /health` → 200 `{"ok": true}` (no token needed).
 //! - Every request except `/health` needs `Authorization: Bearer <token>`.
 //! - Errors: `{"error": {"code", "message", "suggestions"?}}` with the status of [`ErrorCode`].
@@ -20,6 +25,78 @@ pub struct CallRequest {
     pub tool: String,
     #[serde(default)]
     pub arguments: Map<String, Value>,
+}
+
+/// Answer of `GET /tools/<server>/<tool>`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolDescription {
+    pub server: String,
+    /// The MCP tool name.
+    pub tool: String,
+    /// `server.tool(a: string, b?: number)`.
+    pub signature: String,
+    /// The whole description ("" when the server gives none).
+    pub description: String,
+    /// The tool's TypeScript: how to import it, its TSDoc, signature and types.
+    pub typescript: String,
+}
+
+/// `limit` of `GET /search` when none is given, and the largest accepted.
+pub const DEFAULT_SEARCH_LIMIT: usize = 10;
+pub const MAX_SEARCH_LIMIT: usize = 100;
+
+/// Percent-encodes a path segment or query value (everything but `A-Z a-z 0-9 - . _ ~`).
+pub fn encode_component(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for b in s.bytes() {
+        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~') {
+            out.push(b as char);
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
+}
+
+/// Decodes `%XX` escapes (and `+` as a space when `plus` is set); `None` when an escape is
+/// malformed or the result is not UTF-8.
+pub fn decode_component(s: &str, plus: bool) -> Option<String> {
+    let b = s.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        match b[i] {
+            b'%' => {
+                let hex = b.get(i + 1..i + 3).filter(|h| h.iter().all(u8::is_ascii_hexdigit))?;
+                out.push(u8::from_str_radix(std::str::from_utf8(hex).ok()?, 16).ok()?);
+                i += 3;
+            }
+            b'+' if plus => {
+                out.push(b' ');
+                i += 1;
+            }
+            c => {
+                out.push(c);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8(out).ok()
+}
+
+/// The `key=value` pairs of a query string, decoded; `Err` names the first malformed part.
+pub fn query_pairs(query: &str) -> Result<Vec<(String, String)>, String> {
+    query
+        .split('&')
+        .filter(|kv| !kv.is_empty())
+        .map(|kv| {
+            let (k, v) = kv.split_once('=').unwrap_or((kv, ""));
+            match (decode_component(k, true), decode_component(v, true)) {
+                (Some(k), Some(v)) => Ok((k, v)),
+                _ => Err(format!("malformed query parameter `{kv}` (bad %-escape or not UTF-8)")),
+            }
+        })
+        .collect()
 }
 
 /// Machine-readable error codes and their HTTP status.
@@ -93,3 +170,26 @@ pub struct ErrorDetail {
 
 /// Largest accepted request body.
 pub const MAX_REQUEST_BYTES: usize = 16 * 1024 * 1024;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn components_round_trip_and_bad_escapes_are_refused() {
+        for s in ["text.upper", "a b/c?d&e=f", "ünï ✓", ""] {
+            assert_eq!(decode_component(&encode_component(s), false).as_deref(), Some(s));
+        }
+        assert_eq!(decode_component("a+b%20c", true).as_deref(), Some("a b c"));
+        assert_eq!(decode_component("a+b", false).as_deref(), Some("a+b"));
+        assert_eq!(decode_component("%zz", false), None);
+        assert_eq!(decode_component("%e2%28", false), None);
+        assert_eq!(decode_component("%4", false), None);
+        assert_eq!(decode_component("%+1", false), None);
+        assert_eq!(
+            query_pairs("q=list+issues&limit=3&&x").unwrap(),
+            vec![("q".into(), "list issues".into()), ("limit".into(), "3".into()), ("x".into(), "".into())]
+        );
+        assert!(query_pairs("q=%").is_err());
+    }
+}

@@ -19,8 +19,18 @@ use hyper::{Method, Request, Response, StatusCode};
 use hyper_util::rt::TokioIo;
 use tokio_util::sync::CancellationToken;
 
-use super::protocol::{CallRequest, ErrorBody, ErrorCode, ErrorDetail, MAX_REQUEST_BYTES};
-use crate::mcp::{McpError, McpManager};
+use super::protocol::{
+    CallRequest, DEFAULT_SEARCH_LIMIT, ErrorBody, ErrorCode, ErrorDetail, MAX_REQUEST_BYTES, MAX_SEARCH_LIMIT,
+    ToolDescription, decode_component, query_pairs,
+};
+use crate::mcp::catalog::signature;
+use crate::mcp::{McpError, McpManager, ToolInfo};
+
+/// Renders a tool's TypeScript for `GET /tools/<server>/<tool>`, given the tool and every tool of
+/// its server (generated names depend on the whole server). Code mode passes the generator's
+/// rendering (the bridge cannot use `codegen`, a module of its own layer); without one the
+/// bridge answers a TSDoc comment and the one-line signature.
+pub type Describer = Arc<dyn Fn(&ToolInfo, &[ToolInfo]) -> String + Send + Sync>;
 
 /// Where a bridge listens and the token it wants: everything a client needs.
 #[derive(Debug, Clone)]
@@ -42,16 +52,22 @@ struct State {
     manager: Arc<McpManager>,
     token: String,
     calls: Arc<AtomicU64>,
+    describer: Option<Describer>,
 }
 
 impl BridgeServer {
     /// Binds a new socket in a private directory and starts serving.
     pub async fn start(manager: Arc<McpManager>) -> std::io::Result<BridgeServer> {
+        Self::start_with(manager, None).await
+    }
+
+    /// [`BridgeServer::start`] with the renderer of `GET /tools/<server>/<tool>`.
+    pub async fn start_with(manager: Arc<McpManager>, describer: Option<Describer>) -> std::io::Result<BridgeServer> {
         sweep_stale_dirs();
         let dir = std::env::temp_dir().join(format!("agent-{}-{}", std::process::id(), random_hex(6)));
         std::fs::DirBuilder::new().mode(0o700).create(&dir)?;
         let socket = dir.join("bridge.sock");
-        let result = Self::start_at(manager, &socket).await;
+        let result = Self::bind(manager, &socket, describer).await;
         match result {
             Ok(mut server) => {
                 server.dir = dir;
@@ -66,6 +82,14 @@ impl BridgeServer {
 
     /// Serves on an explicit socket path (a stale socket file there is replaced).
     pub async fn start_at(manager: Arc<McpManager>, socket: &Path) -> std::io::Result<BridgeServer> {
+        Self::bind(manager, socket, None).await
+    }
+
+    async fn bind(
+        manager: Arc<McpManager>,
+        socket: &Path,
+        describer: Option<Describer>,
+    ) -> std::io::Result<BridgeServer> {
         if let Ok(meta) = std::fs::symlink_metadata(socket) {
             use std::os::unix::fs::FileTypeExt;
             if meta.file_type().is_socket() {
@@ -82,7 +106,7 @@ impl BridgeServer {
         let token = random_hex(32);
         let cancel = CancellationToken::new();
         let calls = Arc::new(AtomicU64::new(0));
-        let state = Arc::new(State { manager, token: token.clone(), calls: calls.clone() });
+        let state = Arc::new(State { manager, token: token.clone(), calls: calls.clone(), describer });
         let task = tokio::spawn(accept_loop(listener, state, cancel.clone()));
         Ok(BridgeServer {
             endpoint: BridgeEndpoint { socket: socket.to_path_buf(), token },
@@ -180,10 +204,19 @@ async fn handle(req: Request<Incoming>, state: Arc<State>) -> Result<Resp, Infal
     Ok(match (req.method().clone(), path.as_str()) {
         (Method::POST, "/call") => call(req, &state).await,
         (Method::GET, "/tools") => tools(req, &state).await,
-        (_, "/call" | "/tools") => error(ErrorCode::MethodNotAllowed, "use POST /call or GET /tools", Vec::new()),
+        (Method::GET, "/search") => search(req, &state).await,
+        (Method::GET, p) if p.starts_with("/tools/") => describe(p, &state).await,
+        (_, "/call" | "/tools" | "/search") => {
+            error(ErrorCode::MethodNotAllowed, "use POST /call, GET /tools, GET /search", Vec::new())
+        }
+        (_, p) if p.starts_with("/tools/") => {
+            error(ErrorCode::MethodNotAllowed, "use GET /tools/<server>/<tool>", Vec::new())
+        }
         _ => error(
             ErrorCode::NotFound,
-            format!("no endpoint {path}; use POST /call, GET /tools, GET /health"),
+            format!(
+                "no endpoint {path}; use POST /call, GET /tools, GET /tools/<server>/<tool>, GET /search, GET /health"
+            ),
             Vec::new(),
         ),
     })
@@ -272,6 +305,91 @@ async fn tools(req: Request<Incoming>, state: &State) -> Resp {
         }
     }
     json_response(StatusCode::OK, &all)
+}
+
+/// `GET /search?q=..&limit=..&server=..`: the catalog of every enabled server, ranked.
+async fn search(req: Request<Incoming>, state: &State) -> Resp {
+    let bad = |m: String| error(ErrorCode::BadRequest, m, Vec::new());
+    let pairs = match query_pairs(req.uri().query().unwrap_or("")) {
+        Ok(p) => p,
+        Err(e) => return bad(e),
+    };
+    let (mut query, mut limit, mut servers) = (None, DEFAULT_SEARCH_LIMIT, Vec::new());
+    for (key, value) in pairs {
+        match key.as_str() {
+            "q" => query = Some(value),
+            "limit" => match value.parse::<usize>() {
+                Ok(n) if (1..=MAX_SEARCH_LIMIT).contains(&n) => limit = n,
+                _ => return bad(format!("`limit` must be a whole number from 1 to {MAX_SEARCH_LIMIT}, got `{value}`")),
+            },
+            "server" => servers.push(value),
+            other => return bad(format!("unknown parameter `{other}`; GET /search takes q, limit and server")),
+        }
+    }
+    let Some(query) = query.filter(|q| !q.trim().is_empty()) else {
+        return bad("missing query: GET /search?q=<what the tool should do>".into());
+    };
+    if !crate::search::Index::has_terms(&query) {
+        return bad(format!("the query {query:?} has no words to search for (only punctuation or words like `the`)"));
+    }
+    for s in &servers {
+        if let Err(e) = state.manager.check_server(s) {
+            return mcp_error(e);
+        }
+    }
+    let (results, failed) = state.manager.search(&state.manager.server_names(), &query, limit, &servers).await;
+    for (name, e) in &failed {
+        tracing::info!("search leaves out `{name}`: {e}");
+    }
+    json_response(StatusCode::OK, &results)
+}
+
+/// `GET /tools/<server>/<tool>`: one tool's TypeScript declaration and doc.
+async fn describe(path: &str, state: &State) -> Resp {
+    let rest = path.strip_prefix("/tools/").unwrap_or("");
+    let parts =
+        rest.split_once('/').and_then(|(s, t)| Some((decode_component(s, false)?, decode_component(t, false)?)));
+    let Some((server, tool)) = parts.filter(|(s, t)| !s.is_empty() && !t.is_empty()) else {
+        return error(
+            ErrorCode::BadRequest,
+            format!("expected GET /tools/<server>/<tool> (percent-encoded), got {path}"),
+            Vec::new(),
+        );
+    };
+    let tools = match state.manager.tools(&server).await {
+        Ok(t) => t,
+        Err(e) => return mcp_error(e),
+    };
+    let Some(info) = tools.iter().find(|t| t.name == tool) else {
+        let suggestions = crate::util::suggest::suggest(&tool, tools.iter().map(|t| t.name.as_str()));
+        return mcp_error(McpError::UnknownTool { server, tool, suggestions });
+    };
+    let typescript = match &state.describer {
+        Some(render) => render(info, &tools),
+        None => plain_declaration(info),
+    };
+    json_response(
+        StatusCode::OK,
+        &ToolDescription {
+            server: info.server.clone(),
+            tool: info.name.clone(),
+            signature: signature(info),
+            description: info.description.clone().unwrap_or_default(),
+            typescript,
+        },
+    )
+}
+
+/// A TSDoc comment with the description and the one-line signature (no describer given).
+fn plain_declaration(t: &ToolInfo) -> String {
+    let mut s = String::from("/**\n");
+    for line in t.description.as_deref().unwrap_or("(no description)").lines() {
+        s.push_str(&format!(" * {}\n", line.replace("*/", "*\\/")));
+    }
+    s.push_str(" */\n");
+    s.push_str(&signature(t));
+    s.push('\n');
+    s
 }
 
 /// Hex string of `n` random bytes.

@@ -113,6 +113,7 @@ pub async fn run(ctx: Context, args: &CallArgs) -> anyhow::Result<u8> {
     if std::io::stderr().is_terminal() {
         eprint!("\r\x1b[2K");
     }
+    super::save_usage(&manager);
     manager.shutdown().await;
     if let Some(r) = recorder {
         r.finish();
@@ -258,10 +259,8 @@ fn is_interrupt(e: &anyhow::Error) -> bool {
 
 /// `server.tool` → (`server`, `tool`), splitting at the first dot.
 pub fn split_target(target: &str) -> anyhow::Result<(&str, &str)> {
-    match target.split_once('.') {
-        Some((s, t)) if !s.is_empty() && !t.is_empty() => Ok((s, t)),
-        _ => Err(usage(format!("expected SERVER.TOOL (e.g. `everything.echo`), got `{target}`"))),
-    }
+    crate::mcp::tools::split_qualified(target)
+        .ok_or_else(|| usage(format!("expected SERVER.TOOL (e.g. `everything.echo`), got `{target}`")))
 }
 
 /// `--args` from a file or stdin may hold this much (what the bridge accepts for one request).

@@ -99,6 +99,7 @@ pub async fn run(ctx: Context, args: &ExecArgs) -> anyhow::Result<u8> {
         signal = ctx.signals.received() => Err(signal),
     };
     code.stop().await;
+    super::save_usage(&manager);
     manager.shutdown().await;
     if let Some(r) = recorder {
         r.finish();

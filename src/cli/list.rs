@@ -3,13 +3,12 @@
 
 use anyhow::Context as _;
 use clap::Args;
-use serde_json::Value;
 
 use super::{Context, EXIT_FAILURE, EXIT_OK, ServerFilter};
 use crate::agent::tokens;
 use crate::config::Config;
+use crate::mcp::tools::param_summary;
 use crate::mcp::{McpManager, ToolInfo};
-use crate::util::json::{ref_name, resolve_local_ref};
 
 pub const AFTER_HELP: &str = "\
 JSON output (--json) is an array sorted by server then tool name, one object per tool:
@@ -36,8 +35,8 @@ pub struct ListArgs {
     /// Print a JSON array of tool definitions.
     #[arg(long)]
     pub json: bool,
-    /// Estimate the context cost (tokens) of the tool definitions in direct vs code mode, per
-    /// server and in total (tiktoken o200k, offline); with --json as a JSON object.
+    /// Estimate the context cost (tokens) of the tool definitions in direct, code and
+    /// progressive mode, per server and in total (tiktoken o200k, offline); with --json as a JSON object.
     #[arg(long, conflicts_with = "detailed")]
     pub tokens: bool,
 }
@@ -140,62 +139,11 @@ fn human(servers: &[String], failed: &[String], tools: &[ToolInfo], detailed: bo
     s
 }
 
-/// `a: integer, b: integer, mode?: "upper" | "lower"`.
-pub fn param_summary(schema: &Value) -> String {
-    let Some(props) = schema.get("properties").and_then(Value::as_object) else {
-        return "(none)".into();
-    };
-    if props.is_empty() {
-        return "(none)".into();
-    }
-    let required: Vec<&str> = schema
-        .get("required")
-        .and_then(Value::as_array)
-        .map(|a| a.iter().filter_map(Value::as_str).collect())
-        .unwrap_or_default();
-    props
-        .iter()
-        .map(|(name, p)| {
-            let opt = if required.contains(&name.as_str()) { "" } else { "?" };
-            format!("{name}{opt}: {}", short_type(p, schema))
-        })
-        .collect::<Vec<_>>()
-        .join(", ")
-}
-
-fn short_type(p: &Value, root: &Value) -> String {
-    if let Some(r) = p.get("$ref").and_then(Value::as_str) {
-        return match resolve_local_ref(root, r) {
-            Some(t) if t.get("enum").is_some() => short_type(t, root),
-            _ => ref_name(r).to_string(),
-        };
-    }
-    if let Some(e) = p.get("enum").and_then(Value::as_array) {
-        let vals: Vec<String> = e.iter().take(6).map(|v| v.to_string()).collect();
-        let more = if e.len() > 6 { " | …" } else { "" };
-        return format!("{}{more}", vals.join(" | "));
-    }
-    for key in ["anyOf", "oneOf"] {
-        if let Some(alts) = p.get(key).and_then(Value::as_array) {
-            return alts.iter().map(|a| short_type(a, root)).collect::<Vec<_>>().join(" | ");
-        }
-    }
-    match p.get("type") {
-        Some(Value::String(t)) if t == "array" => {
-            let item = p.get("items").map(|i| short_type(i, root)).unwrap_or_else(|| "any".into());
-            format!("{item}[]")
-        }
-        Some(Value::String(t)) => t.clone(),
-        Some(Value::Array(ts)) => ts.iter().filter_map(Value::as_str).collect::<Vec<_>>().join(" | "),
-        _ => "any".into(),
-    }
-}
-
-/// `agent mcp list --tokens`: direct vs code mode context cost of the listed tools.
+/// `agent mcp list --tokens`: direct vs code vs progressive mode context cost of the listed tools.
 pub fn token_report(config: &Config, servers: &[String], tools: &[ToolInfo], json: bool) -> anyhow::Result<String> {
     let entries = crate::codegen::server_entries(servers, tools);
     let limits = crate::agent::code::LimitsText::from_config(&config.mcp.code_execution);
-    let est = tokens::estimate(tools, &entries, &limits, config.llm.provider);
+    let est = tokens::estimate(tools, &entries, &limits, config.llm.provider, &config.mcp.pinned_tools);
     let n_tools: usize = est.servers.iter().map(|e| e.tools).sum();
     let auto = tokens::AutoChoice::new(n_tools, est.direct_total, config.mcp.auto_threshold_tokens);
     if json {
@@ -213,31 +161,47 @@ pub fn token_report(config: &Config, servers: &[String], tools: &[ToolInfo], jso
         "Context cost of the tool definitions per request ({} estimate, {} request format):\n\n",
         est.tokenizer, est.provider
     );
-    s.push_str(&format!("{:width$}  {:>6}  {:>10}  {:>10}\n", "server", "tools", "direct", "code"));
+    s.push_str(&format!(
+        "{:width$}  {:>6}  {:>10}  {:>10}  {:>11}\n",
+        "server", "tools", "direct", "code", "progressive"
+    ));
     for e in &est.servers {
         s.push_str(&format!(
-            "{:width$}  {:>6}  {:>10}  {:>10}\n",
+            "{:width$}  {:>6}  {:>10}  {:>10}  {:>11}\n",
             e.server,
             e.tools,
             t(e.direct as u64),
-            t(e.code as u64)
+            t(e.code as u64),
+            t(e.progressive as u64)
         ));
     }
-    s.push_str(&format!("{:width$}  {:>6}  {:>10}  {:>10}\n", "(shared)", "", "", t(est.code_fixed as u64)));
     s.push_str(&format!(
-        "{:width$}  {:>6}  {:>10}  {:>10}\n",
+        "{:width$}  {:>6}  {:>10}  {:>10}  {:>11}\n",
+        "(shared)",
+        "",
+        "",
+        t(est.code_fixed as u64),
+        t(est.progressive_fixed as u64)
+    ));
+    s.push_str(&format!(
+        "{:width$}  {:>6}  {:>10}  {:>10}  {:>11}\n",
         "total",
         n_tools,
         t(est.direct_total as u64),
-        t(est.code_total as u64)
+        t(est.code_total as u64),
+        t(est.progressive_total as u64)
     ));
     s.push_str(&format!(
         "\ndirect: every tool definition is sent with every request.\n\
          code: `code_execution` + list_files/read_file/grep_files and one prompt line per server (shared row); \
          the model reads the TypeScript of the tools it needs on demand, and large results stay in the sandbox.\n\
-         code mode sends {:.0}% {} tool-definition tokens per request.\n",
+         progressive: search_tools + call_tool and a short prompt (shared row), plus mcp.pinned_tools as direct tools; \
+         the model searches for the tools it needs.\n\
+         code mode sends {:.0}% {} tool-definition tokens per request, progressive mode {:.0}% {}.\n",
         est.saving_percent().abs(),
-        if est.saving_percent() >= 0.0 { "fewer" } else { "more" }
+        if est.saving_percent() >= 0.0 { "fewer" } else { "more" },
+        est.progressive_saving_percent().abs(),
+        if est.progressive_saving_percent() >= 0.0 { "fewer" } else { "more" }
     ));
     s.push_str(&format!(
         "execution_mode auto would pick: {} ({}, the mcp.auto_threshold_tokens)\n",

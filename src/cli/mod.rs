@@ -221,3 +221,11 @@ async fn dispatch(cli: &Cli, ctx: Context) -> anyhow::Result<u8> {
 pub fn exit_code_for(err: &anyhow::Error) -> u8 {
     if err.chain().any(|e| e.is::<UsageError>() || e.is::<ConfigError>()) { EXIT_USAGE } else { EXIT_FAILURE }
 }
+
+/// Merges the successful tool calls of this command into the workspace's usage counts (the
+/// search's usage prior); a failure is a warning.
+pub fn save_usage(manager: &crate::mcp::McpManager) {
+    if let Err(e) = manager.usage().save() {
+        eprintln!("warning: {e}");
+    }
+}

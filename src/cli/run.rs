@@ -18,6 +18,7 @@ use crate::agent::code;
 use crate::agent::code_host::CodeHost;
 use crate::agent::direct::{DirectHost, ToolMap};
 use crate::agent::key_env_var;
+use crate::agent::progressive::{self, ProgressiveHost};
 use crate::agent::provider;
 use crate::agent::session::{self, Observer, Outcome, Settings, ToolCallRecord, ToolHost, Transcript, TurnRecord};
 use crate::agent::tokens;
@@ -37,6 +38,9 @@ Modes (--mode, else mcp.execution_mode):
           mcp.auto_threshold_tokens (default 4,000), else code; the choice and the count go
           to stderr (`mode: code (auto: 41 tools, 25,310 tokens of definitions > 4,000)`) and
           into --json as `auto`. `agent mcp list --tokens` shows what auto would pick
+  progressive  the model gets search_tools(query, limit) over every tool and
+          call_tool(name: \"server.tool\", arguments), plus mcp.pinned_tools as
+          direct tools; a few hundred tokens of definitions however many tools
 
 Output: assistant text streams to stdout, tool activity goes to stderr (one line per call),
 the final answer is printed last, then a summary on stderr:
@@ -67,6 +71,7 @@ pub enum ModeArg {
     Direct,
     Code,
     Auto,
+    Progressive,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -163,6 +168,7 @@ fn apply_flags(config: &mut Config, args: &RunArgs) -> anyhow::Result<()> {
             ModeArg::Direct => ExecutionMode::Direct,
             ModeArg::Code => ExecutionMode::Code,
             ModeArg::Auto => ExecutionMode::Auto,
+            ModeArg::Progressive => ExecutionMode::Progressive,
         };
     }
     if let Some(s) = &args.max_tool_result {
@@ -224,6 +230,7 @@ pub async fn run(ctx: Context, args: &RunArgs) -> anyhow::Result<u8> {
     let mut auto = None;
     let result =
         drive(&config, &task, &servers, &manager, llm.as_ref(), &printer, &cancel, args, &recorder, &mut auto).await;
+    super::save_usage(&manager);
     manager.shutdown().await;
     if let Some(r) = recorder {
         r.finish();
@@ -276,6 +283,26 @@ async fn drive(
                 return run_direct(&chosen, task, servers, &started.tools, manager, llm, printer, cancel, args).await;
             }
             run_direct(config, task, servers, &started.tools, manager, llm, printer, cancel, args).await
+        }
+        ExecutionMode::Progressive => {
+            let started = tokio::select! {
+                s = manager.start_servers(servers) => s,
+                _ = cancel.cancelled() => return Ok(None),
+            };
+            warn_failed(&started.failed);
+            let (pins, warnings) = progressive::resolve_pins(&config.mcp.pinned_tools, &started.tools);
+            for w in warnings {
+                eprintln!("warning: {w}");
+            }
+            let pinned = ToolMap::build(&pins, tokens::flavor(config.llm.provider));
+            let pinned_names: Vec<String> = pinned.names().map(String::from).collect();
+            let system = with_extra(
+                progressive::system_prompt(&started.ok, started.tools.len(), &pinned_names),
+                extra_prompt(config),
+            );
+            let host =
+                ProgressiveHost::new(manager.clone(), started.ok.clone(), pinned, config.agent.max_tool_result_bytes);
+            Ok(Some(run_loop(config, task, system, llm, &host, printer, cancel, args).await))
         }
         ExecutionMode::Code => run_code(config, task, servers, manager, llm, printer, cancel, args, recorder).await,
     }

@@ -1,19 +1,17 @@
 //! `agent mcp search`: the tools of the configured servers (or of a saved tool list) ranked for
-//! a query by the catalog index (`crate::search`). Building the index documents from
-//! [`ToolInfo`]s ([`doc_for`]) and the result records ([`SearchResult`]) live here, so later
-//! callers (bridge, progressive mode) share them.
+//! a query by the catalog index (`crate::search`). The index documents and result records come
+//! from `mcp::catalog`, shared with the bridge's `GET /search` and progressive mode.
 
 use std::path::PathBuf;
 
 use anyhow::Context as _;
 use clap::Args;
-use serde::Serialize;
-use serde_json::Value;
 
 use super::{Context, EXIT_FAILURE, EXIT_OK, ServerFilter, usage};
 use crate::codegen;
+use crate::mcp::catalog::Catalog;
 use crate::mcp::{McpManager, ToolInfo};
-use crate::search::{Doc, Index};
+use crate::search::Index;
 use crate::util::suggest::{did_you_mean, suggest};
 
 pub const AFTER_HELP: &str = "\
@@ -21,7 +19,9 @@ Ranks the tools of every enabled server (or of --server, or of a --from-tools fi
 query: BM25F over tool name, title, server, parameters and description, with light stemming
 (`logs` finds `get_job_logs`), abbreviations (`PR`, `repo`) and name matches ranked higher.
 Each result shows its score (comparable within one query only), a one-line signature and the
-first sentence of its description.
+first sentence of its description. Tools called successfully in earlier runs rank a little
+higher (search.usage, counted in <workspace>/usage.json); search.embeddings adds a semantic
+ranking from an OpenAI-compatible /v1/embeddings endpoint, fused with the word ranking.
 
 JSON output (--json) is an array, best first:
   {\"server\": \"...\", \"tool\": \"<MCP tool name>\", \"score\": 1.234,
@@ -59,71 +59,7 @@ pub struct SearchArgs {
     pub from_tools: Option<PathBuf>,
 }
 
-/// One ranked tool, as `--json` prints it.
-#[derive(Debug, Clone, Serialize)]
-pub struct SearchResult {
-    pub server: String,
-    pub tool: String,
-    pub score: f64,
-    pub signature: String,
-    pub description: String,
-}
-
-/// The index document of a tool: parameter descriptions carry their enum values (a `method`
-/// parameter's values often name what a tool can do), annotations become words.
-pub fn doc_for(t: &ToolInfo) -> Doc {
-    let params = t
-        .input_schema
-        .get("properties")
-        .and_then(Value::as_object)
-        .map(|props| {
-            props
-                .iter()
-                .map(|(name, p)| {
-                    let mut text = p.get("description").and_then(Value::as_str).unwrap_or("").to_string();
-                    let values = p.get("enum").or_else(|| p.get("items").and_then(|i| i.get("enum")));
-                    for v in values.and_then(Value::as_array).into_iter().flatten().filter_map(Value::as_str) {
-                        text.push(' ');
-                        text.push_str(v);
-                    }
-                    (name.clone(), text)
-                })
-                .collect()
-        })
-        .unwrap_or_default();
-    let annotations = t.hint_labels().into_iter().map(String::from).collect();
-    Doc {
-        server: t.server.clone(),
-        tool: t.name.clone(),
-        title: t.title.clone().unwrap_or_default(),
-        description: t.description.clone().unwrap_or_default(),
-        params,
-        annotations,
-    }
-}
-
-/// `server.tool(a: string, b?: number)`.
-pub fn signature(t: &ToolInfo) -> String {
-    let params = super::list::param_summary(&t.input_schema);
-    let params = if params == "(none)" { "" } else { params.as_str() };
-    format!("{}({params})", t.qualified_name())
-}
-
-/// The first sentence of a description (its first non-empty line, up to the first `. `), at
-/// most 200 characters.
-pub fn first_sentence(description: Option<&str>) -> String {
-    let line = description.and_then(|d| d.lines().map(str::trim).find(|l| !l.is_empty())).unwrap_or("");
-    let sentence = match line.find(". ") {
-        Some(i) => &line[..=i],
-        None => line,
-    };
-    if sentence.chars().count() > 200 {
-        let cut: String = sentence.chars().take(199).collect();
-        format!("{cut}…")
-    } else {
-        sentence.to_string()
-    }
-}
+pub use crate::mcp::catalog::{SearchResult, doc_for, first_sentence, signature};
 
 /// The workspace's skills as tools of the pseudo-server `skills` (name, description, exports
 /// as words), so a search finds them next to MCP tools.
@@ -150,21 +86,7 @@ fn skill_tools(config: &crate::config::Config) -> Vec<ToolInfo> {
 
 /// Ranks `tools` for `query`: the best `limit`, only of `servers` unless it is empty.
 pub fn search_tools(tools: &[ToolInfo], query: &str, limit: usize, servers: &[String]) -> Vec<SearchResult> {
-    let index = Index::build(tools.iter().map(doc_for).collect());
-    index
-        .search(query, limit, servers)
-        .into_iter()
-        .map(|h| {
-            let t = &tools[h.doc];
-            SearchResult {
-                server: t.server.clone(),
-                tool: t.name.clone(),
-                score: (h.score as f64 * 1000.0).round() / 1000.0,
-                signature: signature(t),
-                description: first_sentence(t.description.as_deref()),
-            }
-        })
-        .collect()
+    Catalog::build(tools.to_vec()).search(query, limit, servers)
 }
 
 pub async fn run(ctx: Context, args: &SearchArgs) -> anyhow::Result<u8> {
@@ -224,13 +146,46 @@ pub async fn run(ctx: Context, args: &SearchArgs) -> anyhow::Result<u8> {
             }
         }
     };
-    let results = search_tools(&tools, &args.query, args.limit as usize, selected);
+    // The usage prior: calls counted by earlier runs in this workspace (`search.usage`).
+    let counts = if ctx.config.search.usage {
+        let path = ctx.config.mcp.code_execution.workspace_dir.join(crate::mcp::usage::FILE);
+        crate::mcp::usage::read(&path).unwrap_or_else(|e| {
+            eprintln!("warning: {e}; ignoring it");
+            Default::default()
+        })
+    } else {
+        Default::default()
+    };
+    let searched = tools.len();
+    let mut catalog = Catalog::build(tools).with_usage(&counts);
+    // Semantic ranking (`search.embeddings`); an endpoint that fails is one warning, then words only.
+    let ranked = async {
+        let mut embedder = crate::mcp::catalog::embedder(&ctx.config);
+        if let Some(e) = &embedder
+            && let Err(why) = catalog.embed(e).await
+        {
+            eprintln!("warning: the embeddings endpoint failed ({why}); searching by words only");
+            embedder = None;
+        }
+        let limit = args.limit as usize;
+        match crate::mcp::catalog::search_with(&catalog, embedder.as_ref(), &args.query, limit, selected).await {
+            Ok(r) => r,
+            Err((why, lexical)) => {
+                eprintln!("warning: the embeddings endpoint failed ({why}); searching by words only");
+                lexical
+            }
+        }
+    };
+    let results = tokio::select! {
+        r = ranked => r,
+        signal = ctx.signals.received() => return Ok(super::signal::exit_after(signal)),
+    };
     let text = if args.json {
         let mut s = serde_json::to_string_pretty(&results).context("cannot serialise the results")?;
         s.push('\n');
         s
     } else {
-        human(&results, tools.len())
+        human(&results, searched)
     };
     super::output::write_stdout(&text)?;
     Ok(if failed.is_empty() { EXIT_OK } else { EXIT_FAILURE })
@@ -258,36 +213,4 @@ fn human(results: &[SearchResult], searched: usize) -> String {
         }
     }
     s
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use serde_json::json;
-
-    #[test]
-    fn first_sentence_and_signature() {
-        assert_eq!(first_sentence(Some("\n  Get a file. Then more.\nSecond line.")), "Get a file.");
-        assert_eq!(first_sentence(Some("v1.2 is out")), "v1.2 is out");
-        assert_eq!(first_sentence(None), "");
-        let t = ToolInfo {
-            server: "github".into(),
-            name: "get_job_logs".into(),
-            title: None,
-            description: None,
-            input_schema: json!({
-                "type": "object",
-                "properties": {"owner": {"type": "string"}, "job_id": {"type": "number"}},
-                "required": ["owner"]
-            }),
-            output_schema: None,
-            annotations: Some(json!({"readOnlyHint": true})),
-        };
-        assert_eq!(signature(&t), "github.get_job_logs(owner: string, job_id?: number)");
-        let d = doc_for(&t);
-        assert_eq!(d.annotations, ["read-only"]);
-        assert_eq!(d.params[0].0, "owner");
-        let none = ToolInfo { input_schema: json!({"type": "object"}), ..t };
-        assert_eq!(signature(&none), "github.get_job_logs()");
-    }
 }

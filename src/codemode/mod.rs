@@ -19,6 +19,7 @@ use std::sync::{Arc, Mutex};
 use anyhow::Context as _;
 
 use crate::bridge::BridgeServer;
+use crate::bridge::server::Describer;
 use crate::codegen::{self, GenerateOptions, GenerateReport};
 use crate::config::Config;
 use crate::learn::Recorder;
@@ -168,8 +169,13 @@ impl CodeMode {
 
     /// The configured servers that `source` (run as `entry`) and its workspace imports refer
     /// to, by their directory under `servers/` or by name in a `callMCPTool` call.
+    /// A script that uses `searchTools` or `describeTool` searches every enabled server, so it
+    /// gets them all.
     pub fn servers_for_script(config: &Config, source: &str, entry: &Path, workspace: &Path) -> Vec<String> {
         let refs = scan::scan(source, entry, workspace);
+        if refs.uses_catalog {
+            return config.mcp.servers.iter().filter(|(_, c)| !c.disabled).map(|(name, _)| name.clone()).collect();
+        }
         let configured: Vec<&str> = config.mcp.servers.keys().map(String::as_str).collect();
         // The directory each server gets in the tree (codegen's naming, collisions included).
         let dirs = codegen::server_names(configured.iter().copied());
@@ -260,7 +266,10 @@ impl CodeMode {
     /// Starts the bridge scripts call tools through (idempotent).
     pub async fn start_bridge(&mut self) -> anyhow::Result<()> {
         if self.bridge.is_none() {
-            let bridge = BridgeServer::start(self.manager.clone()).await.context("cannot start the MCP bridge")?;
+            let describer = describer(self.manager.configured_names(), self.options.workspace.clone());
+            let bridge = BridgeServer::start_with(self.manager.clone(), Some(describer))
+                .await
+                .context("cannot start the MCP bridge")?;
             self.bridge = Some(bridge);
         }
         Ok(())
@@ -350,4 +359,33 @@ fn type_errors(errors: Vec<String>, took: std::time::Duration) -> ExecOutcome {
         output_truncated_bytes: 0,
         skills_saved: Vec::new(),
     }
+}
+
+/// What `describeTool` (the bridge's `GET /tools/<server>/<tool>`) answers in code mode: the
+/// tool's file as the generator writes it (TSDoc, function, input and output types), under a
+/// line saying how to import it instead of the generated header.
+pub fn describer(configured: Vec<String>, workspace: PathBuf) -> Describer {
+    Arc::new(move |tool: &ToolInfo, siblings: &[ToolInfo]| {
+        // The learned type the tree has for the tool, so the answer matches its file.
+        let learned = codegen::learned_in_tree(&workspace).remove(&(tool.server.clone(), tool.name.clone()));
+        let dirs = codegen::server_names(configured.iter().map(String::as_str));
+        let dir = dirs.get(&tool.server).map(|n| n.dir.clone()).unwrap_or_else(|| tool.server.clone());
+        let names = codegen::tool_names(siblings.iter().map(|t| t.name.as_str()));
+        let rendered =
+            names.get(&tool.name).and_then(|n| Some((n, codegen::render::tool_file(tool, n, learned.as_ref()).ok()?)));
+        let Some((n, file)) = rendered else {
+            return format!("// {} could not be rendered as TypeScript\n", tool.qualified_name());
+        };
+        let body: Vec<&str> = file
+            .content
+            .lines()
+            .skip_while(|l| codegen::render::is_generated(l.as_bytes()) || l.starts_with("import ") || l.is_empty())
+            .collect();
+        format!(
+            "// import {{ {} }} from \"./servers/{dir}/index.ts\";  (file servers/{dir}/{})\n{}\n",
+            n.function,
+            n.file,
+            body.join("\n")
+        )
+    })
 }

@@ -25,10 +25,13 @@ use rmcp::{RoleClient, ServiceExt};
 use serde_json::{Map, Value};
 use tokio::sync::Mutex;
 
+use super::catalog::{Catalog, SearchResult};
 use super::handler::{ClientEvents, McpClientHandler};
 use super::stdio::{ChildTransport, ResultCap, all_in_flight_failed, size_label};
 use super::tools::ToolInfo;
+use super::usage::Usage;
 use crate::config::{Config, ServerConfig, Transport};
+use crate::search::embed::Embedder;
 
 /// Why a server or a call failed. The `Display` form is the one-line message users see.
 #[derive(Debug, Clone, thiserror::Error)]
@@ -124,6 +127,9 @@ struct ServerSlot {
     conn: Mutex<Option<Arc<Connection>>>,
 }
 
+/// A catalog and the tool lists it was built from (kept, so their pointers identify them).
+type BuiltCatalog = (Vec<Arc<Vec<ToolInfo>>>, Arc<Catalog>);
+
 /// Holds the configured servers and their live connections.
 pub struct McpManager {
     slots: BTreeMap<String, Arc<ServerSlot>>,
@@ -133,6 +139,16 @@ pub struct McpManager {
     pgids: Arc<StdMutex<HashMap<String, i32>>>,
     /// `mcp.max_result_bytes`.
     max_result_bytes: usize,
+    /// The last catalog [`McpManager::catalog`] built, with the tool lists it was built from.
+    catalog: StdMutex<Option<BuiltCatalog>>,
+    /// Servers that failed to start while a catalog was built: later catalogs skip them (a call
+    /// still tries to start them).
+    catalog_failed: StdMutex<BTreeMap<String, McpError>>,
+    /// Successful calls per tool (`search.usage`), the search's usage prior.
+    usage: Usage,
+    /// `search.embeddings`: semantic ranking, until the endpoint fails once (then words only).
+    embedder: Option<Embedder>,
+    embeddings_failed: AtomicBool,
     /// Told about every successful call (see [`CallObserver`]).
     observer: std::sync::RwLock<Option<Arc<dyn CallObserver>>>,
 }
@@ -152,6 +168,7 @@ impl McpManager {
     }
 
     pub fn with_log_dir(config: &Config, log_dir: PathBuf) -> McpManager {
+        let usage = config.search.usage.then(|| config.mcp.code_execution.workspace_dir.join(super::usage::FILE));
         let slots = config
             .mcp
             .servers
@@ -166,6 +183,11 @@ impl McpManager {
             events: ClientEvents::default(),
             pgids: Default::default(),
             max_result_bytes: config.mcp.max_result_bytes,
+            catalog: Default::default(),
+            catalog_failed: Default::default(),
+            usage: Usage::new(usage),
+            embedder: super::catalog::embedder(config),
+            embeddings_failed: AtomicBool::new(false),
             observer: std::sync::RwLock::new(None),
         }
     }
@@ -180,6 +202,12 @@ impl McpManager {
     /// Receives progress and log notifications from every server (for CLI display).
     pub fn events(&self) -> &ClientEvents {
         &self.events
+    }
+
+    /// The usage counts: this process's successful calls, and those of earlier runs
+    /// (`Usage::save` merges the former into the workspace's file).
+    pub fn usage(&self) -> &Usage {
+        &self.usage
     }
 
     /// Names of the enabled servers, sorted.
@@ -292,6 +320,90 @@ impl McpManager {
         out
     }
 
+    /// The searchable catalog of every enabled server's tools, starting the servers not started
+    /// yet (a server that failed to start for a catalog once is skipped by later ones, so a
+    /// broken server does not slow every search). Built again only when a tool list changed
+    /// since the last one: a server announced `tools/list_changed` (its list is re-read here) or
+    /// was restarted. Also returns the servers left out and why.
+    pub async fn catalog(&self) -> (Arc<Catalog>, Vec<(String, McpError)>) {
+        self.catalog_of(&self.server_names()).await
+    }
+
+    /// [`McpManager::catalog`] over `servers` only (progressive mode's `--server` selection).
+    pub async fn catalog_of(&self, servers: &[String]) -> (Arc<Catalog>, Vec<(String, McpError)>) {
+        let skipped: BTreeMap<String, McpError> = self
+            .catalog_failed
+            .lock()
+            .map(|f| f.iter().filter(|(k, _)| servers.contains(k)).map(|(k, v)| (k.clone(), v.clone())).collect())
+            .unwrap_or_default();
+        let wanted: Vec<String> = servers.iter().filter(|s| !skipped.contains_key(*s)).cloned().collect();
+        let mut lists = Vec::new();
+        let mut failed: Vec<(String, McpError)> = skipped.into_iter().collect();
+        for (name, result) in self.tools_of(&wanted).await {
+            match result {
+                Ok(list) => lists.push(list),
+                Err(e) => {
+                    if let Ok(mut f) = self.catalog_failed.lock() {
+                        f.insert(name.clone(), e.clone());
+                    }
+                    failed.push((name, e));
+                }
+            }
+        }
+        failed.sort_by(|a, b| a.0.cmp(&b.0));
+        if let Ok(cache) = self.catalog.lock()
+            && let Some((built_from, catalog)) = cache.as_ref()
+            && built_from.len() == lists.len()
+            && built_from.iter().zip(&lists).all(|(a, b)| Arc::ptr_eq(a, b))
+        {
+            return (catalog.clone(), failed);
+        }
+        let tools: Vec<ToolInfo> = lists.iter().flat_map(|l| l.iter().cloned()).collect();
+        let mut catalog = Catalog::build(tools).with_usage(self.usage.earlier());
+        if let Some(embedder) = self.embedder()
+            && let Err(e) = catalog.embed(embedder).await
+        {
+            self.embeddings_failed(&e);
+        }
+        let catalog = Arc::new(catalog);
+        if let Ok(mut cache) = self.catalog.lock() {
+            *cache = Some((lists, catalog.clone()));
+        }
+        (catalog, failed)
+    }
+
+    /// Searches the catalog of `servers` ([`McpManager::catalog_of`]) for `query`: the best
+    /// `limit` tools, of `only` unless it is empty; fused with semantic ranking when
+    /// `search.embeddings` is set and its endpoint works (a failure is one warning per process,
+    /// and words only from then on). Also returns the servers left out and why.
+    pub async fn search(
+        &self,
+        servers: &[String],
+        query: &str,
+        limit: usize,
+        only: &[String],
+    ) -> (Vec<SearchResult>, Vec<(String, McpError)>) {
+        let (catalog, failed) = self.catalog_of(servers).await;
+        let results = match super::catalog::search_with(&catalog, self.embedder(), query, limit, only).await {
+            Ok(r) => r,
+            Err((e, lexical)) => {
+                self.embeddings_failed(&e);
+                lexical
+            }
+        };
+        (results, failed)
+    }
+
+    fn embedder(&self) -> Option<&Embedder> {
+        self.embedder.as_ref().filter(|_| !self.embeddings_failed.load(Ordering::Acquire))
+    }
+
+    fn embeddings_failed(&self, e: &str) {
+        if !self.embeddings_failed.swap(true, Ordering::AcqRel) {
+            tracing::warn!("the embeddings endpoint failed ({e}); searching by words only");
+        }
+    }
+
     /// The index entry of one tool, with a suggestion when it does not exist.
     pub async fn tool(&self, server: &str, tool: &str) -> Result<ToolInfo, McpError> {
         let tools = self.tools(server).await?;
@@ -335,11 +447,13 @@ impl McpManager {
         let call = capped(&conn.cap, conn.service.call_tool(params));
         match tokio::time::timeout(timeout, call).await {
             Ok(Ok(result)) => {
-                if result.is_error != Some(true)
-                    && let Ok(o) = self.observer.read()
-                    && let Some(o) = o.as_ref()
-                {
-                    o.finished(info, &result);
+                if result.is_error != Some(true) {
+                    self.usage.record(server, tool);
+                    if let Ok(o) = self.observer.read()
+                        && let Some(o) = o.as_ref()
+                    {
+                        o.finished(info, &result);
+                    }
                 }
                 Ok(result)
             }

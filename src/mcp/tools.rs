@@ -5,6 +5,8 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::util::json::{ref_name, resolve_local_ref};
+
 /// One tool of one server, in the stable `agent mcp list --json` format:
 /// `{server, name, title, description, inputSchema, outputSchema, annotations}`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -169,4 +171,60 @@ pub fn result_text(result: &rmcp::model::CallToolResult, reader: Reader) -> Stri
             parts.join("\n")
         }
     }
+}
+
+/// `a: integer, b: integer, mode?: "upper" | "lower"`.
+pub fn param_summary(schema: &Value) -> String {
+    let Some(props) = schema.get("properties").and_then(Value::as_object) else {
+        return "(none)".into();
+    };
+    if props.is_empty() {
+        return "(none)".into();
+    }
+    let required: Vec<&str> = schema
+        .get("required")
+        .and_then(Value::as_array)
+        .map(|a| a.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    props
+        .iter()
+        .map(|(name, p)| {
+            let opt = if required.contains(&name.as_str()) { "" } else { "?" };
+            format!("{name}{opt}: {}", short_type(p, schema))
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+fn short_type(p: &Value, root: &Value) -> String {
+    if let Some(r) = p.get("$ref").and_then(Value::as_str) {
+        return match resolve_local_ref(root, r) {
+            Some(t) if t.get("enum").is_some() => short_type(t, root),
+            _ => ref_name(r).to_string(),
+        };
+    }
+    if let Some(e) = p.get("enum").and_then(Value::as_array) {
+        let vals: Vec<String> = e.iter().take(6).map(|v| v.to_string()).collect();
+        let more = if e.len() > 6 { " | …" } else { "" };
+        return format!("{}{more}", vals.join(" | "));
+    }
+    for key in ["anyOf", "oneOf"] {
+        if let Some(alts) = p.get(key).and_then(Value::as_array) {
+            return alts.iter().map(|a| short_type(a, root)).collect::<Vec<_>>().join(" | ");
+        }
+    }
+    match p.get("type") {
+        Some(Value::String(t)) if t == "array" => {
+            let item = p.get("items").map(|i| short_type(i, root)).unwrap_or_else(|| "any".into());
+            format!("{item}[]")
+        }
+        Some(Value::String(t)) => t.clone(),
+        Some(Value::Array(ts)) => ts.iter().filter_map(Value::as_str).collect::<Vec<_>>().join(" | "),
+        _ => "any".into(),
+    }
+}
+
+/// `server.tool` → (`server`, `tool`), split at the first dot (tool names may contain dots).
+pub fn split_qualified(name: &str) -> Option<(&str, &str)> {
+    name.split_once('.').filter(|(s, t)| !s.is_empty() && !t.is_empty())
 }

@@ -1,6 +1,6 @@
 //! The ops under the bootstrap JS: the whole surface script code can ever reach (indirectly,
 //! through the functions `runtime-js/bootstrap.js` builds on them; the ops themselves are not
-//! reachable from scripts). Tool calls, captured output, URL parsing, UTF-8 validation, and the
+//! reachable from scripts). Tool calls and catalog look-ups, captured output, URL parsing, UTF-8 validation, and the
 //! registration of the bootstrap's private "settle the default export" function.
 //!
 //! Per-execution state lives in the `OpState` as [`JobState`], put there when a job starts.
@@ -60,6 +60,7 @@ deno_core::extension!(
     agent_runtime,
     ops = [
         op_agent_call_tool,
+        op_agent_bridge_get,
         op_agent_write,
         op_agent_register,
         op_agent_url_parse,
@@ -130,6 +131,30 @@ async fn op_agent_call_tool(state: Rc<RefCell<OpState>>, #[string] body: String)
     let _slot = slots.acquire().await;
     let _counted = in_flight.start();
     match bridge.call_bytes(Bytes::from(body)).await {
+        Ok(bytes) => {
+            let mut answer = String::with_capacity(bytes.len() + 1);
+            answer.push('1');
+            answer.push_str(&String::from_utf8_lossy(&bytes));
+            answer
+        }
+        Err(e) => error_answer(e.code_str(), e.status, &e.message, &e.suggestions),
+    }
+}
+
+/// A catalog look-up through the bridge (`searchTools`, `describeTool`): `GET /search?...` or
+/// `GET /tools/<server>/<tool>`, answered like [`op_agent_call_tool`] (`"1" + JSON` or
+/// `"0" + error JSON`). Any other path is refused here.
+#[op2]
+#[string]
+async fn op_agent_bridge_get(state: Rc<RefCell<OpState>>, #[string] path: String) -> String {
+    if !(path.starts_with("/search?") || path.starts_with("/tools/")) {
+        return error_answer("bad_request", None, "only catalog look-ups go through here", &[]);
+    }
+    let bridge = state.borrow().borrow::<JobState>().bridge.clone();
+    let Some(bridge) = bridge else {
+        return error_answer("bridge_unreachable", None, "no MCP bridge: the tool catalog is not available here", &[]);
+    };
+    match bridge.get_bytes(&path).await {
         Ok(bytes) => {
             let mut answer = String::with_capacity(bytes.len() + 1);
             answer.push('1');

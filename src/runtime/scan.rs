@@ -1,6 +1,7 @@
 //! Which MCP servers a script refers to, found without running it: imports of
 //! `servers/<dir>/...` inside the workspace (followed through the script's own relative imports),
-//! and literal `callMCPTool("<server>", ...)` / `__agentCallTool("<server>", ...)` calls.
+//! and literal `callMCPTool("<server>", ...)` / `__agentCallTool("<server>", ...)` calls; and
+//! whether it uses the tool catalog (`searchTools`, `describeTool`), which spans every server.
 //!
 //! This is a text scan, deliberately forgiving: a match inside a comment only starts a server
 //! that was not needed, and a server named at run time is still started on demand by the bridge.
@@ -24,6 +25,8 @@ pub struct ScriptRefs {
     pub server_dirs: BTreeSet<String>,
     /// Server names in literal `callMCPTool("...")` / `__agentCallTool("...")` calls.
     pub called_servers: BTreeSet<String>,
+    /// The script calls `searchTools(` or `describeTool(` (the catalog of every enabled server).
+    pub uses_catalog: bool,
 }
 
 /// Scans `source` (the entry script, living at `entry_path`) and the workspace modules it
@@ -38,6 +41,7 @@ pub fn scan(source: &str, entry_path: &Path, workspace: &Path) -> ScriptRefs {
         for name in called_servers(&text) {
             refs.called_servers.insert(name);
         }
+        refs.uses_catalog |= uses_catalog(&text);
         let base = path.parent().map(Path::to_path_buf).unwrap_or_else(|| root.clone());
         for spec in import_specifiers(&text) {
             if !(spec.starts_with("./") || spec.starts_with("../") || spec.starts_with('/')) {
@@ -120,6 +124,17 @@ fn called_servers(text: &str) -> Vec<String> {
     out
 }
 
+/// Whether `text` calls `searchTools(` or `describeTool(` (not as part of a longer name).
+fn uses_catalog(text: &str) -> bool {
+    ["searchTools", "describeTool"].iter().any(|func| {
+        text.match_indices(func).any(|(start, _)| {
+            let before = text[..start].chars().next_back().is_some_and(is_ident);
+            let rest = text[start + func.len()..].trim_start();
+            !before && (rest.starts_with('(') || rest.starts_with('<'))
+        })
+    })
+}
+
 fn is_ident(c: char) -> bool {
     c.is_alphanumeric() || c == '_' || c == '$'
 }
@@ -163,6 +178,10 @@ mod tests {
         let mut called = called_servers(src);
         called.sort();
         assert_eq!(called, vec!["everything", "other"]);
+        assert!(!uses_catalog(src));
+        assert!(uses_catalog("const r = await searchTools (\"logs\", { limit: 3 });"));
+        assert!(uses_catalog("console.log(await describeTool('a.b'))"));
+        assert!(!uses_catalog("mySearchTools('x'); const describeTools = 1; searchToolsX()"));
     }
 
     #[test]

@@ -17,6 +17,7 @@
 //!
 //! Scores are only comparable within one query.
 
+pub mod embed;
 pub mod text;
 
 use std::collections::HashMap;
@@ -364,6 +365,31 @@ impl Index {
         }
         m
     }
+}
+
+/// The `k` of reciprocal rank fusion: how much the top ranks dominate (60 is the usual choice).
+pub const RRF_K: f32 = 60.0;
+
+/// Reciprocal rank fusion of several rankings (document positions, best first): a document
+/// scores the sum of `1 / (k + rank)` over the rankings that hold it (ranks from 1). Best
+/// first; ties go to the document that appears first in the earlier rankings.
+pub fn fuse(rankings: &[Vec<usize>], k: f32) -> Vec<Hit> {
+    let mut scores: Vec<(usize, f32, usize)> = Vec::new(); // (doc, score, first seen)
+    let mut at: HashMap<usize, usize> = HashMap::new();
+    for ranking in rankings {
+        for (rank, &doc) in ranking.iter().enumerate() {
+            let add = 1.0 / (k + rank as f32 + 1.0);
+            match at.get(&doc) {
+                Some(&i) => scores[i].1 += add,
+                None => {
+                    at.insert(doc, scores.len());
+                    scores.push((doc, add, scores.len()));
+                }
+            }
+        }
+    }
+    scores.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.2.cmp(&b.2)));
+    scores.into_iter().map(|(doc, score, _)| Hit { doc, score }).collect()
 }
 
 #[cfg(test)]

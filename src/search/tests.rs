@@ -144,3 +144,21 @@ fn server_filter_limit_and_empty_queries() {
     assert!(Index::has_terms("echo"));
     assert!(Index::build(Vec::new()).search("echo", 5, &[]).is_empty());
 }
+
+#[test]
+fn reciprocal_rank_fusion_rewards_agreement() {
+    // 7 is 2nd and 1st: it beats 3, first in one ranking only.
+    let fused = fuse(&[vec![3, 7, 5], vec![7, 9]], RRF_K);
+    let order: Vec<usize> = fused.iter().map(|h| h.doc).collect();
+    assert_eq!(order, [7, 3, 9, 5]);
+    assert!((fused[0].score - (1.0 / 62.0 + 1.0 / 61.0)).abs() < 1e-6);
+    // Equal scores: the earlier ranking decides.
+    let tie: Vec<usize> = fuse(&[vec![1], vec![2]], RRF_K).iter().map(|h| h.doc).collect();
+    assert_eq!(tie, [1, 2]);
+    // A smaller k lets the top of one ranking outweigh the middle of both.
+    let sharp: Vec<usize> = fuse(&[vec![4, 8], vec![0, 1, 8]], 0.1).iter().map(|h| h.doc).collect();
+    assert_eq!(sharp, [4, 0, 8, 1]);
+    let usual: Vec<usize> = fuse(&[vec![4, 8], vec![0, 1, 8]], RRF_K).iter().map(|h| h.doc).collect();
+    assert_eq!(usual[0], 8, "with k = 60, being in both rankings wins");
+    assert!(fuse(&[], RRF_K).is_empty());
+}

@@ -1,0 +1,164 @@
+//! A fake OpenAI-compatible `/v1/embeddings` endpoint for the search tests: deterministic
+//! vectors in which a few groups of synonyms share a dimension (`plus`, `sum`, `add`, ...), so a
+//! query can find a tool by meaning where no word matches. Records every text it embedded;
+//! `failing` answers HTTP 500 to everything.
+
+#![allow(dead_code)]
+
+use std::convert::Infallible;
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full};
+use hyper::body::Incoming;
+use hyper::{Request, Response};
+use hyper_util::rt::TokioIo;
+use serde_json::{Value, json};
+
+/// Words that share a dimension.
+const CONCEPTS: &[&[&str]] = &[
+    &["add", "plus", "sum", "total", "addition"],
+    &["echo", "repeat", "parrot"],
+    &["upper", "uppercase", "capital", "capitals", "shout"],
+    &["sleep", "wait", "pause", "nap"],
+];
+const DIMS: usize = 64;
+
+/// The fake's vector of `text`.
+pub fn vector(text: &str) -> Vec<f32> {
+    let mut v = vec![0f32; DIMS];
+    for w in text.split(|c: char| !c.is_alphanumeric()).filter(|w| !w.is_empty()) {
+        let w = w.to_lowercase();
+        let dim = match CONCEPTS.iter().position(|group| group.contains(&w.as_str())) {
+            Some(i) => i,
+            None => {
+                CONCEPTS.len()
+                    + (w.bytes().fold(7u32, |h, b| h.wrapping_mul(31).wrapping_add(b as u32)) as usize)
+                        % (DIMS - CONCEPTS.len())
+            }
+        };
+        v[dim] += 1.0;
+    }
+    v
+}
+
+#[derive(Default)]
+struct State {
+    /// Every text embedded, in order.
+    texts: Vec<String>,
+    requests: usize,
+    failing: bool,
+    /// The last `Authorization` header.
+    auth: Option<String>,
+}
+
+pub struct FakeEmbeddings {
+    addr: SocketAddr,
+    state: Arc<Mutex<State>>,
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl FakeEmbeddings {
+    pub fn start(failing: bool) -> FakeEmbeddings {
+        let state = Arc::new(Mutex::new(State { failing, ..Default::default() }));
+        let (addr_tx, addr_rx) = std::sync::mpsc::channel();
+        let (stop_tx, mut stop_rx) = tokio::sync::oneshot::channel::<()>();
+        let st = state.clone();
+        let thread = std::thread::spawn(move || {
+            let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
+            rt.block_on(async move {
+                let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
+                addr_tx.send(listener.local_addr().expect("addr")).expect("send addr");
+                loop {
+                    tokio::select! {
+                        _ = &mut stop_rx => break,
+                        accepted = listener.accept() => {
+                            let Ok((stream, _)) = accepted else { continue };
+                            let st = st.clone();
+                            tokio::spawn(async move {
+                                let svc = hyper::service::service_fn(move |req| handle(req, st.clone()));
+                                let _ = hyper::server::conn::http1::Builder::new()
+                                    .serve_connection(TokioIo::new(stream), svc)
+                                    .await;
+                            });
+                        }
+                    }
+                }
+            });
+        });
+        let addr = addr_rx.recv().expect("fake embeddings address");
+        FakeEmbeddings { addr, state, stop: Some(stop_tx), thread: Some(thread) }
+    }
+
+    /// The API base, as `search.embeddings.url` takes it.
+    pub fn url(&self) -> String {
+        format!("http://{}/v1", self.addr)
+    }
+
+    /// A `search:` config section pointing at this fake.
+    pub fn search_yaml(&self) -> String {
+        format!(
+            "search:\n  embeddings:\n    url: {}\n    model: fake-embed\n    api_key_env: FAKE_EMBED_KEY\n",
+            self.url()
+        )
+    }
+
+    pub fn texts(&self) -> Vec<String> {
+        self.state.lock().unwrap().texts.clone()
+    }
+
+    pub fn auth(&self) -> Option<String> {
+        self.state.lock().unwrap().auth.clone()
+    }
+
+    pub fn requests(&self) -> usize {
+        self.state.lock().unwrap().requests
+    }
+}
+
+impl Drop for FakeEmbeddings {
+    fn drop(&mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+async fn handle(req: Request<Incoming>, state: Arc<Mutex<State>>) -> Result<Response<Full<Bytes>>, Infallible> {
+    let path = req.uri().path().to_string();
+    let auth = req.headers().get("authorization").and_then(|v| v.to_str().ok()).map(String::from);
+    let body = req.into_body().collect().await.map(|b| b.to_bytes()).unwrap_or_default();
+    let reply = |status: u16, v: Value| {
+        let mut r = Response::new(Full::new(Bytes::from(v.to_string())));
+        *r.status_mut() = hyper::StatusCode::from_u16(status).unwrap();
+        Ok(r)
+    };
+    let mut st = state.lock().unwrap();
+    st.requests += 1;
+    st.auth = auth;
+    if st.failing {
+        return reply(500, json!({"error": {"message": "the model is not loaded"}}));
+    }
+    if path != "/v1/embeddings" {
+        return reply(404, json!({"error": {"message": format!("no route {path}")}}));
+    }
+    let parsed: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+    let inputs: Vec<String> = match &parsed["input"] {
+        Value::String(s) => vec![s.clone()],
+        Value::Array(a) => a.iter().filter_map(|v| v.as_str().map(String::from)).collect(),
+        _ => return reply(400, json!({"error": {"message": "input must be a string or an array of strings"}})),
+    };
+    let data: Vec<Value> = inputs
+        .iter()
+        .enumerate()
+        .rev() // out of order on purpose: clients must use `index`
+        .map(|(i, t)| json!({"object": "embedding", "index": i, "embedding": vector(t)}))
+        .collect();
+    st.texts.extend(inputs);
+    reply(200, json!({"object": "list", "model": parsed["model"], "data": data}))
+}
