@@ -48,14 +48,14 @@ fn a_small_catalog_runs_in_direct_mode_and_says_why() {
     assert_eq!(t["mode"], "direct");
     assert_eq!(
         t["auto"],
-        json!({"mode": "direct", "tools": 11, "definition_tokens": direct_total, "threshold_tokens": 4000})
+        json!({"mode": "direct", "tools": 12, "definition_tokens": direct_total, "threshold_tokens": 4000})
     );
     // `mcp list --tokens` predicts exactly what the run chose.
     assert_eq!(listed_auto, t["auto"]);
-    let line = format!("mode: direct (auto: 11 tools, {} tokens of definitions <= 4,000)", thousands(direct_total));
+    let line = format!("mode: direct (auto: 12 tools, {} tokens of definitions <= 4,000)", thousands(direct_total));
     assert!(r.stderr.contains(&line), "{line} not in:\n{}", r.stderr);
     let reqs = fake.requests();
-    assert_eq!(reqs[0].tool_names().len(), 11);
+    assert_eq!(reqs[0].tool_names().len(), 12);
     assert!(reqs[0].tool_names().contains(&"mcp_fixture_add".to_string()));
     assert_eq!(reqs[1].tool_results(), vec![("toolu_1_0".to_string(), "{\"sum\":42}".to_string(), false)]);
 }
@@ -64,7 +64,7 @@ fn a_small_catalog_runs_in_direct_mode_and_says_why() {
 fn past_the_configured_threshold_the_run_is_in_code_mode() {
     let script = "import { add } from \"./servers/fixture/index.ts\";\nconsole.log((await add({ a: 1, b: 2 })).sum);\n";
     let fake = FakeLlm::start(vec![Reply::tool("code_execution", json!({"code": script})), Reply::text("3")]);
-    // The same 11 tools, a threshold below their size: from the config, not a flag.
+    // The same 12 tools, a threshold below their size: from the config, not a flag.
     let p =
         project(&fake, "  execution_mode: auto\n  auto_threshold_tokens: 500\n", &fixture_stdio_yaml("fixture", &[]));
     let r = p.run(&["run", "--json", "Add 1 and 2"]);
@@ -76,7 +76,7 @@ fn past_the_configured_threshold_the_run_is_in_code_mode() {
     assert_eq!(t["auto"]["mode"], "code");
     assert_eq!(t["auto"]["threshold_tokens"], 500);
     assert_eq!(listed_auto, t["auto"]);
-    let line = format!("mode: code (auto: 11 tools, {} tokens of definitions > 500)", thousands(direct_total));
+    let line = format!("mode: code (auto: 12 tools, {} tokens of definitions > 500)", thousands(direct_total));
     assert!(r.stderr.contains(&line), "{line} not in:\n{}", r.stderr);
     let reqs = fake.requests();
     assert_eq!(reqs[0].tool_names(), CODE_TOOLS);
@@ -94,8 +94,8 @@ fn the_github_catalog_is_large_enough_for_code_mode_at_the_default_threshold() {
     let (direct_total, listed_auto) = listed_estimate(&p);
     assert!(direct_total > 20_000, "{direct_total}");
     assert_eq!(listed_auto["mode"], "code");
-    assert_eq!(listed_auto["tools"], 128);
-    let line = format!("mode: code (auto: 128 tools, {} tokens of definitions > 4,000)", thousands(direct_total));
+    assert_eq!(listed_auto["tools"], 129);
+    let line = format!("mode: code (auto: 129 tools, {} tokens of definitions > 4,000)", thousands(direct_total));
     assert!(r.stderr.contains(&line), "{line} not in:\n{}", r.stderr);
     let reqs = fake.requests();
     assert_eq!(reqs[0].tool_names(), CODE_TOOLS);
@@ -105,10 +105,10 @@ fn the_github_catalog_is_large_enough_for_code_mode_at_the_default_threshold() {
     // The human report says the same.
     let r = p.run(&["mcp", "list", "--tokens"]);
     r.assert_ok();
-    assert!(r.stdout.contains("execution_mode auto would pick: code (auto: 128 tools, "), "{}", r.stdout);
+    assert!(r.stdout.contains("execution_mode auto would pick: code (auto: 129 tools, "), "{}", r.stdout);
     // `--server fixture` alone is small: auto would run it directly.
     let r = p.run(&["mcp", "list", "--tokens", "--server", "fixture"]);
-    assert!(r.stdout.contains("execution_mode auto would pick: direct (auto: 11 tools, "), "{}", r.stdout);
+    assert!(r.stdout.contains("execution_mode auto would pick: direct (auto: 12 tools, "), "{}", r.stdout);
 }
 
 /// `25,310`: the CLI's own number format.

@@ -300,11 +300,16 @@ fn text_results_stay_usable_as_text_at_every_level() {
         assert_eq!(r.stdout, expected);
     }
     let f = std::fs::read_to_string(p.path().join(WS).join("servers/fixture/echo.ts")).unwrap();
-    assert!(f.contains("export type EchoOutput = string;") && f.contains("Promise<WithHelpers<EchoOutput>>"), "{f}");
+    assert!(f.contains("export type EchoOutput = String;") && f.contains("Promise<WithHelpers<EchoOutput>>"), "{f}");
     let ws = p.path().join(WS);
     let check = "import { echo } from \"./servers/fixture/index.ts\";\n\
-        const t: string = await echo({ message: \"x\" });\nconst n: number = (await echo({ message: \"y\" })).length;\n\
+        const t: string = String(await echo({ message: \"x\" }));\nconst n: number = (await echo({ message: \"y\" })).length;\n\
         console.log(t.toUpperCase(), n, (await echo({ message: \"z\" })).raw);\n";
+    // The type says what the value is at run time: a String object, not a primitive string.
+    let wrong = "import { echo } from \"./servers/fixture/index.ts\";\nconst t: string = await echo({ message: \"x\" });\n";
+    if let Some(out) = tsc_check(&ws, wrong) {
+        assert!(!out.status.success(), "a String object must not type-check as a primitive string");
+    }
     if let Some(out) = tsc_check(&ws, check) {
         assert!(
             out.status.success(),

@@ -67,7 +67,18 @@ pub fn output(entry: Option<&Entry>, function: &str, output_type: &str) -> Learn
         (format!("{}export interface {output_type} {body}\n", doc.render(0)), Returns::Typed)
     } else {
         let returns = if pure_object || carries_helpers { Returns::Typed } else { Returns::Response };
-        (format!("{}export type {output_type} = {};\n", doc.render(0), ty(s, high, 0)), returns)
+        // A text or a number comes back as a String / Number object carrying the helpers: typed
+        // as what it is, so `typeof r === "string"` or `const s: string = r` cannot mislead.
+        let ty_text = if single && s.string.is_some() {
+            doc.text("At run time a `String` object (helpers attached): `String(r)` or `r.raw` is the plain text.");
+            "String".to_string()
+        } else if single && s.number > 0 {
+            doc.text("At run time a `Number` object (helpers attached): `Number(r)` or `r.raw` is the plain number.");
+            "Number".to_string()
+        } else {
+            ty(s, high, 0)
+        };
+        (format!("{}export type {output_type} = {ty_text};\n", doc.render(0)), returns)
     };
     let returns_doc = match returns {
         Returns::Typed => {
