@@ -12,6 +12,11 @@
 //! The scripted model makes the same decisions in both modes (in code mode it also greps and
 //! reads the two tool files it needs). Targets: ≥ 95% fewer tool-definition tokens and ≥ 90%
 //! fewer total tokens for the large-intermediate task in code mode.
+//!
+//! "direct" runs with `mcp.result_handlers.enabled: false`; "direct + handlers" offers the
+//! `result_handler` argument and the scripted model uses it on the large result (a jq filter on
+//! GitHub, a JavaScript expression on the fixture). Also reported: what the extra argument costs
+//! in tool definitions. Target: ≥ 80% fewer total tokens with handlers than uncut direct without.
 
 #[path = "../tests/support/fake_llm.rs"]
 mod fake_llm;
@@ -42,6 +47,7 @@ fn main() {
     let direct = run_github(&corpus, Mode::Direct, &[]);
     let direct_uncut = run_github(&corpus, Mode::Direct, &["--max-tool-result", "10MB"]);
     let code = run_github(&corpus, Mode::Code, &[]);
+    let handled = run_github(&corpus, Mode::DirectHandlers, &[]);
     println!("1. tool definitions in the first request (GitHub MCP server, {} tools)", direct.tools_offered);
     row("direct", direct.first_tools, None);
     row("code", code.first_tools, Some(pct(direct.first_tools, code.first_tools)));
@@ -49,13 +55,25 @@ fn main() {
     row("direct", direct.first_request, None);
     row("code", code.first_request, Some(pct(direct.first_request, code.first_request)));
     target("tool-definition tokens", pct(direct.first_tools, code.first_tools), 95.0);
+    let extra = handled.first_tools.saturating_sub(direct.first_tools);
+    println!(
+        "   the optional `result_handler` argument: {} tools → {} tokens ({extra} more, {:.1} per tool, +{:.1}%)",
+        handled.tools_offered,
+        handled.first_tools,
+        extra as f64 / handled.tools_offered.max(1) as f64,
+        100.0 * extra as f64 / direct.first_tools.max(1) as f64
+    );
+    let prompt_extra = handled.first_request.saturating_sub(direct.first_request + extra);
+    println!("   + its explanation in the system prompt: {prompt_extra} tokens, once");
 
     println!("\n2. GitHub task: list open issues (large JSON), comment on the most-commented one");
     run_row("direct (results cut at 20 KB)", &direct, None);
     run_row("direct (uncut)", &direct_uncut, None);
     run_row("code", &code, Some(pct(direct.total, code.total)));
     println!("   vs uncut direct: {:.1}% fewer", pct(direct_uncut.total, code.total));
+    run_row("direct + handlers", &handled, Some(pct(direct_uncut.total, handled.total)));
     sees(&format!("#{TOP_ISSUE}"), &direct, &format!("\"number\":{TOP_ISSUE}"));
+    target("total tokens with result handlers (vs uncut direct without)", pct(direct_uncut.total, handled.total), 80.0);
     target("total tokens, large-intermediate task (vs cut direct)", pct(direct.total, code.total), 90.0);
     target("total tokens, large-intermediate task (vs uncut direct)", pct(direct_uncut.total, code.total), 90.0);
 
@@ -63,12 +81,15 @@ fn main() {
     let fdirect = run_fixture(Mode::Direct, &[]);
     let fdirect_uncut = run_fixture(Mode::Direct, &["--max-tool-result", "10MB"]);
     let fcode = run_fixture(Mode::Code, &[]);
+    let fhandled = run_fixture(Mode::DirectHandlers, &[]);
     println!("\n3. fixture task: read ~200 KB from `big`, pass one line of it to `echo`");
     run_row("direct (results cut at 20 KB)", &fdirect, None);
     run_row("direct (uncut)", &fdirect_uncut, None);
     run_row("code", &fcode, Some(pct(fdirect.total, fcode.total)));
     println!("   vs uncut direct: {:.1}% fewer", pct(fdirect_uncut.total, fcode.total));
+    run_row("direct + handlers", &fhandled, Some(pct(fdirect_uncut.total, fhandled.total)));
     sees("line 1234", &fdirect, "line 00001234:");
+    target("total tokens with result handlers (vs uncut direct without)", pct(fdirect_uncut.total, fhandled.total), 80.0);
     target("total tokens, large-intermediate task (vs cut direct)", pct(fdirect.total, fcode.total), 90.0);
     target("total tokens, large-intermediate task (vs uncut direct)", pct(fdirect_uncut.total, fcode.total), 90.0);
 }
@@ -86,8 +107,16 @@ fn sees(what: &str, m: &Measured, needle: &str) {
 
 #[derive(Clone, Copy, PartialEq)]
 enum Mode {
+    /// Direct mode without result handlers.
     Direct,
+    /// Direct mode with `result_handler` offered and used on the large result.
+    DirectHandlers,
     Code,
+}
+
+/// The `mcp.result_handlers` config of a run.
+fn handlers_yaml(mode: Mode) -> String {
+    format!("  result_handlers:\n    enabled: {}\n", mode == Mode::DirectHandlers)
 }
 
 /// What one scripted run cost.
@@ -149,11 +178,12 @@ fn measure(fake: &FakeLlm, transcript: &Value) -> Measured {
 
 fn run_agent(p: &Project, fake: &FakeLlm, mode: Mode, extra: &[&str], task: &str) -> Measured {
     let mode_arg = if mode == Mode::Code { "code" } else { "direct" };
+    let mode_label = if mode == Mode::DirectHandlers { "direct + handlers" } else { mode_arg };
     let mut args = vec!["run", "--json", "--mode", mode_arg];
     args.extend_from_slice(extra);
     args.push(task);
     let r = p.run(&args);
-    assert_eq!(r.code, 0, "agent run failed ({mode_arg}):\n{}\n{}", r.stdout, r.stderr);
+    assert_eq!(r.code, 0, "agent run failed ({mode_label}):\n{}\n{}", r.stdout, r.stderr);
     let t = r.json();
     assert_eq!(t["outcome"], "answer");
     assert_eq!(fake.remaining(), 0, "the script was not used up");
@@ -169,6 +199,19 @@ fn run_agent(p: &Project, fake: &FakeLlm, mode: Mode, extra: &[&str], task: &str
 
 fn run_github(corpus: &std::path::Path, mode: Mode, extra: &[&str]) -> Measured {
     let script = match mode {
+        Mode::DirectHandlers => vec![
+            Reply::tool(
+                "mcp_github_list_issues",
+                json!({"owner": OWNER, "repo": REPO, "state": "OPEN", "result_handler": {"language": "jq",
+                    "script": ".issues | max_by(.comments) | {number, title, comments}"}}),
+            ),
+            Reply::tool(
+                "mcp_github_add_issue_comment",
+                json!({"owner": OWNER, "repo": REPO, "issue_number": TOP_ISSUE, "body": "Looking into this.",
+                    "result_handler": {"language": "jq", "script": "{id, html_url}"}}),
+            ),
+            Reply::text(&format!("Commented on #{TOP_ISSUE}, the open issue with the most comments.")),
+        ],
         Mode::Direct => vec![
             Reply::tool("mcp_github_list_issues", json!({"owner": OWNER, "repo": REPO, "state": "OPEN"})),
             Reply::tool(
@@ -210,7 +253,7 @@ console.log(`#${{top.number}} "${{top.title}}" (${{top.comments}} comments): com
         corpus.display().to_string()
     );
     let p = Project::new();
-    p.write_config(&format!("{}mcp:\n  servers:\n{servers}", fake.llm_yaml(Api::Anthropic)));
+    p.write_config(&format!("{}mcp:\n{}  servers:\n{servers}", fake.llm_yaml(Api::Anthropic), handlers_yaml(mode)));
     let m = run_agent(
         &p,
         &fake,
@@ -230,6 +273,14 @@ console.log(`#${{top.number}} "${{top.title}}" (${{top.comments}} comments): com
 fn run_fixture(mode: Mode, extra: &[&str]) -> Measured {
     let line = "line 00001234: the quick brown fox jumps over the lazy dog";
     let script = match mode {
+        Mode::DirectHandlers => vec![
+            Reply::tool(
+                "mcp_fixture_big",
+                json!({"bytes": 200000, "result_handler": "tool_output.split('\\n').find((l) => l.startsWith('line 00001234'))"}),
+            ),
+            Reply::tool("mcp_fixture_echo", json!({"message": line})),
+            Reply::text("Echoed line 1234."),
+        ],
         Mode::Direct => vec![
             Reply::tool("mcp_fixture_big", json!({"bytes": 200000})),
             Reply::tool("mcp_fixture_echo", json!({"message": line})),
@@ -251,8 +302,9 @@ console.log(await echo({ message: line ?? "not found" }));
     let fake = FakeLlm::start(script);
     let p = Project::new();
     p.write_config(&format!(
-        "{}mcp:\n  servers:\n{}",
+        "{}mcp:\n{}  servers:\n{}",
         fake.llm_yaml(Api::Anthropic),
+        handlers_yaml(mode),
         fixture_stdio_yaml("fixture", &[])
     ));
     run_agent(&p, &fake, mode, extra, "Read the big text and echo its line 1234.")

@@ -133,6 +133,24 @@ pub struct McpConfig {
     pub max_result_bytes: usize,
     pub code_execution: CodeExecutionConfig,
     pub servers: BTreeMap<String, ServerConfig>,
+    pub result_handlers: ResultHandlersConfig,
+}
+
+/// `mcp.result_handlers`: handlers over a tool's result (`agent mcp call --jq/--js/--handler`,
+/// direct mode's `result_handler` argument; see docs/handlers.md).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ResultHandlersConfig {
+    /// Direct mode offers the optional `result_handler` argument on every tool.
+    pub enabled: bool,
+    /// A JavaScript handler may call other tools (`callMCPTool`); off: only its one result.
+    pub tool_calls: bool,
+}
+
+impl Default for ResultHandlersConfig {
+    fn default() -> Self {
+        Self { enabled: true, tool_calls: false }
+    }
 }
 
 /// Default of `mcp.max_result_bytes`: 16 MiB.
@@ -148,6 +166,7 @@ impl Default for McpConfig {
             max_result_bytes: DEFAULT_MAX_RESULT_BYTES,
             code_execution: CodeExecutionConfig::default(),
             servers: BTreeMap::new(),
+            result_handlers: ResultHandlersConfig::default(),
         }
     }
 }

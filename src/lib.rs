@@ -14,6 +14,7 @@ pub mod cli;
 pub mod codegen;
 pub mod codemode;
 pub mod config;
+pub mod handler;
 pub mod mcp;
 pub mod runtime;
 pub mod search;

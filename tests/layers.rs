@@ -20,6 +20,7 @@ const LAYERS: &[(&str, u32)] = &[
     ("bridge", 3),
     ("runtime", 4),
     ("codemode", 5),
+    ("handler", 5),
     ("agent", 6),
     ("cli", 7),
 ];
