@@ -67,7 +67,12 @@ async fn handler_overhead(dir: &Path, n: usize) {
     let cases = [
         ("jq, worker process (default)", Language::Jq, "[.items[].n] | add", Isolation::Process(agent_bin())),
         ("jq, thread (no crash isolation)", Language::Jq, "[.items[].n] | add", Isolation::Thread),
-        ("JavaScript, fresh isolate", Language::JavaScript, "tool_output.items.reduce((a, i) => a + i.n, 0)", Isolation::Thread),
+        (
+            "JavaScript, fresh isolate",
+            Language::JavaScript,
+            "tool_output.items.reduce((a, i) => a + i.n, 0)",
+            Isolation::Thread,
+        ),
     ];
     for (label, language, script, isolation) in cases {
         let runner = HandlerRunner::from_config(&config, None).expect("runner").with_isolation(isolation);

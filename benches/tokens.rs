@@ -89,7 +89,11 @@ fn main() {
     println!("   vs uncut direct: {:.1}% fewer", pct(fdirect_uncut.total, fcode.total));
     run_row("direct + handlers", &fhandled, Some(pct(fdirect_uncut.total, fhandled.total)));
     sees("line 1234", &fdirect, "line 00001234:");
-    target("total tokens with result handlers (vs uncut direct without)", pct(fdirect_uncut.total, fhandled.total), 80.0);
+    target(
+        "total tokens with result handlers (vs uncut direct without)",
+        pct(fdirect_uncut.total, fhandled.total),
+        80.0,
+    );
     target("total tokens, large-intermediate task (vs cut direct)", pct(fdirect.total, fcode.total), 90.0);
     target("total tokens, large-intermediate task (vs uncut direct)", pct(fdirect_uncut.total, fcode.total), 90.0);
 }

@@ -16,12 +16,25 @@ fn jq_and_js_print_only_the_handlers_value() {
     let r = p.run(&["mcp", "call", "fixture.add", "--args", r#"{"a": 2, "b": 40}"#, "--jq", ".sum"]);
     r.assert_ok();
     assert_eq!(r.stdout, "42\n");
-    let r = p.run(&["mcp", "call", "fixture.add", "--args", r#"{"a": 2, "b": 40}"#, "--js", "({double: tool_output.sum * 2})"]);
+    let r = p.run(&[
+        "mcp",
+        "call",
+        "fixture.add",
+        "--args",
+        r#"{"a": 2, "b": 40}"#,
+        "--js",
+        "({double: tool_output.sum * 2})",
+    ]);
     r.assert_ok();
     assert_eq!(serde_json::from_str::<Value>(&r.stdout).unwrap(), json!({"double": 84}));
     // A function body that returns; text that is not JSON is a string.
     let r = p.run(&[
-        "mcp", "call", "fixture.echo", "--args", r#"{"message": "hello there"}"#, "--js",
+        "mcp",
+        "call",
+        "fixture.echo",
+        "--args",
+        r#"{"message": "hello there"}"#,
+        "--js",
         "const words = tool_output.split(' ');\nreturn words.length + ' words';",
     ]);
     r.assert_ok();
@@ -46,7 +59,7 @@ fn handler_files_and_stdin_are_read_by_extension_or_content() {
     p.write("sum.js", "tool_output.sum + 0.5");
     p.write("h.json", r#"{"language": "jq", "script": "[.sum]"}"#);
     let add = ["mcp", "call", "fixture.add", "--args", r#"{"a": 1, "b": 2}"#, "--handler"];
-    let with = |f: &str| [&add[..], &[f]].concat();
+    let with = |f: &'static str| [&add[..], &[f]].concat();
     assert_eq!(p.run(&with("sum.jq")).assert_ok().stdout, "30\n");
     assert_eq!(p.run(&with("sum.js")).assert_ok().stdout, "3.5\n");
     assert_eq!(serde_json::from_str::<Value>(&p.run(&with("h.json")).assert_ok().stdout).unwrap(), json!([3]));
@@ -87,17 +100,38 @@ fn a_handler_that_fails_after_the_call_says_the_tool_ran() {
     let r = p.run(&["mcp", "call", "fixture.big", "--args", r#"{"bytes": 5000}"#, "--js", "tool_output.nope.deeper"]);
     r.assert_code(1);
     assert_eq!(r.stdout, "");
-    assert!(r.stderr.contains("`fixture.big` ran (its side effects happened), but the result handler failed: JavaScript:"), "{}", r.stderr);
+    assert!(
+        r.stderr.contains("`fixture.big` ran (its side effects happened), but the result handler failed: JavaScript:"),
+        "{}",
+        r.stderr
+    );
     assert!(r.stderr.contains("TypeError"), "{}", r.stderr);
-    assert!(r.stderr.contains("raw result (first 300 of 5000 characters): line 00000000: the quick brown fox"), "{}", r.stderr);
-    let r = p.run(&["mcp", "call", "fixture.add", "--args", r#"{"a": 1, "b": 2}"#, "--jq", ".sum | error(\"too small\")"]);
+    assert!(
+        r.stderr.contains("raw result (first 300 of 5000 characters): line 00000000: the quick brown fox"),
+        "{}",
+        r.stderr
+    );
+    let r =
+        p.run(&["mcp", "call", "fixture.add", "--args", r#"{"a": 1, "b": 2}"#, "--jq", ".sum | error(\"too small\")"]);
     r.assert_code(1);
     assert!(r.stderr.contains("but the result handler failed: jq error: too small"), "{}", r.stderr);
     assert!(r.stderr.contains(r#"raw result (9 characters): {"sum":3}"#), "{}", r.stderr);
     // Tool calls are off by default.
-    let r = p.run(&["mcp", "call", "fixture.add", "--args", r#"{"a": 1, "b": 2}"#, "--js", "await callMCPTool('fixture', 'echo', {message: 'x'})"]);
+    let r = p.run(&[
+        "mcp",
+        "call",
+        "fixture.add",
+        "--args",
+        r#"{"a": 1, "b": 2}"#,
+        "--js",
+        "await callMCPTool('fixture', 'echo', {message: 'x'})",
+    ]);
     r.assert_code(1);
-    assert!(r.stderr.contains("tool calls are off in result handlers (mcp.result_handlers.tool_calls)"), "{}", r.stderr);
+    assert!(
+        r.stderr.contains("tool calls are off in result handlers (mcp.result_handlers.tool_calls)"),
+        "{}",
+        r.stderr
+    );
     // A tool error is not handled: it comes back as it is.
     let r = p.run(&["mcp", "call", "fixture.fail", "--jq", "."]);
     r.assert_code(1);
@@ -112,7 +146,12 @@ fn handlers_may_call_tools_when_the_config_allows() {
         fixture_stdio_yaml("fixture", &[])
     ));
     let r = p.run(&[
-        "mcp", "call", "fixture.add", "--args", r#"{"a": 1, "b": 2}"#, "--js",
+        "mcp",
+        "call",
+        "fixture.add",
+        "--args",
+        r#"{"a": 1, "b": 2}"#,
+        "--js",
         "const e = await callMCPTool('fixture', 'echo', {message: 'sum=' + tool_output.sum});\nreturn e;",
     ]);
     r.assert_ok();
@@ -132,7 +171,7 @@ fn hostile_jq_filters_are_bounded() {
         ("repeat(1)", "produced more than 10000 outputs"),
         ("def f: f; f", "timed out after 3s"),
         ("def f: 1 + f; f", "recursed too deeply (stack overflow)"),
-        ("[range(1e9)]", ""),
+        ("[range(1e9)]", "the jq filter "),
         ("[range(1e6)] | tostring", "larger than the output limit"),
         ("last(range(1e12))", "timed out after 3s"),
     ] {
@@ -141,6 +180,9 @@ fn hostile_jq_filters_are_bounded() {
         r.assert_code(1);
         assert!(r.stderr.contains("but the result handler failed: "), "{filter}: {}", r.stderr);
         assert!(r.stderr.contains(why), "{filter}: {}", r.stderr);
+        if filter == "[range(1e9)]" {
+            assert!(r.stderr.contains("timed out") || r.stderr.contains("ran out of memory"), "{}", r.stderr);
+        }
         assert!(!r.stderr.contains("panicked"), "{filter}: {}", r.stderr);
         assert!(started.elapsed() < std::time::Duration::from_secs(20), "{filter} took {:?}", started.elapsed());
     }
@@ -152,10 +194,26 @@ fn handlers_over_server_everything() {
         return;
     }
     let p = Project::with_servers(&everything_yaml("everything"));
-    let r = p.run(&["mcp", "call", "everything.echo", "--args", r#"{"message": "hi there"}"#, "--jq", ".content? // . | ascii_upcase"]);
+    let r = p.run(&[
+        "mcp",
+        "call",
+        "everything.echo",
+        "--args",
+        r#"{"message": "hi there"}"#,
+        "--jq",
+        ".content? // . | ascii_upcase",
+    ]);
     r.assert_ok();
     assert_eq!(r.stdout, "ECHO: HI THERE\n");
-    let r = p.run(&["mcp", "call", "everything.get-sum", "--args", r#"{"a": 2, "b": 3}"#, "--js", "result.content[0].text.match(/\\d+$/)[0]"]);
+    let r = p.run(&[
+        "mcp",
+        "call",
+        "everything.get-sum",
+        "--args",
+        r#"{"a": 2, "b": 3}"#,
+        "--js",
+        "result.content[0].text.match(/(\\d+)\\.?$/)[1]",
+    ]);
     r.assert_ok();
     assert_eq!(r.stdout, "5\n");
 }
@@ -165,7 +223,11 @@ fn handlers_over_server_everything() {
 
 fn run_project(fake: &FakeLlm, extra: &str) -> Project {
     let p = Project::new();
-    p.write_config(&format!("{}mcp:\n{extra}  servers:\n{}", fake.llm_yaml(Api::Anthropic), fixture_stdio_yaml("fixture", &[])));
+    p.write_config(&format!(
+        "{}mcp:\n{extra}  servers:\n{}",
+        fake.llm_yaml(Api::Anthropic),
+        fixture_stdio_yaml("fixture", &[])
+    ));
     p
 }
 
@@ -175,7 +237,10 @@ fn direct_mode_runs_the_result_handler_and_the_model_sees_only_its_value() {
         Reply::tools(
             "Reading.",
             &[
-                ("mcp_fixture_big", json!({"bytes": 100000, "result_handler": {"language": "jq", "script": "{n: length}"}})),
+                (
+                    "mcp_fixture_big",
+                    json!({"bytes": 100000, "result_handler": {"language": "jq", "script": "{n: length}"}}),
+                ),
                 ("mcp_fixture_sleep", json!({"ms": 1, "result_handler": "tool_output.("})),
                 ("mcp_fixture_add", json!({"a": 1, "b": 2, "result_handler": "tool_output.sum * 100"})),
             ],

@@ -521,10 +521,11 @@ mod tests {
             info("s", "own", json!({"type": "object", "properties": {"result_handler": {"type": "integer"}}})),
         ];
         let map = ToolMap::build(&tools, SchemaFlavor::Anthropic).with_result_handlers();
-        assert_eq!(map.specs[0].input_schema["properties"]["result_handler"], result_handler_schema());
-        assert!(map.tools[0].result_handler);
-        assert_eq!(map.specs[1].input_schema["properties"]["result_handler"], json!({"type": "integer"}));
-        assert!(!map.tools[1].result_handler);
+        // (server, tool) order: `own`, then `plain`.
+        assert_eq!(map.specs[1].input_schema["properties"]["result_handler"], result_handler_schema());
+        assert!(map.tools[1].result_handler);
+        assert_eq!(map.specs[0].input_schema["properties"]["result_handler"], json!({"type": "integer"}));
+        assert!(!map.tools[0].result_handler);
     }
 
     #[test]

@@ -204,7 +204,9 @@ fn read_handler(args: &CallArgs) -> anyhow::Result<Option<Handler>> {
     let value = match ext.as_str() {
         "jq" => serde_json::json!({"language": "jq", "script": text}),
         "js" | "mjs" | "ts" => Value::String(text),
-        "json" => serde_json::from_str(&text).map_err(|e| usage(format!("--handler file {spec} is not valid JSON: {e}")))?,
+        "json" => {
+            serde_json::from_str(&text).map_err(|e| usage(format!("--handler file {spec} is not valid JSON: {e}")))?
+        }
         _ => match serde_json::from_str::<Value>(&text) {
             Ok(v @ Value::Object(_)) => v,
             _ => Value::String(text),

@@ -155,7 +155,10 @@ async fn run_in_worker(exe: &PathBuf, job: &Job, limits: &JqLimits) -> Result<Ve
             } else {
                 let status = status.map(|s| s.to_string()).unwrap_or_else(|e| e.to_string());
                 let last = err.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or("").trim();
-                Err(format!("the jq worker failed ({status}){}", if last.is_empty() { String::new() } else { format!(": {last}") }))
+                Err(format!(
+                    "the jq worker failed ({status}){}",
+                    if last.is_empty() { String::new() } else { format!(": {last}") }
+                ))
             }
         }
     }
@@ -209,10 +212,14 @@ type Filter = jaq_core::compile::Filter<jaq_core::Native<data::JustLut<Val>>>;
 /// Loads and compiles `code`, then hands the filter to `then`.
 fn compile_with<T>(code: &str, then: impl FnOnce(&Filter) -> Result<T, String>) -> Result<T, String> {
     let defs = jaq_core::defs().chain(jaq_std::defs()).chain(jaq_json::defs());
-    let funs = jaq_core::funs::<data::JustLut<Val>>()
-        .chain(jaq_std::funs())
-        .chain(jaq_json::funs())
-        .map(|(name, args, f)| if DENIED.contains(&name) { (name, args, jaq_core::Native::<data::JustLut<Val>>::new(denied)) } else { (name, args, f) });
+    let funs =
+        jaq_core::funs::<data::JustLut<Val>>().chain(jaq_std::funs()).chain(jaq_json::funs()).map(|(name, args, f)| {
+            if DENIED.contains(&name) {
+                (name, args, jaq_core::Native::<data::JustLut<Val>>::new(denied))
+            } else {
+                (name, args, f)
+            }
+        });
     let arena = Arena::default();
     let modules = Loader::new(defs).load(&arena, File { code, path: () }).map_err(|errs| {
         let first = errs.into_iter().next().map(|(_, e)| e);
@@ -314,7 +321,10 @@ mod tests {
     async fn filters_run_over_json() {
         assert_eq!(go(".a + 1", json!({"a": 2})).await.unwrap(), vec![json!(3)]);
         assert_eq!(go(".[] | .n", json!([{"n": 1}, {"n": "x"}])).await.unwrap(), vec![json!(1), json!("x")]);
-        assert_eq!(go("{n: length, keys: keys}", json!({"b": 1, "a": 2})).await.unwrap(), vec![json!({"n": 2, "keys": ["a", "b"]})]);
+        assert_eq!(
+            go("{n: length, keys: keys}", json!({"b": 1, "a": 2})).await.unwrap(),
+            vec![json!({"n": 2, "keys": ["a", "b"]})]
+        );
         assert_eq!(go("map(select(. > 1)) | add", json!([1, 2, 3])).await.unwrap(), vec![json!(5)]);
         assert_eq!(go("empty", json!(1)).await.unwrap(), Vec::<Value>::new());
     }

@@ -111,8 +111,9 @@ pub struct Compiled {
 #[derive(Debug, Clone)]
 enum Kind {
     Jq(String),
-    /// The handler's function (its text, wrapped), without the data.
-    Js(String),
+    /// The handler's function body (its text, maybe wrapped in `return (…)`), and the lines
+    /// before the handler's first line in the module it runs as.
+    Js(String, usize),
 }
 
 /// Runs handlers; one per command (or per `serve` process), shared by its calls.
@@ -168,14 +169,12 @@ impl HandlerRunner {
                     ));
                 }
                 let as_expr = format!("return (\n{}\n);", handler.script);
-                let body = if crate::runtime::check_syntax("handler.ts", &js_module(&as_expr, "null", "null")).is_ok() {
-                    as_expr
-                } else {
-                    crate::runtime::check_syntax("handler.ts", &js_module(&handler.script, "null", "null"))
-                        .map_err(|e| format!("result handler (JavaScript) does not parse: {e}"))?;
-                    handler.script.clone()
-                };
-                Ok(Compiled { kind: Kind::Js(body) })
+                if crate::runtime::check_syntax("handler.ts", &js_module(&as_expr, "null", "null")).is_ok() {
+                    return Ok(Compiled { kind: Kind::Js(as_expr, 2) });
+                }
+                crate::runtime::check_syntax("handler.ts", &js_module(&handler.script, "null", "null"))
+                    .map_err(|e| format!("result handler (JavaScript) does not parse: {}", at_handler_line(&e, 1)))?;
+                Ok(Compiled { kind: Kind::Js(handler.script.clone(), 1) })
             }
         }
     }
@@ -206,7 +205,9 @@ impl HandlerRunner {
                     _ => Value::Array(v),
                 })
             }
-            Kind::Js(body) => self.run_js(body, &output, result).await,
+            Kind::Js(body, offset) => {
+                self.run_js(body, &output, result).await.map_err(|e| at_handler_line(&e, *offset))
+            }
         };
         value.map(Some).map_err(|e| after_call_error(server, tool, &e, result))
     }
@@ -280,12 +281,30 @@ fn js_module(body: &str, tool_output: &str, result: &str) -> String {
     )
 }
 
+/// Positions in the module a handler runs as (`main.ts:L:C`, `handler.ts:L:C`) as positions in
+/// the handler's own text.
+fn at_handler_line(message: &str, offset: usize) -> String {
+    static POS: OnceLock<Option<regex::Regex>> = OnceLock::new();
+    let Some(re) = POS
+        .get_or_init(|| regex::Regex::new(r"(?:file:///)?(?:[^\s:]*/)?(?:main|handler)\.ts:(\d+):(\d+)").ok())
+        .as_ref()
+    else {
+        return message.to_string();
+    };
+    re.replace_all(message, |c: &regex::Captures| {
+        let line: usize = c[1].parse().unwrap_or(0);
+        match line.checked_sub(offset) {
+            Some(l) if l > 0 => format!("handler line {l}, column {}", &c[2]),
+            _ => "the handler".to_string(),
+        }
+    })
+    .into_owned()
+}
+
 /// Shadows the tool-call globals with ones that fail with [`TOOL_CALLS_OFF`].
 fn tool_calls_off_prelude() -> String {
     let msg = serde_json::to_string(TOOL_CALLS_OFF).unwrap_or_default();
-    format!(
-        "const callMCPTool = async () => {{ throw new Error({msg}); }}; const __agentCallTool = callMCPTool; "
-    )
+    format!("const callMCPTool = async () => {{ throw new Error({msg}); }}; const __agentCallTool = callMCPTool; ")
 }
 
 /// The value a handler sees as `tool_output`: `structuredContent`, else the text content parsed
@@ -357,7 +376,10 @@ mod tests {
 
     #[test]
     fn handlers_parse_from_json() {
-        assert_eq!(h(json!("tool_output.a")).unwrap(), Handler { language: Language::JavaScript, script: "tool_output.a".into() });
+        assert_eq!(
+            h(json!("tool_output.a")).unwrap(),
+            Handler { language: Language::JavaScript, script: "tool_output.a".into() }
+        );
         assert_eq!(h(json!({"language": "jq", "script": ".a"})).unwrap().language, Language::Jq);
         assert_eq!(h(json!({"script": "1"})).unwrap().language, Language::JavaScript);
         assert_eq!(
@@ -379,8 +401,9 @@ mod tests {
         js("tool_output.items.length").unwrap();
         js("const n = tool_output.length;\nreturn n * 2;").unwrap();
         js("({a: 1})").unwrap();
-        let e = js("tool_output.(").unwrap_err();
+        let e = js("const a = 1;\nreturn a +;").unwrap_err();
         assert!(e.starts_with("result handler (JavaScript) does not parse:"), "{e}");
+        assert!(e.contains("handler line 2, column"), "{e}");
         assert!(!e.contains('\n'), "{e}");
     }
 
@@ -416,7 +439,10 @@ mod tests {
         let jq = r.compile(&Handler { language: Language::Jq, script: ".items | length".into() }).unwrap();
         assert_eq!(r.apply(&jq, "s", "t", &raw).await.unwrap(), Some(json!(3)));
         let js = r
-            .compile(&Handler { language: Language::JavaScript, script: "({n: tool_output.items.length, e: result.isError})".into() })
+            .compile(&Handler {
+                language: Language::JavaScript,
+                script: "({n: tool_output.items.length, e: result.isError})".into(),
+            })
             .unwrap();
         assert_eq!(r.apply(&js, "s", "t", &raw).await.unwrap(), Some(json!({"n": 3, "e": false})));
         let js = r
@@ -424,9 +450,14 @@ mod tests {
             .unwrap();
         let e = r.apply(&js, "s", "t", &raw).await.unwrap_err();
         assert!(e.contains(TOOL_CALLS_OFF), "{e}");
-        let js = r.compile(&Handler { language: Language::JavaScript, script: "tool_output.nope.deeper".into() }).unwrap();
+        let js =
+            r.compile(&Handler { language: Language::JavaScript, script: "tool_output.nope.deeper".into() }).unwrap();
         let e = r.apply(&js, "srv", "tl", &raw).await.unwrap_err();
-        assert!(e.starts_with("`srv.tl` ran (its side effects happened), but the result handler failed: JavaScript:"), "{e}");
+        assert!(
+            e.starts_with("`srv.tl` ran (its side effects happened), but the result handler failed: JavaScript:"),
+            "{e}"
+        );
+        assert!(e.contains("at handler line 1, column 18"), "{e}");
         assert!(e.ends_with("raw result (17 characters): {\"items\":[1,2,3]}"), "{e}");
         let err = CallToolResult::error(vec![ContentBlock::text("bad")]);
         assert_eq!(r.apply(&jq, "s", "t", &err).await.unwrap(), None, "an error result is not handled");
