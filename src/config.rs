@@ -925,6 +925,17 @@ mod tests {
     }
 
     #[test]
+    fn result_handlers_default_on_without_tool_calls() {
+        let dir = tempfile::tempdir().unwrap();
+        let c = load(dir.path(), "", &[]).unwrap();
+        assert!(c.mcp.result_handlers.enabled && !c.mcp.result_handlers.tool_calls);
+        let c = load(dir.path(), "mcp:\n  result_handlers:\n    enabled: false\n    tool_calls: true\n", &[]).unwrap();
+        assert!(!c.mcp.result_handlers.enabled && c.mcp.result_handlers.tool_calls);
+        let err = load(dir.path(), "mcp:\n  result_handlers:\n    tool_call: true\n", &[]).unwrap_err();
+        assert!(err.0.contains("tool_call"), "{}", err.0);
+    }
+
+    #[test]
     fn max_result_bytes_has_a_default_and_a_floor() {
         let dir = tempfile::tempdir().unwrap();
         let c = load(dir.path(), "mcp:\n  servers: {}\n", &[]).unwrap();

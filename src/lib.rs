@@ -2,7 +2,7 @@
 //!
 //! Layering (one direction only; `tests/layers.rs` checks it): `util` (leaf helpers) ← (`config`,
 //! `search` (the tool catalog index), `skills` (the skill file format)) ← `mcp` ← (`codegen`, `bridge`) ← `runtime` (speaks only the
-//! bridge protocol) ← `codemode` ← `agent` ← `cli`. Only `cli` (and the binaries) print. See
+//! bridge protocol) ← (`codemode`, `handler` (result handlers)) ← `agent` ← `cli`. Only `cli` (and the binaries) print. See
 //! ARCHITECTURE.md for the map.
 
 #![deny(clippy::print_stdout, clippy::print_stderr)]
