@@ -119,10 +119,7 @@ small (counts, fields, a filtered list). A handler that does not parse fails bef
 
 /// The schema of [`RESULT_HANDLER_ARG`]: short on purpose (the prompt explains it once).
 pub fn result_handler_schema() -> Value {
-    json!({
-        "description": "Optional: JS or {language:\"jq\",script} run on the result; only its value is returned.",
-        "anyOf": [{"type": "string"}, {"type": "object"}]
-    })
+    json!({"type": ["string", "object"], "description": "Optional; see the system prompt"})
 }
 
 /// `mcp_<server>_<tool>`, sanitised, at most 64 characters, unique within `taken`.

@@ -69,7 +69,20 @@ impl TokenEstimate {
 
 /// Estimates direct vs code mode for `tools`; `entries` are the servers as code mode lists them.
 pub fn estimate(tools: &[ToolInfo], entries: &[ServerEntry], limits: &LimitsText, provider: Provider) -> TokenEstimate {
+    estimate_with(tools, entries, limits, provider, false)
+}
+
+/// [`estimate`], with direct mode's optional `result_handler` argument on every tool when
+/// `result_handlers` (`mcp.result_handlers.enabled`).
+pub fn estimate_with(
+    tools: &[ToolInfo],
+    entries: &[ServerEntry],
+    limits: &LimitsText,
+    provider: Provider,
+    result_handlers: bool,
+) -> TokenEstimate {
     let map = ToolMap::build(tools, flavor(provider));
+    let map = if result_handlers { map.with_result_handlers() } else { map };
     let code_specs = super::code::tool_specs(limits);
     let tree = std::path::Path::new(".kodelet/mcp");
     let mut servers = Vec::new();
@@ -129,5 +142,13 @@ mod tests {
         assert_eq!(fifty.servers[0].tools, 50);
         assert_eq!(fifty.servers[0].direct, fifty.direct_total);
         assert!(fifty.servers[0].code > 0 && fifty.servers[0].code < 20);
+        let handled = estimate_with(&many, &entries, &limits, Provider::Anthropic, true);
+        assert!(
+            handled.direct_total > fifty.direct_total + 50 * 10,
+            "{} vs {}",
+            handled.direct_total,
+            fifty.direct_total
+        );
+        assert_eq!(handled.code_total, fifty.code_total);
     }
 }

@@ -195,7 +195,7 @@ fn short_type(p: &Value, root: &Value) -> String {
 pub fn token_report(config: &Config, servers: &[String], tools: &[ToolInfo], json: bool) -> anyhow::Result<String> {
     let entries = crate::codegen::server_entries(servers, tools);
     let limits = crate::agent::code::LimitsText::from_config(&config.mcp.code_execution);
-    let est = tokens::estimate(tools, &entries, &limits, config.llm.provider);
+    let est = tokens::estimate_with(tools, &entries, &limits, config.llm.provider, config.mcp.result_handlers.enabled);
     if json {
         let mut s = serde_json::to_string_pretty(&est).context("cannot serialise the estimate")?;
         s.push('\n');
