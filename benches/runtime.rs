@@ -11,6 +11,8 @@
 //! 5. Per-call cost of recording result shapes (`mcp.types.learn`): `McpManager::call_tool` of
 //!    the fixture's `profile` (JSON text, no output schema) with and without the type recorder,
 //!    and the flush that writes the registry. Target: < 5% of a fixture call.
+//! 6. Per-call overhead of a result handler (compile + apply over a small result): jq in its
+//!    worker process, jq on a thread, JavaScript in a fresh isolate.
 //!
 //! Set BENCH_QUICK=1 for fewer iterations.
 
@@ -56,6 +58,9 @@ fn main() {
     if run("5") {
         tokio.block_on(recording_cost(dir.path(), if quick { 300 } else { 2000 }));
     }
+    if run("6") {
+        tokio.block_on(handler_overhead(dir.path(), if quick { 10 } else { 50 }));
+    }
 }
 
 /// Milliseconds per call of `n` sequential `profile` calls.
@@ -96,6 +101,47 @@ async fn recording_cost(dir: &Path, n: usize) {
     plain.shutdown().await;
     learning.shutdown().await;
     recorder.finish();
+}
+
+/// Section 6: what a result handler adds to one tool call (compile before + apply after), over a
+/// small result: jq in its worker process (the default), jq on a thread, JavaScript in a fresh isolate.
+async fn handler_overhead(dir: &Path, n: usize) {
+    use agent::handler::{Handler, HandlerRunner, Language, jq::Isolation};
+    use rmcp::model::{CallToolResult, ContentBlock};
+    println!("\n-- 6. per-call overhead of a result handler ({n} runs each, compile + apply, small result)");
+    let mut config = Config::default();
+    config.mcp.code_execution.workspace_dir = dir.join(".kodelet/mcp");
+    let result = CallToolResult::success(vec![ContentBlock::text(r#"{"items":[{"n":1},{"n":2},{"n":3}]}"#)]);
+    let cases = [
+        ("jq, worker process (default)", Language::Jq, "[.items[].n] | add", Isolation::Process(agent_bin())),
+        ("jq, thread (no crash isolation)", Language::Jq, "[.items[].n] | add", Isolation::Thread),
+        (
+            "JavaScript, fresh isolate",
+            Language::JavaScript,
+            "tool_output.items.reduce((a, i) => a + i.n, 0)",
+            Isolation::Thread,
+        ),
+    ];
+    for (label, language, script, isolation) in cases {
+        let runner = HandlerRunner::from_config(&config, None).expect("runner").with_isolation(isolation);
+        let handler = Handler { language, script: script.to_string() };
+        let mut times = Vec::with_capacity(n);
+        for i in 0..=n {
+            if language == Language::JavaScript {
+                // The gap stands for the tool call, during which the next isolate is prepared.
+                tokio::time::sleep(Duration::from_millis(60)).await;
+            }
+            let start = Instant::now();
+            let compiled = runner.compile(&handler).expect("compile");
+            let v = runner.apply(&compiled, "s", "t", &result).await.expect("apply");
+            if i > 0 {
+                times.push(start.elapsed());
+            }
+            assert_eq!(v, Some(json!(6)));
+        }
+        let (p50, p95, max) = stats(times);
+        println!("{label:<34} p50 {}  p95 {}  max {}", ms(p50), ms(p95), ms(max));
+    }
 }
 
 fn agent_bin() -> PathBuf {

@@ -18,6 +18,11 @@
 //! through `call_tool`). Targets: ≥ 95% fewer tool-definition tokens and ≥ 90% fewer total
 //! tokens for the large-intermediate task in code mode; ≤ 400 tool-definition tokens per request
 //! in progressive mode.
+//!
+//! "direct" runs with `mcp.result_handlers.enabled: false`; "direct + handlers" offers the
+//! `result_handler` argument and the scripted model uses it on the large result (a jq filter on
+//! GitHub, a JavaScript expression on the fixture). Also reported: what the extra argument costs
+//! in tool definitions. Target: ≥ 80% fewer total tokens with handlers than uncut direct without.
 
 #[path = "../tests/support/fake_llm.rs"]
 mod fake_llm;
@@ -49,6 +54,7 @@ fn main() {
     let direct_uncut = run_github(&corpus, Mode::Direct, &["--max-tool-result", "10MB"]);
     let code = run_github(&corpus, Mode::Code, &[]);
     let progressive = run_github(&corpus, Mode::Progressive, &[]);
+    let handled = run_github(&corpus, Mode::DirectHandlers, &[]);
     println!("1. tool definitions in the first request (GitHub MCP server, {} tools)", direct.tools_offered);
     row("direct", direct.first_tools, None);
     row("code", code.first_tools, Some(pct(direct.first_tools, code.first_tools)));
@@ -63,6 +69,16 @@ fn main() {
         "   target: ≤ 400 tool-definition tokens per request in progressive mode: {verdict} ({})",
         progressive.first_tools
     );
+    let extra = handled.first_tools.saturating_sub(direct.first_tools);
+    println!(
+        "   the optional `result_handler` argument: {} tools → {} tokens ({extra} more, {:.1} per tool, +{:.1}%)",
+        handled.tools_offered,
+        handled.first_tools,
+        extra as f64 / handled.tools_offered.max(1) as f64,
+        100.0 * extra as f64 / direct.first_tools.max(1) as f64
+    );
+    let prompt_extra = handled.first_request.saturating_sub(direct.first_request + extra);
+    println!("   + its explanation in the system prompt: {prompt_extra} tokens, once");
 
     println!("\n2. GitHub task: list open issues (large JSON), comment on the most-commented one");
     run_row("direct (results cut at 20 KB)", &direct, None);
@@ -70,7 +86,9 @@ fn main() {
     run_row("code", &code, Some(pct(direct.total, code.total)));
     run_row("progressive (results cut at 20 KB)", &progressive, Some(pct(direct.total, progressive.total)));
     println!("   vs uncut direct: {:.1}% fewer", pct(direct_uncut.total, code.total));
+    run_row("direct + handlers", &handled, Some(pct(direct_uncut.total, handled.total)));
     sees(&format!("#{TOP_ISSUE}"), &direct, &format!("\"number\":{TOP_ISSUE}"));
+    target("total tokens with result handlers (vs uncut direct without)", pct(direct_uncut.total, handled.total), 80.0);
     target("total tokens, large-intermediate task (vs cut direct)", pct(direct.total, code.total), 90.0);
     target("total tokens, large-intermediate task (vs uncut direct)", pct(direct_uncut.total, code.total), 90.0);
 
@@ -78,12 +96,19 @@ fn main() {
     let fdirect = run_fixture(Mode::Direct, &[]);
     let fdirect_uncut = run_fixture(Mode::Direct, &["--max-tool-result", "10MB"]);
     let fcode = run_fixture(Mode::Code, &[]);
+    let fhandled = run_fixture(Mode::DirectHandlers, &[]);
     println!("\n3. fixture task: read ~200 KB from `big`, pass one line of it to `echo`");
     run_row("direct (results cut at 20 KB)", &fdirect, None);
     run_row("direct (uncut)", &fdirect_uncut, None);
     run_row("code", &fcode, Some(pct(fdirect.total, fcode.total)));
     println!("   vs uncut direct: {:.1}% fewer", pct(fdirect_uncut.total, fcode.total));
+    run_row("direct + handlers", &fhandled, Some(pct(fdirect_uncut.total, fhandled.total)));
     sees("line 1234", &fdirect, "line 00001234:");
+    target(
+        "total tokens with result handlers (vs uncut direct without)",
+        pct(fdirect_uncut.total, fhandled.total),
+        80.0,
+    );
     target("total tokens, large-intermediate task (vs cut direct)", pct(fdirect.total, fcode.total), 90.0);
     target("total tokens, large-intermediate task (vs uncut direct)", pct(fdirect_uncut.total, fcode.total), 90.0);
 
@@ -156,9 +181,17 @@ fn sees(what: &str, m: &Measured, needle: &str) {
 
 #[derive(Clone, Copy, PartialEq)]
 enum Mode {
+    /// Direct mode without result handlers.
     Direct,
+    /// Direct mode with `result_handler` offered and used on the large result.
+    DirectHandlers,
     Code,
     Progressive,
+}
+
+/// The `mcp.result_handlers` config of a run.
+fn handlers_yaml(mode: Mode) -> String {
+    format!("  result_handlers:\n    enabled: {}\n", mode == Mode::DirectHandlers)
 }
 
 /// What one scripted run cost.
@@ -220,15 +253,16 @@ fn measure(fake: &FakeLlm, transcript: &Value) -> Measured {
 
 fn run_agent(p: &Project, fake: &FakeLlm, mode: Mode, extra: &[&str], task: &str) -> Measured {
     let mode_arg = match mode {
-        Mode::Direct => "direct",
+        Mode::Direct | Mode::DirectHandlers => "direct",
         Mode::Code => "code",
         Mode::Progressive => "progressive",
     };
+    let mode_label = if mode == Mode::DirectHandlers { "direct + handlers" } else { mode_arg };
     let mut args = vec!["run", "--json", "--mode", mode_arg];
     args.extend_from_slice(extra);
     args.push(task);
     let r = p.run(&args);
-    assert_eq!(r.code, 0, "agent run failed ({mode_arg}):\n{}\n{}", r.stdout, r.stderr);
+    assert_eq!(r.code, 0, "agent run failed ({mode_label}):\n{}\n{}", r.stdout, r.stderr);
     let t = r.json();
     assert_eq!(t["outcome"], "answer");
     assert_eq!(fake.remaining(), 0, "the script was not used up");
@@ -244,6 +278,19 @@ fn run_agent(p: &Project, fake: &FakeLlm, mode: Mode, extra: &[&str], task: &str
 
 fn run_github(corpus: &std::path::Path, mode: Mode, extra: &[&str]) -> Measured {
     let script = match mode {
+        Mode::DirectHandlers => vec![
+            Reply::tool(
+                "mcp_github_list_issues",
+                json!({"owner": OWNER, "repo": REPO, "state": "OPEN", "result_handler": {"language": "jq",
+                    "script": ".issues | max_by(.comments) | {number, title, comments}"}}),
+            ),
+            Reply::tool(
+                "mcp_github_add_issue_comment",
+                json!({"owner": OWNER, "repo": REPO, "issue_number": TOP_ISSUE, "body": "Looking into this.",
+                    "result_handler": {"language": "jq", "script": "{id, html_url}"}}),
+            ),
+            Reply::text(&format!("Commented on #{TOP_ISSUE}, the open issue with the most comments.")),
+        ],
         Mode::Direct => vec![
             Reply::tool("mcp_github_list_issues", json!({"owner": OWNER, "repo": REPO, "state": "OPEN"})),
             Reply::tool(
@@ -298,7 +345,7 @@ console.log(`#${{top.number}} "${{top.title}}" (${{top.comments}} comments): com
         corpus.display().to_string()
     );
     let p = Project::new();
-    p.write_config(&format!("{}mcp:\n  servers:\n{servers}", fake.llm_yaml(Api::Anthropic)));
+    p.write_config(&format!("{}mcp:\n{}  servers:\n{servers}", fake.llm_yaml(Api::Anthropic), handlers_yaml(mode)));
     let m = run_agent(
         &p,
         &fake,
@@ -318,6 +365,14 @@ console.log(`#${{top.number}} "${{top.title}}" (${{top.comments}} comments): com
 fn run_fixture(mode: Mode, extra: &[&str]) -> Measured {
     let line = "line 00001234: the quick brown fox jumps over the lazy dog";
     let script = match mode {
+        Mode::DirectHandlers => vec![
+            Reply::tool(
+                "mcp_fixture_big",
+                json!({"bytes": 200000, "result_handler": "tool_output.split('\\n').find((l) => l.startsWith('line 00001234'))"}),
+            ),
+            Reply::tool("mcp_fixture_echo", json!({"message": line})),
+            Reply::text("Echoed line 1234."),
+        ],
         Mode::Direct | Mode::Progressive => vec![
             Reply::tool("mcp_fixture_big", json!({"bytes": 200000})),
             Reply::tool("mcp_fixture_echo", json!({"message": line})),
@@ -339,8 +394,9 @@ console.log(await echo({ message: line ?? "not found" }));
     let fake = FakeLlm::start(script);
     let p = Project::new();
     p.write_config(&format!(
-        "{}mcp:\n  servers:\n{}",
+        "{}mcp:\n{}  servers:\n{}",
         fake.llm_yaml(Api::Anthropic),
+        handlers_yaml(mode),
         fixture_stdio_yaml("fixture", &[])
     ));
     run_agent(&p, &fake, mode, extra, "Read the big text and echo its line 1234.")

@@ -176,6 +176,24 @@ pub struct McpConfig {
     pub types: TypesConfig,
     /// Progressive mode: tools (`server.tool`) the model always sees as direct tools.
     pub pinned_tools: Vec<String>,
+    pub result_handlers: ResultHandlersConfig,
+}
+
+/// `mcp.result_handlers`: handlers over a tool's result (`agent mcp call --jq/--js/--handler`,
+/// direct mode's `result_handler` argument; see docs/handlers.md).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ResultHandlersConfig {
+    /// Direct mode offers the optional `result_handler` argument on every tool.
+    pub enabled: bool,
+    /// A JavaScript handler may call other tools (`callMCPTool`); off: only its one result.
+    pub tool_calls: bool,
+}
+
+impl Default for ResultHandlersConfig {
+    fn default() -> Self {
+        Self { enabled: true, tool_calls: false }
+    }
 }
 
 /// `mcp.types`: the type registry that learns result shapes of tools without an output schema.
@@ -220,6 +238,7 @@ impl Default for McpConfig {
             auto_threshold_tokens: DEFAULT_AUTO_THRESHOLD_TOKENS,
             types: TypesConfig::default(),
             pinned_tools: Vec::new(),
+            result_handlers: ResultHandlersConfig::default(),
         }
     }
 }
@@ -995,6 +1014,17 @@ mod tests {
         assert!(c.mcp.code_execution.call_spin.is_zero());
         let err = load(dir.path(), "mcp:\n  code_execution:\n    call_spin: 11ms\n", &[]).unwrap_err();
         assert_eq!(err.0, "mcp.code_execution.call_spin: at most 10ms (it is a busy wait; `0s` turns it off)");
+    }
+
+    #[test]
+    fn result_handlers_default_on_without_tool_calls() {
+        let dir = tempfile::tempdir().unwrap();
+        let c = load(dir.path(), "", &[]).unwrap();
+        assert!(c.mcp.result_handlers.enabled && !c.mcp.result_handlers.tool_calls);
+        let c = load(dir.path(), "mcp:\n  result_handlers:\n    enabled: false\n    tool_calls: true\n", &[]).unwrap();
+        assert!(!c.mcp.result_handlers.enabled && c.mcp.result_handlers.tool_calls);
+        let err = load(dir.path(), "mcp:\n  result_handlers:\n    tool_call: true\n", &[]).unwrap_err();
+        assert!(err.0.contains("tool_call"), "{}", err.0);
     }
 
     #[test]

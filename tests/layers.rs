@@ -22,6 +22,7 @@ const LAYERS: &[(&str, u32)] = &[
     ("learn", 3),
     ("runtime", 4),
     ("codemode", 5),
+    ("handler", 5),
     ("agent", 6),
     ("cli", 7),
 ];

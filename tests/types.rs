@@ -306,7 +306,8 @@ fn text_results_stay_usable_as_text_at_every_level() {
         const t: string = String(await echo({ message: \"x\" }));\nconst n: number = (await echo({ message: \"y\" })).length;\n\
         console.log(t.toUpperCase(), n, (await echo({ message: \"z\" })).raw);\n";
     // The type says what the value is at run time: a String object, not a primitive string.
-    let wrong = "import { echo } from \"./servers/fixture/index.ts\";\nconst t: string = await echo({ message: \"x\" });\n";
+    let wrong =
+        "import { echo } from \"./servers/fixture/index.ts\";\nconst t: string = await echo({ message: \"x\" });\n";
     if let Some(out) = tsc_check(&ws, wrong) {
         assert!(!out.status.success(), "a String object must not type-check as a primitive string");
     }

@@ -17,6 +17,7 @@ use serde_json::{Map, Value, json};
 
 use super::provider::{ToolCall, ToolSpec};
 use super::session::{ToolHost, ToolOutcome};
+use crate::handler::{Handler, HandlerRunner};
 use crate::mcp::tools::Reader;
 use crate::mcp::{McpManager, ToolInfo};
 use crate::util::json::{ref_name, resolve_local_ref};
@@ -41,6 +42,8 @@ pub struct MappedTool {
     pub tool: String,
     /// What [`adapt_schema`] changed, for `-v` logs.
     pub adaptations: Vec<String>,
+    /// The tool was given the [`RESULT_HANDLER_ARG`] argument ([`ToolMap::with_result_handlers`]).
+    pub result_handler: bool,
 }
 
 /// The LLM tool definitions of direct mode and the way back to MCP.
@@ -69,7 +72,13 @@ impl ToolMap {
                 .unwrap_or_else(|| format!("The `{}` tool of the MCP server `{}`.", t.name, t.server));
             map.by_name.insert(llm_name.clone(), map.tools.len());
             map.specs.push(ToolSpec { name: llm_name.clone(), description, input_schema });
-            map.tools.push(MappedTool { llm_name, server: t.server.clone(), tool: t.name.clone(), adaptations });
+            map.tools.push(MappedTool {
+                llm_name,
+                server: t.server.clone(),
+                tool: t.name.clone(),
+                adaptations,
+                result_handler: false,
+            });
         }
         map
     }
@@ -82,6 +91,35 @@ impl ToolMap {
     pub fn names(&self) -> impl Iterator<Item = &str> {
         self.tools.iter().map(|t| t.llm_name.as_str())
     }
+
+    /// Adds the optional [`RESULT_HANDLER_ARG`] to every tool (`mcp.result_handlers.enabled`;
+    /// the contract is in [`RESULT_HANDLER_PROMPT`], once). A tool with its own argument of
+    /// that name keeps it, without a handler.
+    pub fn with_result_handlers(mut self) -> ToolMap {
+        for (spec, tool) in self.specs.iter_mut().zip(self.tools.iter_mut()) {
+            if let Some(Value::Object(props)) = spec.input_schema.get_mut("properties")
+                && !props.contains_key(RESULT_HANDLER_ARG)
+            {
+                props.insert(RESULT_HANDLER_ARG.into(), result_handler_schema());
+                tool.result_handler = true;
+            }
+        }
+        self
+    }
+}
+
+/// The argument direct mode adds to every tool for a result handler.
+pub const RESULT_HANDLER_ARG: &str = "result_handler";
+
+/// The system prompt's one explanation of `result_handler` (added when handlers are enabled).
+pub const RESULT_HANDLER_PROMPT: &str = "Every mcp_ tool takes an optional `result_handler`: a JavaScript expression or \
+function body over `tool_output` (the parsed result) and `result` (the raw MCP result), or {\"language\": \"jq\", \
+\"script\": FILTER}. It runs on the tool's result and only its value comes back, so use it to keep large results \
+small (counts, fields, a filtered list). A handler that does not parse fails before the tool is called.\n";
+
+/// The schema of [`RESULT_HANDLER_ARG`]: short on purpose (the prompt explains it once).
+pub fn result_handler_schema() -> Value {
+    json!({"type": ["string", "object"], "description": "Optional; see the system prompt"})
 }
 
 /// `mcp_<server>_<tool>`, sanitised, at most 64 characters, unique within `taken`.
@@ -297,11 +335,26 @@ pub struct DirectHost {
     manager: Arc<McpManager>,
     map: ToolMap,
     max_result_bytes: usize,
+    handlers: Option<HandlerRunner>,
 }
 
 impl DirectHost {
     pub fn new(manager: Arc<McpManager>, map: ToolMap, max_result_bytes: usize) -> DirectHost {
-        DirectHost { manager, map, max_result_bytes }
+        DirectHost { manager, map, max_result_bytes, handlers: None }
+    }
+
+    /// Runs the `result_handler` argument of each call (strips it from the arguments); the map
+    /// should come from [`ToolMap::with_result_handlers`].
+    pub fn with_result_handlers(mut self, runner: HandlerRunner) -> DirectHost {
+        self.handlers = Some(runner);
+        self
+    }
+
+    /// Stops what the result handlers started (their bridge).
+    pub async fn stop(self) {
+        if let Some(h) = self.handlers {
+            h.stop().await;
+        }
     }
 
     pub fn map(&self) -> &ToolMap {
@@ -317,9 +370,34 @@ impl DirectHost {
                 ..Default::default()
             };
         };
-        let args = call.input.as_object().cloned().unwrap_or_default();
+        let mut args = call.input.as_object().cloned().unwrap_or_default();
+        let mut handler = None;
+        if let Some(runner) = &self.handlers
+            && m.result_handler
+            && let Some(spec) = args.remove(RESULT_HANDLER_ARG)
+            && !spec.is_null()
+        {
+            match Handler::parse(&spec).and_then(|h| runner.compile(&h)) {
+                Ok(c) => handler = Some((runner, c)),
+                Err(e) => {
+                    return ToolOutcome {
+                        content: format!("{e} (the tool was not called)"),
+                        is_error: true,
+                        server: Some(m.server.clone()),
+                        tool: Some(m.tool.clone()),
+                        ..Default::default()
+                    };
+                }
+            }
+        }
         let (content, is_error) = match self.manager.call_tool(&m.server, &m.tool, args).await {
-            Ok(r) => (result_text(&r), r.is_error == Some(true)),
+            Ok(r) => {
+                let r = match &handler {
+                    Some((runner, c)) => runner.apply_to_result(c, &m.server, &m.tool, r).await,
+                    None => r,
+                };
+                (result_text(&r), r.is_error == Some(true))
+            }
             Err(e) => (e.to_string(), true),
         };
         let (content, truncated) = cut(content, self.max_result_bytes);
@@ -431,6 +509,20 @@ mod tests {
         assert_eq!(inner["type"], "object");
         assert!(inner["description"].as_str().unwrap().contains("recursive"), "{inner}");
         assert!(notes.iter().any(|n| n.contains("inlined")));
+    }
+
+    #[test]
+    fn result_handler_is_added_unless_the_tool_has_its_own() {
+        let tools = vec![
+            info("s", "plain", json!({"type": "object", "properties": {"a": {"type": "string"}}})),
+            info("s", "own", json!({"type": "object", "properties": {"result_handler": {"type": "integer"}}})),
+        ];
+        let map = ToolMap::build(&tools, SchemaFlavor::Anthropic).with_result_handlers();
+        // (server, tool) order: `own`, then `plain`.
+        assert_eq!(map.specs[1].input_schema["properties"]["result_handler"], result_handler_schema());
+        assert!(map.tools[1].result_handler);
+        assert_eq!(map.specs[0].input_schema["properties"]["result_handler"], json!({"type": "integer"}));
+        assert!(!map.tools[0].result_handler);
     }
 
     #[test]

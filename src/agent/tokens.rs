@@ -90,7 +90,21 @@ pub fn estimate(
     provider: Provider,
     pinned: &[String],
 ) -> TokenEstimate {
+    estimate_with(tools, entries, limits, provider, pinned, false)
+}
+
+/// [`estimate`], with direct mode's optional `result_handler` argument on every tool when
+/// `result_handlers` (`mcp.result_handlers.enabled`).
+pub fn estimate_with(
+    tools: &[ToolInfo],
+    entries: &[ServerEntry],
+    limits: &LimitsText,
+    provider: Provider,
+    pinned: &[String],
+    result_handlers: bool,
+) -> TokenEstimate {
     let map = ToolMap::build(tools, flavor(provider));
+    let map = if result_handlers { map.with_result_handlers() } else { map };
     let code_specs = super::code::tool_specs(limits);
     let (pins, _) = super::progressive::resolve_pins(pinned, tools);
     let pin_map = ToolMap::build(&pins, flavor(provider));
@@ -216,6 +230,15 @@ mod tests {
         let pinned = estimate(&many, &entries, &limits, Provider::Anthropic, &["s.t1".into(), "s.nope".into()]);
         assert!(pinned.servers[0].progressive > 0);
         assert_eq!(pinned.progressive_total, pinned.progressive_fixed + pinned.servers[0].progressive);
+        // Direct mode's optional result_handler argument costs tokens on every tool.
+        let handled = estimate_with(&many, &entries, &limits, Provider::Anthropic, &[], true);
+        assert!(
+            handled.direct_total > fifty.direct_total + 50 * 10,
+            "{} vs {}",
+            handled.direct_total,
+            fifty.direct_total
+        );
+        assert_eq!(handled.code_total, fifty.code_total);
     }
 
     #[test]

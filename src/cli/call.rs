@@ -10,6 +10,7 @@ use serde_json::{Map, Value};
 
 use super::output::write_stdout;
 use super::{Context, EXIT_FAILURE, EXIT_OK, usage};
+use crate::handler::{Handler, HandlerRunner};
 use crate::mcp::handler::ClientEvent;
 use crate::mcp::tools::{Reader, result_text};
 use crate::mcp::{McpError, McpManager};
@@ -25,6 +26,8 @@ Examples:
   agent mcp call fixture.big --output big.txt
   echo '{\"a\": 1, \"b\": 2}' | agent mcp call fixture.add --args -
   agent mcp call fixture.add --interactive
+  agent mcp call everything.get-sum --args '{\"a\": 1, \"b\": 2}' --jq '.content[0].text'
+  agent mcp call github.list_issues --js 'tool_output.map(i => i.title)'
 
 --interactive asks for each argument of the tool's input schema on the terminal: its
 description, a `*` when required, its type; enums and booleans are picked from a list, other
@@ -37,11 +40,19 @@ Output: text content as text, structuredContent as pretty JSON, images/audio/res
 (mime type and size, or uri). --json prints the whole MCP CallToolResult instead.
 SERVER.TOOL splits at the first dot, so tool names may contain dots.
 
+Result handlers (--jq, --js, --handler; docs/handlers.md): checked before the tool is called, run
+over its result afterwards; only the handler's value is printed (a string as it is, anything else
+as pretty JSON). --handler FILE: `.jq` is jq, `.js`/`.mjs`/`.ts` JavaScript, `.json` a handler
+object {\"language\", \"script\"}; any other name or - (stdin): a handler object when the text
+is one, else JavaScript. A jq filter with several outputs gives an array.
+
 Exit codes:
   0  success
   1  the tool reported an error (isError) or the call failed (server crashed, timed out)
+  1  also: the result handler failed after the tool ran (the message says so)
   2  usage or configuration error (bad JSON, unknown server or tool, invalid arguments,
-     --interactive without a terminal)";
+     --interactive without a terminal, a result handler that does not parse or compile: the
+     tool was not called)";
 
 #[derive(Debug, Args)]
 pub struct CallArgs {
@@ -61,6 +72,15 @@ pub struct CallArgs {
     /// call after confirmation.
     #[arg(long, short = 'i', conflicts_with = "args")]
     pub interactive: bool,
+    /// Result handler from FILE (or - for stdin): .jq, .js, or a JSON handler object.
+    #[arg(long, value_name = "FILE", group = "result_handler")]
+    pub handler: Option<String>,
+    /// Result handler: a JavaScript expression or function body over `tool_output` and `result`.
+    #[arg(long, value_name = "EXPR", group = "result_handler")]
+    pub js: Option<String>,
+    /// Result handler: a jq filter over the tool's output.
+    #[arg(long, value_name = "FILTER", group = "result_handler")]
+    pub jq: Option<String>,
 }
 
 /// How the arguments of a call are had.
@@ -79,9 +99,18 @@ pub async fn run(ctx: Context, args: &CallArgs) -> anyhow::Result<u8> {
         ));
     }
     let arguments = if args.interactive { Map::new() } else { parse_args(&args.args)? };
-    let manager = McpManager::new(&ctx.config);
+    let handler = read_handler(args)?;
+    let manager = std::sync::Arc::new(McpManager::new(&ctx.config));
     manager.check_server(server).map_err(|e| usage(e.to_string()))?;
     let recorder = crate::learn::Recorder::install(&ctx.config, &manager);
+    let runner = match &handler {
+        Some(_) => Some(HandlerRunner::from_config(&ctx.config, Some(manager.clone()))?),
+        None => None,
+    };
+    let compiled = match (&runner, &handler) {
+        (Some(r), Some(h)) => Some(r.compile(h).map_err(|e| usage(format!("{e} (the tool was not called)")))?),
+        _ => None,
+    };
 
     let progress = spawn_progress_printer(&manager);
     let call = async {
@@ -90,20 +119,25 @@ pub async fn run(ctx: Context, args: &CallArgs) -> anyhow::Result<u8> {
         let started = manager.connection(server).await;
         spinner.finish();
         if let Err(e) = started {
-            return Ok(Err(e));
+            return Ok((Err(e), None));
         }
         let asked = if args.interactive {
             match ask_arguments(&manager, server, tool).await? {
                 Ok(asked) => asked,
-                Err(e) => return Ok(Err(e)),
+                Err(e) => return Ok((Err(e), None)),
             }
         } else {
             Asked::Call(arguments)
         };
-        Ok::<_, anyhow::Error>(match asked {
+        let result = match asked {
             Asked::Call(arguments) => manager.call_tool(server, tool, arguments).await.map(Some),
             Asked::Declined => Ok(None),
-        })
+        };
+        let handled = match (&runner, &compiled, &result) {
+            (Some(r), Some(c), Ok(Some(res))) => Some(r.apply(c, server, tool, res).await),
+            _ => None,
+        };
+        Ok::<_, anyhow::Error>((result, handled))
     };
     let outcome = tokio::select! {
         r = call => Ok(r),
@@ -113,12 +147,15 @@ pub async fn run(ctx: Context, args: &CallArgs) -> anyhow::Result<u8> {
     if std::io::stderr().is_terminal() {
         eprint!("\r\x1b[2K");
     }
+    if let Some(r) = runner {
+        r.stop().await;
+    }
     super::save_usage(&manager);
     manager.shutdown().await;
     if let Some(r) = recorder {
         r.finish();
     }
-    let result = match outcome {
+    let (result, handled) = match outcome {
         Ok(Ok(r)) => r,
         Ok(Err(e)) if is_interrupt(&e) => return Ok(super::signal::exit_after(libc::SIGINT)),
         Ok(Err(e)) => return Err(e),
@@ -157,6 +194,21 @@ pub async fn run(ctx: Context, args: &CallArgs) -> anyhow::Result<u8> {
         }
     };
 
+    let result = match handled {
+        Some(Err(e)) => {
+            eprintln!("error: {e}");
+            return Ok(EXIT_FAILURE);
+        }
+        Some(Ok(Some(value))) if !args.json => {
+            let mut text = crate::handler::value_text(&value);
+            if !text.ends_with('\n') {
+                text.push('\n');
+            }
+            return emit(args, &text).map(|()| EXIT_OK);
+        }
+        Some(Ok(Some(value))) => crate::handler::value_result(value),
+        Some(Ok(None)) | None => result,
+    };
     let is_error = result.is_error == Some(true);
     let rendered = if args.json {
         let mut s = serde_json::to_string_pretty(&crate::mcp::tools::result_json(&result))
@@ -166,17 +218,11 @@ pub async fn run(ctx: Context, args: &CallArgs) -> anyhow::Result<u8> {
     } else {
         render(&result)
     };
-    match &args.output {
-        Some(path) => {
-            write_atomic(path, rendered.as_bytes(), Access::Shared)
-                .with_context(|| format!("cannot write {}", path.display()))?;
-            eprintln!("wrote {} to {}", human_bytes(rendered.len() as u64), path.display());
-        }
-        None if is_error && !args.json => {
-            // The tool's own words go to stderr with the error, so stdout stays a clean result.
-            eprint!("{rendered}");
-        }
-        None => write_stdout(&rendered)?,
+    if is_error && !args.json && args.output.is_none() {
+        // The tool's own words go to stderr with the error, so stdout stays a clean result.
+        eprint!("{rendered}");
+    } else {
+        emit(args, &rendered)?;
     }
     if is_error {
         eprintln!("error: `{server}.{tool}` reported an error");
@@ -255,6 +301,49 @@ fn prompt_error(e: std::io::Error) -> anyhow::Error {
 
 fn is_interrupt(e: &anyhow::Error) -> bool {
     e.is::<PromptInterrupted>()
+}
+
+/// Writes `rendered` to `--output` (atomically) or stdout.
+fn emit(args: &CallArgs, rendered: &str) -> anyhow::Result<()> {
+    match &args.output {
+        Some(path) => {
+            write_atomic(path, rendered.as_bytes(), Access::Shared)
+                .with_context(|| format!("cannot write {}", path.display()))?;
+            eprintln!("wrote {} to {}", human_bytes(rendered.len() as u64), path.display());
+        }
+        None => write_stdout(rendered)?,
+    }
+    Ok(())
+}
+
+/// The result handler of `--jq`, `--js` or `--handler FILE|-` (see [`AFTER_HELP`]).
+fn read_handler(args: &CallArgs) -> anyhow::Result<Option<Handler>> {
+    if let Some(f) = &args.jq {
+        return Handler::parse(&serde_json::json!({"language": "jq", "script": f})).map(Some).map_err(usage);
+    }
+    if let Some(js) = &args.js {
+        return Handler::parse(&Value::String(js.clone())).map(Some).map_err(usage);
+    }
+    let Some(spec) = &args.handler else { return Ok(None) };
+    let text = if spec == "-" {
+        read_args(std::io::stdin().lock(), "--handler from stdin")?
+    } else {
+        let file = std::fs::File::open(spec).map_err(|e| usage(format!("cannot read --handler file {spec}: {e}")))?;
+        read_args(file, &format!("--handler file {spec}"))?
+    };
+    let ext = std::path::Path::new(spec).extension().and_then(|e| e.to_str()).unwrap_or("").to_ascii_lowercase();
+    let value = match ext.as_str() {
+        "jq" => serde_json::json!({"language": "jq", "script": text}),
+        "js" | "mjs" | "ts" => Value::String(text),
+        "json" => {
+            serde_json::from_str(&text).map_err(|e| usage(format!("--handler file {spec} is not valid JSON: {e}")))?
+        }
+        _ => match serde_json::from_str::<Value>(&text) {
+            Ok(v @ Value::Object(_)) => v,
+            _ => Value::String(text),
+        },
+    };
+    Handler::parse(&value).map(Some).map_err(usage)
 }
 
 /// `server.tool` → (`server`, `tool`), splitting at the first dot.

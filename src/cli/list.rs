@@ -143,7 +143,14 @@ fn human(servers: &[String], failed: &[String], tools: &[ToolInfo], detailed: bo
 pub fn token_report(config: &Config, servers: &[String], tools: &[ToolInfo], json: bool) -> anyhow::Result<String> {
     let entries = crate::codegen::server_entries(servers, tools);
     let limits = crate::agent::code::LimitsText::from_config(&config.mcp.code_execution);
-    let est = tokens::estimate(tools, &entries, &limits, config.llm.provider, &config.mcp.pinned_tools);
+    let est = tokens::estimate_with(
+        tools,
+        &entries,
+        &limits,
+        config.llm.provider,
+        &config.mcp.pinned_tools,
+        config.mcp.result_handlers.enabled,
+    );
     let n_tools: usize = est.servers.iter().map(|e| e.tools).sum();
     let auto = tokens::AutoChoice::new(n_tools, est.direct_total, config.mcp.auto_threshold_tokens);
     if json {

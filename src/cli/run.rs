@@ -24,6 +24,7 @@ use crate::agent::session::{self, Observer, Outcome, Settings, ToolCallRecord, T
 use crate::agent::tokens;
 use crate::codemode::{CodeMode, Options};
 use crate::config::{Config, ExecutionMode, Provider};
+use crate::handler::HandlerRunner;
 use crate::mcp::McpManager;
 use crate::util::read::{CapError, read_capped};
 use crate::util::size::{human_bytes, parse_bytes};
@@ -321,15 +322,26 @@ async fn run_direct(
     cancel: &CancellationToken,
     args: &RunArgs,
 ) -> anyhow::Result<Option<Transcript>> {
-    let map = ToolMap::build(tools, tokens::flavor(config.llm.provider));
+    let mut map = ToolMap::build(tools, tokens::flavor(config.llm.provider));
+    let handlers = config.mcp.result_handlers.enabled;
+    if handlers {
+        map = map.with_result_handlers();
+    }
     for t in &map.tools {
         for note in &t.adaptations {
             tracing::info!("{}.{} → {}: {note}", t.server, t.tool, t.llm_name);
         }
     }
-    let host = DirectHost::new(manager.clone(), map, config.agent.max_tool_result_bytes);
-    let system = with_extra(direct_system_prompt(servers), extra_prompt(config));
-    Ok(Some(run_loop(config, task, system, llm, &host, printer, cancel, args).await))
+    let mut host = DirectHost::new(manager.clone(), map, config.agent.max_tool_result_bytes);
+    let mut prompt = direct_system_prompt(servers);
+    if handlers {
+        host = host.with_result_handlers(HandlerRunner::from_config(config, Some(manager.clone()))?);
+        prompt.push_str(crate::agent::direct::RESULT_HANDLER_PROMPT);
+    }
+    let system = with_extra(prompt, extra_prompt(config));
+    let transcript = run_loop(config, task, system, llm, &host, printer, cancel, args).await;
+    host.stop().await;
+    Ok(Some(transcript))
 }
 
 /// Code mode: its own [`CodeMode`] for the run, stopped at the end.

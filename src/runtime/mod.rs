@@ -336,3 +336,15 @@ impl Drop for StopOnDrop {
         }
     }
 }
+
+/// Checks that `source` (a module named `name`) parses and transpiles, without running it; the
+/// error is the diagnostic's first line and its position (result handlers use it before a call).
+pub fn check_syntax(name: &str, source: &str) -> Result<(), String> {
+    loader::check_transpiles(name, source).map_err(|e| {
+        let first = e.lines().next().unwrap_or("").trim();
+        match e.lines().map(str::trim).rfind(|l| l.starts_with("at ")) {
+            Some(at) => format!("{first} {at}"),
+            None => first.to_string(),
+        }
+    })
+}
