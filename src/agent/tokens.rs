@@ -144,8 +144,9 @@ pub fn estimate_with(
 }
 
 /// Tokens of the direct-mode definitions of `tools` (what `direct_total` counts).
-pub fn direct_tokens(tools: &[ToolInfo], provider: Provider) -> usize {
+pub fn direct_tokens(tools: &[ToolInfo], provider: Provider, result_handlers: bool) -> usize {
     let map = ToolMap::build(tools, flavor(provider));
+    let map = if result_handlers { map.with_result_handlers() } else { map };
     if map.specs.is_empty() { 0 } else { tools_tokens(&map.specs, provider) }
 }
 
@@ -170,8 +171,10 @@ impl AutoChoice {
     }
 
     /// Counts the definitions of `tools` as `provider` receives them, then decides.
-    pub fn for_tools(tools: &[ToolInfo], provider: Provider, threshold: usize) -> AutoChoice {
-        AutoChoice::new(tools.len(), direct_tokens(tools, provider), threshold)
+    /// `result_handlers`: direct mode would offer the `result_handler` argument on every tool
+    /// (`mcp.result_handlers.enabled`), which is part of what it costs.
+    pub fn for_tools(tools: &[ToolInfo], provider: Provider, threshold: usize, result_handlers: bool) -> AutoChoice {
+        AutoChoice::new(tools.len(), direct_tokens(tools, provider, result_handlers), threshold)
     }
 
     /// `auto: 41 tools, 25,310 tokens of definitions > 4,000`

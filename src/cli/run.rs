@@ -273,6 +273,7 @@ async fn drive(
                     &started.tools,
                     config.llm.provider,
                     config.mcp.auto_threshold_tokens,
+                    config.mcp.result_handlers.enabled,
                 );
                 printer.note(&format!("mode: {} ({})", choice.mode, choice.reason()));
                 *auto = Some(choice);
