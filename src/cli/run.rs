@@ -229,8 +229,18 @@ pub async fn run(ctx: Context, args: &RunArgs) -> anyhow::Result<u8> {
     };
     let printer = Printer::new(args);
     let mut auto = None;
-    let result =
-        drive(&config, &task, &servers, &manager, llm.as_ref(), &printer, &cancel, args, &recorder, &mut auto).await;
+    let run = Run {
+        config: &config,
+        task: &task,
+        servers: &servers,
+        manager: &manager,
+        llm: llm.as_ref(),
+        printer: &printer,
+        cancel: &cancel,
+        args,
+        recorder: &recorder,
+    };
+    let result = run.drive(&mut auto).await;
     super::save_usage(&manager);
     manager.shutdown().await;
     if let Some(r) = recorder {
@@ -245,174 +255,160 @@ pub async fn run(ctx: Context, args: &RunArgs) -> anyhow::Result<u8> {
     report(&transcript, auto.as_ref(), &printer, args, signal)
 }
 
-/// Sets up the chosen mode and runs the loop; `None` when interrupted before the loop started.
-/// In `auto` mode the servers start first, the choice lands in `auto`, and the run goes on in
-/// the mode chosen (its transcript names that mode).
-#[allow(clippy::too_many_arguments)]
-async fn drive(
-    config: &Config,
-    task: &str,
-    servers: &[String],
-    manager: &Arc<McpManager>,
-    llm: &dyn provider::LlmProvider,
-    printer: &Printer,
-    cancel: &CancellationToken,
-    args: &RunArgs,
-    recorder: &Option<Arc<crate::learn::Recorder>>,
-    auto: &mut Option<tokens::AutoChoice>,
-) -> anyhow::Result<Option<Transcript>> {
-    match config.mcp.execution_mode {
-        ExecutionMode::Direct | ExecutionMode::Auto => {
-            let started = tokio::select! {
-                s = manager.start_servers(servers) => s,
-                _ = cancel.cancelled() => return Ok(None),
-            };
-            warn_failed(&started.failed);
-            if config.mcp.execution_mode == ExecutionMode::Auto {
+/// What one run works with, handed to each step (all borrowed; `Copy`, so a step can swap the
+/// config, as `auto` does).
+#[derive(Clone, Copy)]
+struct Run<'a> {
+    config: &'a Config,
+    task: &'a str,
+    servers: &'a [String],
+    manager: &'a Arc<McpManager>,
+    llm: &'a dyn provider::LlmProvider,
+    printer: &'a Printer,
+    cancel: &'a CancellationToken,
+    args: &'a RunArgs,
+    recorder: &'a Option<Arc<crate::learn::Recorder>>,
+}
+
+impl Run<'_> {
+    /// Sets up the chosen mode and runs the loop; `None` when interrupted before the loop
+    /// started. In `auto` mode the servers start first, the choice lands in `auto`, and the run
+    /// goes on in the mode chosen (its transcript names that mode).
+    async fn drive(self, auto: &mut Option<tokens::AutoChoice>) -> anyhow::Result<Option<Transcript>> {
+        let config = self.config;
+        if config.mcp.execution_mode == ExecutionMode::Code {
+            return self.code().await;
+        }
+        let started = tokio::select! {
+            s = self.manager.start_servers(self.servers) => s,
+            _ = self.cancel.cancelled() => return Ok(None),
+        };
+        warn_failed(&started.failed);
+        match config.mcp.execution_mode {
+            ExecutionMode::Auto => {
                 let choice = tokens::AutoChoice::for_tools(
                     &started.tools,
                     config.llm.provider,
                     config.mcp.auto_threshold_tokens,
                     config.mcp.result_handlers.enabled,
                 );
-                printer.note(&format!("mode: {} ({})", choice.mode, choice.reason()));
+                self.printer.note(&format!("mode: {} ({})", choice.mode, choice.reason()));
                 *auto = Some(choice);
                 let mut chosen = config.clone();
                 chosen.mcp.execution_mode = choice.mode;
+                let run = Run { config: &chosen, ..self };
                 if choice.mode == ExecutionMode::Code {
-                    return run_code(&chosen, task, servers, manager, llm, printer, cancel, args, recorder).await;
+                    return run.code().await;
                 }
-                return run_direct(&chosen, task, servers, &started.tools, manager, llm, printer, cancel, args).await;
+                run.direct(&started.tools).await
             }
-            run_direct(config, task, servers, &started.tools, manager, llm, printer, cancel, args).await
+            ExecutionMode::Progressive => self.progressive(&started).await,
+            _ => self.direct(&started.tools).await,
         }
-        ExecutionMode::Progressive => {
-            let started = tokio::select! {
-                s = manager.start_servers(servers) => s,
-                _ = cancel.cancelled() => return Ok(None),
+    }
+
+    /// Direct mode over the tools of the servers that started.
+    async fn direct(self, tools: &[crate::mcp::ToolInfo]) -> anyhow::Result<Option<Transcript>> {
+        let config = self.config;
+        let mut map = ToolMap::build(tools, tokens::flavor(config.llm.provider));
+        let handlers = config.mcp.result_handlers.enabled;
+        if handlers {
+            map = map.with_result_handlers();
+        }
+        for t in &map.tools {
+            for note in &t.adaptations {
+                tracing::info!("{}.{} → {}: {note}", t.server, t.tool, t.llm_name);
+            }
+        }
+        let mut host = DirectHost::new(self.manager.clone(), map, config.agent.max_tool_result_bytes);
+        let mut prompt = direct_system_prompt(self.servers);
+        if handlers {
+            host = host.with_result_handlers(HandlerRunner::from_config(config, Some(self.manager.clone()))?);
+            prompt.push_str(crate::agent::direct::RESULT_HANDLER_PROMPT);
+        }
+        let transcript = self.run_loop(prompt, &host).await;
+        host.stop().await;
+        Ok(Some(transcript))
+    }
+
+    /// Progressive mode: `search_tools` + `call_tool`, plus the pinned tools.
+    async fn progressive(self, started: &crate::mcp::Started) -> anyhow::Result<Option<Transcript>> {
+        let config = self.config;
+        let (pins, warnings) = progressive::resolve_pins(&config.mcp.pinned_tools, &started.tools);
+        for w in warnings {
+            eprintln!("warning: {w}");
+        }
+        let pinned = ToolMap::build(&pins, tokens::flavor(config.llm.provider));
+        let pinned_names: Vec<String> = pinned.names().map(String::from).collect();
+        let prompt = progressive::system_prompt(&started.ok, started.tools.len(), &pinned_names);
+        let host =
+            ProgressiveHost::new(self.manager.clone(), started.ok.clone(), pinned, config.agent.max_tool_result_bytes);
+        Ok(Some(self.run_loop(prompt, &host).await))
+    }
+
+    /// Code mode: its own [`CodeMode`] for the run, stopped at the end.
+    async fn code(self) -> anyhow::Result<Option<Transcript>> {
+        let mut code = CodeMode::new(self.manager.clone(), Options::from_config(self.config)?);
+        code.set_recorder(self.recorder.clone());
+        let transcript = self.code_mode(&mut code).await;
+        code.stop().await;
+        transcript
+    }
+
+    /// Code mode: the tree refreshed for the servers that start, the bridge, then the loop.
+    async fn code_mode(self, code: &mut CodeMode) -> anyhow::Result<Option<Transcript>> {
+        let config = self.config;
+        let workspace = code.workspace().to_path_buf();
+        if let Some(why) = code.typecheck_notice() {
+            eprintln!("warning: {why}");
+        }
+        let tree_tools = if config.mcp.code_execution.regenerate_on_startup {
+            let prepared = tokio::select! {
+                p = code.prepare(self.servers, false) => p?,
+                _ = self.cancel.cancelled() => return Ok(None),
             };
-            warn_failed(&started.failed);
-            let (pins, warnings) = progressive::resolve_pins(&config.mcp.pinned_tools, &started.tools);
-            for w in warnings {
-                eprintln!("warning: {w}");
+            warn_failed(&prepared.failed);
+            if let Some(report) = &prepared.regenerated {
+                self.printer.note(&format!(
+                    "generated the TypeScript API in {} ({} tools, {} files written)",
+                    workspace.display(),
+                    report.tools,
+                    report.files_written
+                ));
             }
-            let pinned = ToolMap::build(&pins, tokens::flavor(config.llm.provider));
-            let pinned_names: Vec<String> = pinned.names().map(String::from).collect();
-            let system = with_extra(
-                progressive::system_prompt(&started.ok, started.tools.len(), &pinned_names),
-                extra_prompt(config),
-            );
-            let host =
-                ProgressiveHost::new(manager.clone(), started.ok.clone(), pinned, config.agent.max_tool_result_bytes);
-            Ok(Some(run_loop(config, task, system, llm, &host, printer, cancel, args).await))
-        }
-        ExecutionMode::Code => run_code(config, task, servers, manager, llm, printer, cancel, args, recorder).await,
-    }
-}
-
-/// Direct mode over the tools of the servers that started.
-#[allow(clippy::too_many_arguments)]
-async fn run_direct(
-    config: &Config,
-    task: &str,
-    servers: &[String],
-    tools: &[crate::mcp::ToolInfo],
-    manager: &Arc<McpManager>,
-    llm: &dyn provider::LlmProvider,
-    printer: &Printer,
-    cancel: &CancellationToken,
-    args: &RunArgs,
-) -> anyhow::Result<Option<Transcript>> {
-    let mut map = ToolMap::build(tools, tokens::flavor(config.llm.provider));
-    let handlers = config.mcp.result_handlers.enabled;
-    if handlers {
-        map = map.with_result_handlers();
-    }
-    for t in &map.tools {
-        for note in &t.adaptations {
-            tracing::info!("{}.{} → {}: {note}", t.server, t.tool, t.llm_name);
-        }
-    }
-    let mut host = DirectHost::new(manager.clone(), map, config.agent.max_tool_result_bytes);
-    let mut prompt = direct_system_prompt(servers);
-    if handlers {
-        host = host.with_result_handlers(HandlerRunner::from_config(config, Some(manager.clone()))?);
-        prompt.push_str(crate::agent::direct::RESULT_HANDLER_PROMPT);
-    }
-    let system = with_extra(prompt, extra_prompt(config));
-    let transcript = run_loop(config, task, system, llm, &host, printer, cancel, args).await;
-    host.stop().await;
-    Ok(Some(transcript))
-}
-
-/// Code mode: its own [`CodeMode`] for the run, stopped at the end.
-#[allow(clippy::too_many_arguments)]
-async fn run_code(
-    config: &Config,
-    task: &str,
-    servers: &[String],
-    manager: &Arc<McpManager>,
-    llm: &dyn provider::LlmProvider,
-    printer: &Printer,
-    cancel: &CancellationToken,
-    args: &RunArgs,
-    recorder: &Option<Arc<crate::learn::Recorder>>,
-) -> anyhow::Result<Option<Transcript>> {
-    let mut code = CodeMode::new(manager.clone(), Options::from_config(config)?);
-    code.set_recorder(recorder.clone());
-    let transcript = run_code_mode(&mut code, config, task, servers, llm, printer, cancel, args).await;
-    code.stop().await;
-    transcript
-}
-
-/// Code mode: the tree refreshed for the servers that start, the bridge, then the loop.
-#[allow(clippy::too_many_arguments)]
-async fn run_code_mode(
-    code: &mut CodeMode,
-    config: &Config,
-    task: &str,
-    servers: &[String],
-    llm: &dyn provider::LlmProvider,
-    printer: &Printer,
-    cancel: &CancellationToken,
-    args: &RunArgs,
-) -> anyhow::Result<Option<Transcript>> {
-    let workspace = code.workspace().to_path_buf();
-    if let Some(why) = code.typecheck_notice() {
-        eprintln!("warning: {why}");
-    }
-    let tree_tools = if config.mcp.code_execution.regenerate_on_startup {
-        let prepared = tokio::select! {
-            p = code.prepare(servers, false) => p?,
-            _ = cancel.cancelled() => return Ok(None),
+            code.tree_tools().unwrap_or(prepared.tools)
+        } else {
+            code.tree_tools().ok_or_else(|| {
+                usage(format!(
+                    "no generated API in {}: run `agent mcp generate` first, or set \
+                     mcp.code_execution.regenerate_on_startup: true",
+                    workspace.display()
+                ))
+            })?
         };
-        warn_failed(&prepared.failed);
-        if let Some(report) = &prepared.regenerated {
-            printer.note(&format!(
-                "generated the TypeScript API in {} ({} tools, {} files written)",
-                workspace.display(),
-                report.tools,
-                report.files_written
-            ));
-        }
-        code.tree_tools().unwrap_or(prepared.tools)
-    } else {
-        code.tree_tools().ok_or_else(|| {
-            usage(format!(
-                "no generated API in {}: run `agent mcp generate` first, or set \
-                 mcp.code_execution.regenerate_on_startup: true",
-                workspace.display()
-            ))
-        })?
-    };
-    // The servers the model is told about: the selected ones that the tree has.
-    let listed: Vec<String> = servers.iter().filter(|s| tree_tools.iter().any(|t| &t.server == *s)).cloned().collect();
-    let entries = crate::codegen::server_entries(&listed, &tree_tools);
-    code.start_bridge().await?;
-    let specs = code::tool_specs(&code::LimitsText::from_config(&config.mcp.code_execution));
-    let host = CodeHost::new(specs, code);
-    let system = with_extra(code::system_prompt(&workspace, &entries), extra_prompt(config));
-    Ok(Some(run_loop(config, task, system, llm, &host, printer, cancel, args).await))
+        // The servers the model is told about: the selected ones that the tree has.
+        let listed: Vec<String> =
+            self.servers.iter().filter(|s| tree_tools.iter().any(|t| &t.server == *s)).cloned().collect();
+        let entries = crate::codegen::server_entries(&listed, &tree_tools);
+        code.start_bridge().await?;
+        let specs = code::tool_specs(&code::LimitsText::from_config(&config.mcp.code_execution));
+        let host = CodeHost::new(specs, code);
+        Ok(Some(self.run_loop(code::system_prompt(&workspace, &entries), &host).await))
+    }
+
+    /// The loop over `host`, with `prompt` (+ `agent.system_prompt`) as the system prompt.
+    async fn run_loop(self, prompt: String, host: &dyn ToolHost) -> Transcript {
+        let config = self.config;
+        let settings = Settings {
+            model: config.llm.model.clone(),
+            system: with_extra(prompt, extra_prompt(config)),
+            max_turns: config.agent.max_turns,
+            max_tokens: config.llm.max_tokens,
+            stream: !self.args.no_stream,
+            mode: config.mcp.execution_mode.to_string(),
+        };
+        session::run(self.task, &settings, self.llm, host, self.printer, self.cancel).await
+    }
 }
 
 /// Says which servers failed to start; the run goes on without them.
@@ -424,28 +420,6 @@ fn warn_failed(failed: &[(String, crate::mcp::McpError)]) {
 
 fn extra_prompt(config: &Config) -> Option<&str> {
     config.agent.system_prompt.as_deref().filter(|s| !s.trim().is_empty())
-}
-
-#[allow(clippy::too_many_arguments)]
-async fn run_loop(
-    config: &Config,
-    task: &str,
-    system: String,
-    llm: &dyn provider::LlmProvider,
-    host: &dyn ToolHost,
-    printer: &Printer,
-    cancel: &CancellationToken,
-    args: &RunArgs,
-) -> Transcript {
-    let settings = Settings {
-        model: config.llm.model.clone(),
-        system,
-        max_turns: config.agent.max_turns,
-        max_tokens: config.llm.max_tokens,
-        stream: !args.no_stream,
-        mode: config.mcp.execution_mode.to_string(),
-    };
-    session::run(task, &settings, llm, host, printer, cancel).await
 }
 
 fn with_extra(base: String, extra: Option<&str>) -> String {

@@ -131,14 +131,17 @@ async fn op_agent_call_tool(state: Rc<RefCell<OpState>>, #[string] body: String)
     let _slot = slots.acquire().await;
     let _counted = in_flight.start();
     match bridge.call_bytes(Bytes::from(body)).await {
-        Ok(bytes) => {
-            let mut answer = String::with_capacity(bytes.len() + 1);
-            answer.push('1');
-            answer.push_str(&String::from_utf8_lossy(&bytes));
-            answer
-        }
+        Ok(bytes) => ok_answer(&bytes),
         Err(e) => error_answer(e.code_str(), e.status, &e.message, &e.suggestions),
     }
+}
+
+/// A bridge answer for the bootstrap: `"1"` + the body (lossily UTF-8).
+fn ok_answer(bytes: &[u8]) -> String {
+    let mut answer = String::with_capacity(bytes.len() + 1);
+    answer.push('1');
+    answer.push_str(&String::from_utf8_lossy(bytes));
+    answer
 }
 
 /// A catalog look-up through the bridge (`searchTools`, `describeTool`): `GET /search?...` or
@@ -155,12 +158,7 @@ async fn op_agent_bridge_get(state: Rc<RefCell<OpState>>, #[string] path: String
         return error_answer("bridge_unreachable", None, "no MCP bridge: the tool catalog is not available here", &[]);
     };
     match bridge.get_bytes(&path).await {
-        Ok(bytes) => {
-            let mut answer = String::with_capacity(bytes.len() + 1);
-            answer.push('1');
-            answer.push_str(&String::from_utf8_lossy(&bytes));
-            answer
-        }
+        Ok(bytes) => ok_answer(&bytes),
         Err(e) => error_answer(e.code_str(), e.status, &e.message, &e.suggestions),
     }
 }
