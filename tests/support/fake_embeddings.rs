@@ -5,6 +5,9 @@
 
 #![allow(dead_code)]
 
+#[path = "fake_http.rs"]
+mod fake_http;
+
 use std::convert::Infallible;
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
@@ -13,7 +16,6 @@ use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
 use hyper::body::Incoming;
 use hyper::{Request, Response};
-use hyper_util::rt::TokioIo;
 use serde_json::{Value, json};
 
 /// Words that share a dimension.
@@ -56,40 +58,15 @@ struct State {
 pub struct FakeEmbeddings {
     addr: SocketAddr,
     state: Arc<Mutex<State>>,
-    stop: Option<tokio::sync::oneshot::Sender<()>>,
-    thread: Option<std::thread::JoinHandle<()>>,
+    _server: fake_http::HttpServer,
 }
 
 impl FakeEmbeddings {
     pub fn start(failing: bool) -> FakeEmbeddings {
         let state = Arc::new(Mutex::new(State { failing, ..Default::default() }));
-        let (addr_tx, addr_rx) = std::sync::mpsc::channel();
-        let (stop_tx, mut stop_rx) = tokio::sync::oneshot::channel::<()>();
         let st = state.clone();
-        let thread = std::thread::spawn(move || {
-            let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
-            rt.block_on(async move {
-                let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
-                addr_tx.send(listener.local_addr().expect("addr")).expect("send addr");
-                loop {
-                    tokio::select! {
-                        _ = &mut stop_rx => break,
-                        accepted = listener.accept() => {
-                            let Ok((stream, _)) = accepted else { continue };
-                            let st = st.clone();
-                            tokio::spawn(async move {
-                                let svc = hyper::service::service_fn(move |req| handle(req, st.clone()));
-                                let _ = hyper::server::conn::http1::Builder::new()
-                                    .serve_connection(TokioIo::new(stream), svc)
-                                    .await;
-                            });
-                        }
-                    }
-                }
-            });
-        });
-        let addr = addr_rx.recv().expect("fake embeddings address");
-        FakeEmbeddings { addr, state, stop: Some(stop_tx), thread: Some(thread) }
+        let server = fake_http::HttpServer::start(move |req| handle(req, st.clone()));
+        FakeEmbeddings { addr: server.addr, state, _server: server }
     }
 
     /// The API base, as `search.embeddings.url` takes it.
@@ -115,17 +92,6 @@ impl FakeEmbeddings {
 
     pub fn requests(&self) -> usize {
         self.state.lock().unwrap().requests
-    }
-}
-
-impl Drop for FakeEmbeddings {
-    fn drop(&mut self) {
-        if let Some(stop) = self.stop.take() {
-            let _ = stop.send(());
-        }
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
-        }
     }
 }
 

@@ -6,6 +6,9 @@
 //! and of what it answers, so `agent run`'s accounting can be checked against them.
 #![allow(dead_code)]
 
+#[path = "fake_http.rs"]
+mod fake_http;
+
 use std::collections::VecDeque;
 use std::convert::Infallible;
 use std::net::SocketAddr;
@@ -16,7 +19,6 @@ use bytes::Bytes;
 use http_body_util::{BodyExt, Full, StreamBody, combinators::BoxBody};
 use hyper::body::{Frame, Incoming};
 use hyper::{Request, Response};
-use hyper_util::rt::TokioIo;
 use serde_json::{Value, json};
 
 /// One scripted answer.
@@ -138,41 +140,16 @@ struct State {
 pub struct FakeLlm {
     addr: SocketAddr,
     state: Arc<Mutex<State>>,
-    stop: Option<tokio::sync::oneshot::Sender<()>>,
-    thread: Option<std::thread::JoinHandle<()>>,
+    _server: fake_http::HttpServer,
 }
 
 impl FakeLlm {
     /// Starts a fake on 127.0.0.1 (a free port) with this script.
     pub fn start(script: Vec<Reply>) -> FakeLlm {
         let state = Arc::new(Mutex::new(State { script: script.into(), ..Default::default() }));
-        let (addr_tx, addr_rx) = std::sync::mpsc::channel();
-        let (stop_tx, mut stop_rx) = tokio::sync::oneshot::channel::<()>();
         let st = state.clone();
-        let thread = std::thread::spawn(move || {
-            let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
-            rt.block_on(async move {
-                let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
-                addr_tx.send(listener.local_addr().expect("addr")).expect("send addr");
-                loop {
-                    tokio::select! {
-                        _ = &mut stop_rx => break,
-                        accepted = listener.accept() => {
-                            let Ok((stream, _)) = accepted else { continue };
-                            let st = st.clone();
-                            tokio::spawn(async move {
-                                let svc = hyper::service::service_fn(move |req| handle(req, st.clone()));
-                                let _ = hyper::server::conn::http1::Builder::new()
-                                    .serve_connection(TokioIo::new(stream), svc)
-                                    .await;
-                            });
-                        }
-                    }
-                }
-            });
-        });
-        let addr = addr_rx.recv().expect("fake LLM address");
-        FakeLlm { addr, state, stop: Some(stop_tx), thread: Some(thread) }
+        let server = fake_http::HttpServer::start(move |req| handle(req, st.clone()));
+        FakeLlm { addr: server.addr, state, _server: server }
     }
 
     /// Base URL for `provider: anthropic`.
@@ -204,17 +181,6 @@ impl FakeLlm {
     /// Replies not used yet.
     pub fn remaining(&self) -> usize {
         self.state.lock().map(|s| s.script.len()).unwrap_or(0)
-    }
-}
-
-impl Drop for FakeLlm {
-    fn drop(&mut self) {
-        if let Some(s) = self.stop.take() {
-            let _ = s.send(());
-        }
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
-        }
     }
 }
 
