@@ -157,6 +157,9 @@ fn python_sdk_over_stdio() {
     let dir = p.path().display().to_string();
     let out = run_json(python_client(&python, &p, &["stdio", &dir, &agent, "mcp", "serve"]));
     check_scenario(&out, &p);
+    // Upstream progress reaches the downstream request that asked for it.
+    assert_eq!(out["progress"]["text"], "done after 3 steps");
+    assert_eq!(out["progress"]["seen"], serde_json::json!([[1.0, 3.0, "step 1"], [2.0, 3.0, "step 2"], [3.0, 3.0, "step 3"]]));
 }
 
 #[test]

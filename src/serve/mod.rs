@@ -191,6 +191,8 @@ struct Inner {
     /// Downstream peers to tell about tool list changes.
     peers: Mutex<Vec<Peer<RoleServer>>>,
     forwarder: Mutex<Option<tokio::task::JoinHandle<()>>>,
+    /// Proxied calls in flight per upstream server (progress is forwarded only for a lone one).
+    in_flight: Mutex<BTreeMap<String, Arc<AtomicUsize>>>,
 }
 
 /// The MCP server `agent mcp serve` runs; cheap to clone (one per HTTP session).
@@ -255,6 +257,7 @@ impl Server {
             names: Mutex::new(None),
             peers: Mutex::new(Vec::new()),
             forwarder: Mutex::new(None),
+            in_flight: Mutex::new(BTreeMap::new()),
         });
         let server = Server { inner };
         server.forward_events();
@@ -439,14 +442,20 @@ impl Server {
     }
 
     /// Runs one `tools/call` (every failure is a tool error result, never a dead server).
-    pub async fn call(&self, name: &str, args: Map<String, Value>, ct: &tokio_util::sync::CancellationToken) -> CallToolResult {
+    pub async fn call(
+        &self,
+        name: &str,
+        args: Map<String, Value>,
+        ct: &tokio_util::sync::CancellationToken,
+        progress: Option<Progress>,
+    ) -> CallToolResult {
         let e = self.inner.expose;
         let work = async {
             match name {
                 EXECUTE_CODE if e.code => self.execute_code(args).await,
                 SEARCH_TOOLS if e.search => self.search_tools(args).await,
                 DESCRIBE_TOOL if e.search => self.describe_tool(args).await,
-                _ if e.proxy => self.proxy_call(name, args).await,
+                _ if e.proxy => self.proxy_call(name, args, progress).await,
                 _ => error_result(format!("unknown tool `{name}`")),
             }
         };
@@ -456,7 +465,7 @@ impl Server {
         }
     }
 
-    async fn proxy_call(&self, name: &str, mut args: Map<String, Value>) -> CallToolResult {
+    async fn proxy_call(&self, name: &str, mut args: Map<String, Value>, progress: Option<Progress>) -> CallToolResult {
         let (names, _) = self.proxy_names().await;
         let Some((server, tool)) = names.resolve(name) else {
             let hint = crate::util::suggest::did_you_mean(&crate::util::suggest::suggest(name, names.names()));
@@ -473,7 +482,12 @@ impl Server {
                 Err(e) => return error_result(format!("{e} (the tool was not called)")),
             }
         }
-        match self.inner.manager.call_tool(server, tool, args).await {
+        let forwarding = progress.map(|p| self.forward_progress(server, p));
+        let called = self.inner.manager.call_tool(server, tool, args).await;
+        if let Some(f) = forwarding {
+            f.finish().await;
+        }
+        match called {
             Ok(r) => match &handler {
                 Some(c) => runner.apply_to_result(c, server, tool, r).await,
                 None => r,
@@ -551,10 +565,93 @@ impl Server {
         CallToolResult::success(vec![ContentBlock::text(text)])
     }
 
+    /// Forwards `server`'s progress notifications to the downstream request while the guard
+    /// lives. Upstream progress carries no link to our call, so this forwards only while this
+    /// is serve's one call in flight to `server` (otherwise progress could reach the wrong
+    /// client; it is dropped instead).
+    fn forward_progress(&self, server: &str, p: Progress) -> ProgressGuard {
+        let count = {
+            let mut map = self.inner.in_flight.lock().unwrap_or_else(|e| e.into_inner());
+            map.entry(server.to_string()).or_insert_with(|| Arc::new(AtomicUsize::new(0))).clone()
+        };
+        count.fetch_add(1, Ordering::AcqRel);
+        let mut rx = self.inner.manager.events().subscribe();
+        let server_name = server.to_string();
+        let alone = count.clone();
+        let (done_tx, mut done_rx) = tokio::sync::oneshot::channel::<()>();
+        let task = tokio::spawn(async move {
+            let forward = |ev: ClientEvent| {
+                let p = &p;
+                let server_name = &server_name;
+                let alone = &alone;
+                async move {
+                    if let ClientEvent::Progress { server, progress, total, message } = ev
+                        && &server == server_name
+                        && alone.load(Ordering::Acquire) == 1
+                    {
+                        let mut n = rmcp::model::ProgressNotificationParam::new(p.token.clone(), progress);
+                        n.total = total;
+                        n.message = message;
+                        let _ = p.peer.notify_progress(n).await;
+                    }
+                }
+            };
+            loop {
+                tokio::select! {
+                    ev = rx.recv() => match ev {
+                        Ok(ev) => forward(ev).await,
+                        Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {}
+                        Err(_) => return,
+                    },
+                    _ = &mut done_rx => break,
+                }
+            }
+            // The call answered: what arrived before its answer still goes out, first.
+            while let Ok(ev) = rx.try_recv() {
+                forward(ev).await;
+            }
+        });
+        ProgressGuard { task: Some(task), done: Some(done_tx), count }
+    }
+
     fn remember_peer(&self, peer: Peer<RoleServer>) {
         if let Ok(mut p) = self.inner.peers.lock() {
             p.push(peer);
         }
+    }
+}
+
+/// Where a downstream request wants its progress notifications.
+pub struct Progress {
+    pub token: rmcp::model::ProgressToken,
+    pub peer: Peer<RoleServer>,
+}
+
+/// Stops forwarding progress (and counts the call as finished) when dropped.
+struct ProgressGuard {
+    task: Option<tokio::task::JoinHandle<()>>,
+    done: Option<tokio::sync::oneshot::Sender<()>>,
+    count: Arc<AtomicUsize>,
+}
+
+impl ProgressGuard {
+    /// Sends what is still queued, then stops.
+    async fn finish(mut self) {
+        if let Some(done) = self.done.take() {
+            let _ = done.send(());
+        }
+        if let Some(task) = self.task.take() {
+            let _ = task.await;
+        }
+    }
+}
+
+impl Drop for ProgressGuard {
+    fn drop(&mut self) {
+        if let Some(task) = self.task.take() {
+            task.abort();
+        }
+        self.count.fetch_sub(1, Ordering::AcqRel);
     }
 }
 
@@ -607,7 +704,8 @@ impl ServerHandler for Server {
         cx: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
         let args = request.arguments.unwrap_or_default();
-        Ok(CallToolResponse::Complete(self.call(&request.name, args, &cx.ct).await))
+        let progress = cx.meta.get_progress_token().map(|token| Progress { token, peer: cx.peer.clone() });
+        Ok(CallToolResponse::Complete(self.call(&request.name, args, &cx.ct, progress).await))
     }
 }
 

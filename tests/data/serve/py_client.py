@@ -41,6 +41,14 @@ async def scenario(session):
     out["handler_after"] = await call("fixture_echo", {"message": "x", "result_handler": "tool_output.nope.deeper"})
     out["search"] = await call("search_tools", {"query": "add two integers", "limit": 3})
     out["describe"] = await call("describe_tool", {"tool": "fixture.add"})
+
+    seen = []
+
+    async def on_progress(progress, total, message):
+        seen.append([progress, total, message])
+
+    r = await session.call_tool("fixture_progress", {"steps": 3, "delay_ms": 5}, progress_callback=on_progress)
+    out["progress"] = {"text": text_of(r), "is_error": bool(r.is_error), "seen": seen}
     return out
 
 
