@@ -65,14 +65,21 @@ fn main() {
     let per_client = if quick { 10 } else { 100 };
     let proxied_calls = if quick { 50 } else { 500 };
 
-    let upstream =
-        Command::new(env!("CARGO_BIN_EXE_agent-fixture-server")).args(["--http", "127.0.0.1:0"]).stdout(Stdio::piped()).stderr(Stdio::null()).spawn().expect("fixture");
+    let upstream = Command::new(env!("CARGO_BIN_EXE_agent-fixture-server"))
+        .args(["--http", "127.0.0.1:0"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("fixture");
     let mut upstream = Killed(upstream);
     let upstream_url = listening(upstream.0.stdout.take().expect("stdout"));
 
     let dir = tempfile::tempdir().expect("tempdir");
-    std::fs::write(dir.path().join("agent.yaml"), format!("mcp:\n  servers:\n    fixture:\n      url: {upstream_url}\n"))
-        .expect("agent.yaml");
+    std::fs::write(
+        dir.path().join("agent.yaml"),
+        format!("mcp:\n  servers:\n    fixture:\n      url: {upstream_url}\n"),
+    )
+    .expect("agent.yaml");
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_agent"));
     cmd.args(["mcp", "serve", "--http", "127.0.0.1:0"]).current_dir(dir.path()).env("HOME", dir.path());
     if let Ok(w) = std::env::var("SERVE_WORKERS") {
@@ -89,7 +96,8 @@ fn main() {
         for _ in 0..CLIENTS {
             clients.push(client(&url).await);
         }
-        let code = || CallToolRequestParams::new("execute_code").with_arguments(args(json!({"code": "console.log(1)"})));
+        let code =
+            || CallToolRequestParams::new("execute_code").with_arguments(args(json!({"code": "console.log(1)"})));
         for c in &clients {
             c.call_tool(code()).await.expect("warm-up");
         }

@@ -99,7 +99,11 @@ fn post_initialize(port: u16, headers: &[(&str, &str)]) -> u16 {
     s.write_all(req.as_bytes()).unwrap();
     let mut status = String::new();
     BufReader::new(s).read_line(&mut status).unwrap();
-    status.split_whitespace().nth(1).and_then(|c| c.parse().ok()).unwrap_or_else(|| panic!("bad status line {status:?}"))
+    status
+        .split_whitespace()
+        .nth(1)
+        .and_then(|c| c.parse().ok())
+        .unwrap_or_else(|| panic!("bad status line {status:?}"))
 }
 
 fn python_client(python: &Path, p: &Project, args: &[&str]) -> Command {
@@ -159,7 +163,10 @@ fn python_sdk_over_stdio() {
     check_scenario(&out, &p);
     // Upstream progress reaches the downstream request that asked for it.
     assert_eq!(out["progress"]["text"], "done after 3 steps");
-    assert_eq!(out["progress"]["seen"], serde_json::json!([[1.0, 3.0, "step 1"], [2.0, 3.0, "step 2"], [3.0, 3.0, "step 3"]]));
+    assert_eq!(
+        out["progress"]["seen"],
+        serde_json::json!([[1.0, 3.0, "step 1"], [2.0, 3.0, "step 2"], [3.0, 3.0, "step 3"]])
+    );
 }
 
 #[test]
@@ -167,8 +174,10 @@ fn python_sdk_over_http_with_two_concurrent_clients() {
     let Some(python) = python_mcp_or_skip("serve over HTTP with the Python SDK") else { return };
     let p = Project::with_fixture();
     let s = Serving::start(&p, &[], &[]);
-    let a = python_client(&python, &p, &["http", &s.url]).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
-    let b = python_client(&python, &p, &["http", &s.url]).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+    let a =
+        python_client(&python, &p, &["http", &s.url]).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+    let b =
+        python_client(&python, &p, &["http", &s.url]).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
     for child in [a, b] {
         let out = child.wait_with_output().unwrap();
         assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
@@ -248,7 +257,12 @@ fn the_mcp_inspector_cli_lists_and_calls_over_stdio() {
             .stdin(Stdio::null())
             .output()
             .unwrap();
-        assert!(out.status.success(), "{}\n{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+        assert!(
+            out.status.success(),
+            "{}\n{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
         serde_json::from_slice::<Value>(&out.stdout).unwrap()
     };
     let list = run(&["--method", "tools/list"]);

@@ -67,9 +67,8 @@ impl HttpServer {
                 addr.port()
             );
         }
-        let listener = tokio::net::TcpListener::bind(addr)
-            .await
-            .map_err(|e| anyhow::anyhow!("cannot listen on {addr}: {e}"))?;
+        let listener =
+            tokio::net::TcpListener::bind(addr).await.map_err(|e| anyhow::anyhow!("cannot listen on {addr}: {e}"))?;
         let local = listener.local_addr().map_err(|e| anyhow::anyhow!("cannot read the bound address: {e}"))?;
         let cancel = CancellationToken::new();
         let mut config = StreamableHttpServerConfig::default()
@@ -80,11 +79,8 @@ impl HttpServer {
             // Behind a token, a rebinding page cannot authenticate; the Host may be any name.
             config = config.disable_allowed_hosts();
         }
-        let service = StreamableHttpService::new(
-            move || Ok(server.clone()),
-            Arc::new(LocalSessionManager::default()),
-            config,
-        );
+        let service =
+            StreamableHttpService::new(move || Ok(server.clone()), Arc::new(LocalSessionManager::default()), config);
         Ok(HttpServer { listener, local, service, token: token.map(Arc::new), cancel })
     }
 
@@ -112,13 +108,17 @@ impl HttpServer {
                 let token = token.clone();
                 async move {
                     if req.uri().path() != PATH {
-                        return Ok::<_, std::convert::Infallible>(plain(http::StatusCode::NOT_FOUND, "not found: MCP is at /mcp\n"));
+                        return Ok::<_, std::convert::Infallible>(plain(
+                            http::StatusCode::NOT_FOUND,
+                            "not found: MCP is at /mcp\n",
+                        ));
                     }
                     if let Some(token) = &token
                         && !authorized(req.headers(), token)
                     {
                         let mut r = plain(http::StatusCode::UNAUTHORIZED, "missing or wrong bearer token\n");
-                        r.headers_mut().insert(http::header::WWW_AUTHENTICATE, http::HeaderValue::from_static("Bearer"));
+                        r.headers_mut()
+                            .insert(http::header::WWW_AUTHENTICATE, http::HeaderValue::from_static("Bearer"));
                         return Ok(r);
                     }
                     tower_service::Service::call(&mut service, req).await

@@ -22,8 +22,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation, JsonObject,
-    ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation, JsonObject, ListToolsResult,
+    PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
 };
 use rmcp::service::{NotificationContext, RequestContext};
 use rmcp::{ErrorData, Peer, RoleServer, ServerHandler, ServiceExt};
@@ -177,6 +177,9 @@ pub struct StartReport {
     pub files_written: usize,
 }
 
+/// Proxied names and the tool lists they were made from.
+type BuiltNames = (Vec<Arc<Vec<ToolInfo>>>, Arc<ProxyNames>);
+
 struct Inner {
     manager: Arc<McpManager>,
     expose: Expose,
@@ -187,7 +190,7 @@ struct Inner {
     describer: crate::bridge::server::Describer,
     recorder: Option<Arc<crate::learn::Recorder>>,
     /// The proxied names, and the tool lists they were made from (their pointers identify them).
-    names: Mutex<Option<(Vec<Arc<Vec<ToolInfo>>>, Arc<ProxyNames>)>>,
+    names: Mutex<Option<BuiltNames>>,
     /// Downstream peers to tell about tool list changes.
     peers: Mutex<Vec<Peer<RoleServer>>>,
     forwarder: Mutex<Option<tokio::task::JoinHandle<()>>>,
@@ -239,11 +242,8 @@ impl Server {
             None
         };
         let limits = crate::agent::code::LimitsText::from_config(&config.mcp.code_execution);
-        let code_description = crate::agent::code::tool_specs(&limits)
-            .into_iter()
-            .next()
-            .map(|s| s.description)
-            .unwrap_or_default();
+        let code_description =
+            crate::agent::code::tool_specs(&limits).into_iter().next().map(|s| s.description).unwrap_or_default();
         let describer = crate::codemode::describer(manager.configured_names(), options.workspace.clone());
         let inner = Arc::new(Inner {
             handlers: HandlerRunner::from_config(config, Some(manager.clone()))?,
