@@ -170,6 +170,17 @@ fn python_sdk_over_stdio() {
 }
 
 #[test]
+fn upstream_tool_list_changes_reach_the_client() {
+    let Some(python) = python_mcp_or_skip("serve forwards tools/list_changed") else { return };
+    let p = Project::with_servers(&fixture_stdio_yaml("fixture", &["--echo-retires"]));
+    let agent = agent_bin().display().to_string();
+    let dir = p.path().display().to_string();
+    let out = run_json(python_client(&python, &p, &["listchanged", &dir, &agent, "mcp", "serve"]));
+    let has = |k: &str| out[k].as_array().unwrap().iter().any(|t| t == "fixture_echo");
+    assert!(has("before") && !has("after"), "{out}");
+}
+
+#[test]
 fn python_sdk_over_http_with_two_concurrent_clients() {
     let Some(python) = python_mcp_or_skip("serve over HTTP with the Python SDK") else { return };
     let p = Project::with_fixture();

@@ -1,11 +1,14 @@
 """Drives `agent mcp serve` with the official Python MCP SDK (tests/serve.rs).
 
-usage: py_client.py stdio CWD CMD [ARGS...] | py_client.py http URL
-Prints one JSON object: what each step saw.
+usage: py_client.py stdio CWD CMD [ARGS...] | py_client.py http URL | py_client.py listchanged CWD CMD [ARGS...]
+Prints one JSON object: what each step saw. `listchanged` calls `fixture_echo` (on a fixture
+run with --echo-retires), waits for `notifications/tools/list_changed`, and lists again.
 """
 import asyncio
 import json
 import sys
+
+import anyio
 
 from mcp import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
@@ -52,9 +55,30 @@ async def scenario(session):
     return out
 
 
+async def list_changed(session, changed):
+    await session.initialize()
+    before = sorted(t.name for t in (await session.list_tools()).tools)
+    await session.call_tool("fixture_echo", {"message": "bye"})
+    with anyio.fail_after(15):
+        await changed.wait()
+    after = sorted(t.name for t in (await session.list_tools()).tools)
+    return {"before": before, "after": after}
+
+
 async def main():
     mode = sys.argv[1]
-    if mode == "stdio":
+    if mode == "listchanged":
+        changed = anyio.Event()
+
+        async def on_message(message):
+            if getattr(message, "method", None) == "notifications/tools/list_changed":
+                changed.set()
+
+        params = StdioServerParameters(command=sys.argv[3], args=sys.argv[4:], cwd=sys.argv[2])
+        async with stdio_client(params) as (read, write):
+            async with ClientSession(read, write, message_handler=on_message) as session:
+                out = await list_changed(session, changed)
+    elif mode == "stdio":
         params = StdioServerParameters(command=sys.argv[3], args=sys.argv[4:], cwd=sys.argv[2])
         async with stdio_client(params) as (read, write):
             async with ClientSession(read, write) as session:
