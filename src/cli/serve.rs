@@ -76,10 +76,33 @@ pub async fn run(ctx: Context, args: &ServeArgs) -> anyhow::Result<u8> {
         None => std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2).clamp(2, 8),
     };
     let manager = Arc::new(McpManager::new(&ctx.config));
-    let outcome = tokio::select! {
-        r = serve(&ctx, manager.clone(), expose, workers, addr, token) => Ok(r),
+    let started = tokio::select! {
+        r = Server::start(&ctx.config, manager.clone(), expose, workers) => Ok(r),
         signal = ctx.signals.received() => Err(signal),
     };
+    let server = match started {
+        Ok(Ok((server, report))) => {
+            for (name, e) in &report.failed {
+                eprintln!("warning: {e} (`{name}` is tried again when one of its tools is used)");
+            }
+            tracing::info!("serving {} servers ({} tree files written)", report.started.len(), report.files_written);
+            server
+        }
+        Ok(Err(e)) => {
+            manager.shutdown().await;
+            return Err(e);
+        }
+        Err(signal) => {
+            manager.shutdown().await;
+            return Ok(super::signal::exit_after(signal));
+        }
+    };
+    let outcome = tokio::select! {
+        r = serve(server.clone(), addr, token) => Ok(r),
+        signal = ctx.signals.received() => Err(signal),
+    };
+    // Bridges and executors first, then every upstream server with its process group.
+    server.stop().await;
     super::save_usage(&manager);
     manager.shutdown().await;
     match outcome {
@@ -88,39 +111,14 @@ pub async fn run(ctx: Context, args: &ServeArgs) -> anyhow::Result<u8> {
     }
 }
 
-async fn serve(
-    ctx: &Context,
-    manager: Arc<McpManager>,
-    expose: Expose,
-    workers: usize,
-    addr: Option<std::net::SocketAddr>,
-    token: Option<String>,
-) -> anyhow::Result<()> {
-    let (server, report) = Server::start(&ctx.config, manager, expose, workers).await?;
-    for (name, e) in &report.failed {
-        eprintln!("warning: {e} (its tools are left out until it starts; `{name}` is tried again on use)");
-    }
-    tracing::info!("serving {} servers ({} tree files written)", report.started.len(), report.files_written);
-    // Stopping the server's parts is the same whatever ends the serving.
-    struct Stop(Option<Server>);
-    impl Drop for Stop {
-        fn drop(&mut self) {
-            if let Some(s) = self.0.take() {
-                tokio::spawn(s.stop());
-            }
-        }
-    }
-    let mut stop = Stop(Some(server.clone()));
-    let result = match addr {
+/// Serves until stdin closes (stdio) or forever (HTTP).
+async fn serve(server: Server, addr: Option<std::net::SocketAddr>, token: Option<String>) -> anyhow::Result<()> {
+    match addr {
         None => server.serve_stdio().await,
         Some(addr) => {
             let http = HttpServer::bind(server, addr, token).await?;
             eprintln!("listening on http://{}/mcp", http.local_addr());
             http.run().await
         }
-    };
-    if let Some(s) = stop.0.take() {
-        s.stop().await;
     }
-    result
 }
