@@ -21,6 +21,7 @@ pub mod learn;
 pub mod mcp;
 pub mod runtime;
 pub mod search;
+pub mod serve;
 pub mod skills;
 pub mod types;
 pub mod util;

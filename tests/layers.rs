@@ -24,7 +24,8 @@ const LAYERS: &[(&str, u32)] = &[
     ("codemode", 5),
     ("handler", 5),
     ("agent", 6),
-    ("cli", 7),
+    ("serve", 7),
+    ("cli", 8),
 ];
 
 fn layer(module: &str) -> Option<u32> {

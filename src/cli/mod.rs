@@ -14,6 +14,7 @@ pub mod output;
 pub mod prompt;
 pub mod run;
 pub mod search;
+pub mod serve;
 pub mod signal;
 pub mod skill;
 pub mod state;
@@ -117,6 +118,9 @@ pub enum McpCommand {
     /// Report (or discover, or reset) the learned output types of MCP tools.
     #[command(after_help = types::AFTER_HELP)]
     Types(types::TypesArgs),
+    /// Be an MCP server: the configured servers' tools, code mode and search for any MCP client.
+    #[command(after_help = serve::AFTER_HELP)]
+    Serve(serve::ServeArgs),
 }
 
 /// Options shared by commands that start servers.
@@ -209,6 +213,7 @@ async fn dispatch(cli: &Cli, ctx: Context) -> anyhow::Result<u8> {
         Command::Mcp(McpCommand::Generate(args)) => generate::run(ctx, args).await,
         Command::Mcp(McpCommand::Search(args)) => search::run(ctx, args).await,
         Command::Mcp(McpCommand::Types(args)) => types::run(ctx, args).await,
+        Command::Mcp(McpCommand::Serve(args)) => serve::run(ctx, args).await,
         Command::Exec(args) => exec::run(ctx, args).await,
         Command::Run(args) => run::run(ctx, args).await,
         Command::State(cmd) => state::run(ctx, cmd).await,

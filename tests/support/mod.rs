@@ -11,6 +11,8 @@ use std::process::{Child, Command, Output, Stdio};
 /// Pinned versions of the npm packages the tests use.
 pub const SERVER_EVERYTHING: (&str, &str) = ("@modelcontextprotocol/server-everything", "2026.8.31");
 pub const TYPESCRIPT: (&str, &str) = ("typescript", "7.0.2");
+/// The MCP Inspector, whose `--cli` drives `agent mcp serve` (tests/serve.rs); 0.15.x runs on Node 20.
+pub const INSPECTOR: (&str, &str) = ("@modelcontextprotocol/inspector", "0.15.0");
 
 pub fn agent_bin() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_agent"))
@@ -294,4 +296,63 @@ pub fn pids_matching(needle: &str) -> Vec<u32> {
         }
     }
     out
+}
+
+/// The pinned Python MCP SDK the serve tests drive `agent mcp serve` with.
+pub const PYTHON_MCP: (&str, &str) = ("mcp", "2.3.0");
+
+/// The Python of a venv under `<target>/py-tools` with the pinned `mcp` SDK, installed once
+/// (under a file lock). `None` (with a loud notice) when python3 or its venv module is missing
+/// on a developer's machine; fails under `CI` (`bin/setup` installs them).
+pub fn python_mcp_or_skip(what: &str) -> Option<PathBuf> {
+    let (name, version) = PYTHON_MCP;
+    let dir = node_tools_dir().with_file_name("py-tools").join(format!("{name}@{version}"));
+    let python = dir.join("venv/bin/python");
+    let ready = dir.join(".installed");
+    if ready.exists() {
+        return Some(python);
+    }
+    let venv_ok = Command::new("python3")
+        .args(["-c", "import venv, ensurepip"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    if !venv_ok {
+        assert!(
+            std::env::var_os("CI").is_none_or(|v| v.is_empty()),
+            "python3 with venv/pip not found, and CI is set: {what} cannot be skipped (run bin/setup)"
+        );
+        eprintln!("SKIPPED: python3 with venv/pip not available: {what}");
+        return None;
+    }
+    std::fs::create_dir_all(&dir).expect("py-tools dir");
+    let lock = std::fs::File::create(dir.join(".lock")).expect("lock file");
+    lock.lock().expect("lock");
+    if !ready.exists() {
+        let steps: [Vec<String>; 2] = [
+            vec!["python3".into(), "-m".into(), "venv".into(), dir.join("venv").display().to_string()],
+            vec![
+                python.display().to_string(),
+                "-m".into(),
+                "pip".into(),
+                "install".into(),
+                "--quiet".into(),
+                "--disable-pip-version-check".into(),
+                format!("{name}=={version}"),
+            ],
+        ];
+        for step in steps {
+            let out = Command::new(&step[0]).args(&step[1..]).output().expect("run python3");
+            assert!(
+                out.status.success(),
+                "{} failed:\n{}\n{}",
+                step.join(" "),
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+        std::fs::write(&ready, version).expect("mark installed");
+    }
+    Some(python)
 }

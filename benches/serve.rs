@@ -1,0 +1,158 @@
+//! `agent mcp serve` over Streamable HTTP (prints its numbers; asserts nothing):
+//!
+//! - 16 concurrent clients (rmcp's streamable HTTP client) each running a trivial
+//!   `execute_code` in a loop: executions/s, p50 and p99 (targets: ≥ 200/s, p50 ≤ 10 ms on 2
+//!   cores);
+//! - one client calling the proxied `fixture_add` vs the same call straight to the upstream
+//!   fixture server (also Streamable HTTP): mean latency and the ratio (target ≤ 1.5×).
+//!
+//! Run: `cargo bench --bench serve` (BENCH_QUICK=1 for fewer iterations; `SERVE_WORKERS=N`
+//! for `--workers N`).
+
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use rmcp::ServiceExt;
+use rmcp::model::CallToolRequestParams;
+use rmcp::transport::StreamableHttpClientTransport;
+use serde_json::{Map, Value, json};
+
+const CLIENTS: usize = 16;
+
+struct Killed(Child);
+impl Drop for Killed {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// Reads lines of `r` until one starts with `listening on `; the URL.
+fn listening(r: impl std::io::Read + Send + 'static) -> String {
+    let mut r = BufReader::new(r);
+    loop {
+        let mut line = String::new();
+        if r.read_line(&mut line).unwrap_or(0) == 0 {
+            panic!("the server exited before listening");
+        }
+        if let Some(url) = line.trim().strip_prefix("listening on ") {
+            std::thread::spawn(move || std::io::copy(&mut r, &mut std::io::sink()));
+            return url.to_string();
+        }
+    }
+}
+
+async fn client(url: &str) -> rmcp::service::RunningService<rmcp::RoleClient, ()> {
+    ().serve(StreamableHttpClientTransport::from_uri(url.to_string())).await.expect("connect")
+}
+
+fn args(v: Value) -> Map<String, Value> {
+    v.as_object().cloned().unwrap_or_default()
+}
+
+fn percentile(sorted: &[Duration], p: f64) -> Duration {
+    let i = ((sorted.len() as f64 - 1.0) * p).round() as usize;
+    sorted[i.min(sorted.len() - 1)]
+}
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1000.0
+}
+
+fn main() {
+    let quick = std::env::var_os("BENCH_QUICK").is_some();
+    let per_client = if quick { 10 } else { 100 };
+    let proxied_calls = if quick { 50 } else { 500 };
+
+    let upstream = Command::new(env!("CARGO_BIN_EXE_agent-fixture-server"))
+        .args(["--http", "127.0.0.1:0"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("fixture");
+    let mut upstream = Killed(upstream);
+    let upstream_url = listening(upstream.0.stdout.take().expect("stdout"));
+
+    let dir = tempfile::tempdir().expect("tempdir");
+    std::fs::write(
+        dir.path().join("agent.yaml"),
+        format!("mcp:\n  servers:\n    fixture:\n      url: {upstream_url}\n"),
+    )
+    .expect("agent.yaml");
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_agent"));
+    cmd.args(["mcp", "serve", "--http", "127.0.0.1:0"]).current_dir(dir.path()).env("HOME", dir.path());
+    if let Ok(w) = std::env::var("SERVE_WORKERS") {
+        cmd.args(["--workers", &w]);
+    }
+    let serve = cmd.stdout(Stdio::null()).stderr(Stdio::piped()).spawn().expect("agent mcp serve");
+    let mut serve = Killed(serve);
+    let url = listening(serve.0.stderr.take().expect("stderr"));
+
+    let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("runtime");
+    rt.block_on(async {
+        // Warm-up: one execution per client connection.
+        let mut clients = Vec::new();
+        for _ in 0..CLIENTS {
+            clients.push(client(&url).await);
+        }
+        let code =
+            || CallToolRequestParams::new("execute_code").with_arguments(args(json!({"code": "console.log(1)"})));
+        for c in &clients {
+            c.call_tool(code()).await.expect("warm-up");
+        }
+        let started = Instant::now();
+        let runs = clients.iter().map(|c| async move {
+            let mut lat = Vec::with_capacity(per_client);
+            for _ in 0..per_client {
+                let t = Instant::now();
+                let r = c.call_tool(code()).await.expect("execute_code");
+                assert_ne!(r.is_error, Some(true), "{r:?}");
+                lat.push(t.elapsed());
+            }
+            lat
+        });
+        let mut lat: Vec<Duration> = futures::future::join_all(runs).await.into_iter().flatten().collect();
+        let took = started.elapsed();
+        lat.sort();
+        let per_s = lat.len() as f64 / took.as_secs_f64();
+        println!(
+            "execute_code, {CLIENTS} clients x {per_client}: {per_s:.0} executions/s (target >= 200), p50 {:.2} ms \
+             (target <= 10), p99 {:.2} ms",
+            ms(percentile(&lat, 0.5)),
+            ms(percentile(&lat, 0.99))
+        );
+        for c in clients {
+            let _ = c.cancel().await;
+        }
+
+        let add = || CallToolRequestParams::new("add").with_arguments(args(json!({"a": 1, "b": 2})));
+        let proxied = || CallToolRequestParams::new("fixture_add").with_arguments(args(json!({"a": 1, "b": 2})));
+        let direct = client(&upstream_url).await;
+        let via = client(&url).await;
+        for _ in 0..10 {
+            direct.call_tool(add()).await.expect("direct");
+            via.call_tool(proxied()).await.expect("proxied");
+        }
+        let t = Instant::now();
+        for _ in 0..proxied_calls {
+            direct.call_tool(add()).await.expect("direct");
+        }
+        let d = t.elapsed() / proxied_calls as u32;
+        let t = Instant::now();
+        for _ in 0..proxied_calls {
+            via.call_tool(proxied()).await.expect("proxied");
+        }
+        let p = t.elapsed() / proxied_calls as u32;
+        println!(
+            "add: straight to the fixture {:.3} ms, through serve {:.3} ms: {:.2}x (target <= 1.5x)",
+            ms(d),
+            ms(p),
+            p.as_secs_f64() / d.as_secs_f64()
+        );
+        let _ = direct.cancel().await;
+        let _ = via.cancel().await;
+    });
+    drop(serve);
+    drop(upstream);
+}

@@ -1,0 +1,755 @@
+//! `agent mcp serve`: `agent` as an MCP server, so any MCP client gets code mode, catalog
+//! search and result handlers over every configured server (docs/serve.md).
+//!
+//! [`Server`] is the rmcp `ServerHandler` (written by hand: the tool list is dynamic). It
+//! exposes, by [`Expose`]:
+//!
+//! - **proxy**: every enabled server's tools as `<server>_<tool>` ([`ProxyNames`]), each with the
+//!   optional `result_handler` argument (compiled before the upstream call, run by the shared
+//!   [`HandlerRunner`]) and without `outputSchema` (a handler's value would not match it);
+//! - **code**: `execute_code`, TypeScript run as in `agent exec` through a small pool of
+//!   [`CodeMode`]s (one executor runs one script at a time);
+//! - **search**: `search_tools` / `describe_tool` over [`McpManager::search`] and the describer.
+//!
+//! Upstream `tools/list_changed` reaches every downstream peer; downstream cancellation drops
+//! the upstream call. [`http`] serves it over Streamable HTTP at `/mcp` (loopback, `Host` and
+//! `Origin` checks, optional bearer token); stdio is [`Server::serve_stdio`].
+
+pub mod http;
+
+use std::collections::{BTreeMap, HashSet};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation, JsonObject, ListToolsResult,
+    PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
+};
+use rmcp::service::{NotificationContext, RequestContext};
+use rmcp::{ErrorData, Peer, RoleServer, ServerHandler, ServiceExt};
+use serde_json::{Map, Value, json};
+
+use crate::agent::direct::{RESULT_HANDLER_ARG, sanitize};
+use crate::codemode::{CodeMode, Options};
+use crate::config::Config;
+use crate::handler::{Handler, HandlerRunner};
+use crate::mcp::handler::ClientEvent;
+use crate::mcp::{McpError, McpManager, ToolInfo};
+use crate::runtime::Script;
+
+/// The code-execution tool.
+pub const EXECUTE_CODE: &str = "execute_code";
+/// The catalog search tool.
+pub const SEARCH_TOOLS: &str = "search_tools";
+/// A tool's TypeScript description.
+pub const DESCRIBE_TOOL: &str = "describe_tool";
+/// Longest exposed tool name (what LLM providers accept).
+pub const MAX_NAME_LEN: usize = 64;
+
+/// What `serve` exposes (`--expose proxy,code,search`; default all).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Expose {
+    pub proxy: bool,
+    pub code: bool,
+    pub search: bool,
+}
+
+impl Default for Expose {
+    fn default() -> Self {
+        Expose { proxy: true, code: true, search: true }
+    }
+}
+
+impl Expose {
+    /// `proxy,code,search` (any subset, at least one).
+    pub fn parse(list: &str) -> Result<Expose, String> {
+        let mut e = Expose { proxy: false, code: false, search: false };
+        for part in list.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+            match part {
+                "proxy" => e.proxy = true,
+                "code" => e.code = true,
+                "search" => e.search = true,
+                other => {
+                    let hint = crate::util::suggest::did_you_mean(&crate::util::suggest::suggest(
+                        other,
+                        ["proxy", "code", "search"],
+                    ));
+                    return Err(format!("unknown part `{other}` (expected proxy, code or search){hint}"));
+                }
+            }
+        }
+        if !(e.proxy || e.code || e.search) {
+            return Err("nothing to expose (expected proxy, code and/or search)".into());
+        }
+        Ok(e)
+    }
+}
+
+/// Exposed names of proxied tools: `<server>_<tool>` with every character outside
+/// `[a-zA-Z0-9_-]` replaced by `_`, cut at 64 characters with a hash of the original, `_2`,
+/// `_3`, … on a collision, in (server, tool) order; never one of serve's own tool names.
+#[derive(Debug, Clone, Default)]
+pub struct ProxyNames {
+    by_name: BTreeMap<String, (String, String)>,
+    by_tool: BTreeMap<(String, String), String>,
+}
+
+impl ProxyNames {
+    pub fn build<'a>(tools: impl IntoIterator<Item = &'a ToolInfo>) -> ProxyNames {
+        let mut sorted: Vec<&ToolInfo> = tools.into_iter().collect();
+        sorted.sort_by(|a, b| (&a.server, &a.name).cmp(&(&b.server, &b.name)));
+        let mut taken: HashSet<String> = [EXECUTE_CODE, SEARCH_TOOLS, DESCRIBE_TOOL].map(String::from).into();
+        let mut names = ProxyNames::default();
+        for t in sorted {
+            let name = unique_name(&t.server, &t.name, &mut taken);
+            names.by_name.insert(name.clone(), (t.server.clone(), t.name.clone()));
+            names.by_tool.insert((t.server.clone(), t.name.clone()), name);
+        }
+        names
+    }
+
+    /// The upstream (server, tool) behind an exposed name.
+    pub fn resolve(&self, name: &str) -> Option<(&str, &str)> {
+        self.by_name.get(name).map(|(s, t)| (s.as_str(), t.as_str()))
+    }
+
+    /// The exposed name of an upstream tool.
+    pub fn name_of(&self, server: &str, tool: &str) -> Option<&str> {
+        self.by_tool.get(&(server.to_string(), tool.to_string())).map(String::as_str)
+    }
+
+    pub fn names(&self) -> impl Iterator<Item = &str> {
+        self.by_name.keys().map(String::as_str)
+    }
+}
+
+fn unique_name(server: &str, tool: &str, taken: &mut HashSet<String>) -> String {
+    let base = sanitize(&format!("{server}_{tool}"));
+    let base = if base.len() > MAX_NAME_LEN {
+        let hash = format!("{:08x}", fnv1a(format!("{server}\0{tool}").as_bytes()));
+        format!("{}_{hash}", &base[..MAX_NAME_LEN - 9])
+    } else {
+        base
+    };
+    let mut name = base.clone();
+    let mut n = 2;
+    while taken.contains(&name) {
+        let suffix = format!("_{n}");
+        let keep = base.len().min(MAX_NAME_LEN - suffix.len());
+        name = format!("{}{suffix}", &base[..keep]);
+        n += 1;
+    }
+    taken.insert(name.clone());
+    name
+}
+
+/// 32-bit FNV-1a: stable across Rust releases.
+fn fnv1a(bytes: &[u8]) -> u32 {
+    bytes.iter().fold(0x811c9dc5u32, |h, &b| (h ^ b as u32).wrapping_mul(0x01000193))
+}
+
+/// Code-mode executors that run scripts side by side (each runs one at a time).
+struct CodePool {
+    slots: Vec<tokio::sync::Mutex<Option<CodeMode>>>,
+    next: AtomicUsize,
+}
+
+impl CodePool {
+    /// A free code mode, else the next one in turn once it is free.
+    async fn acquire(&self) -> tokio::sync::MutexGuard<'_, Option<CodeMode>> {
+        let start = self.next.fetch_add(1, Ordering::Relaxed);
+        let n = self.slots.len();
+        for i in 0..n {
+            if let Ok(g) = self.slots[(start + i) % n].try_lock() {
+                return g;
+            }
+        }
+        self.slots[start % n].lock().await
+    }
+}
+
+/// How [`Server::start`] went.
+#[derive(Debug, Default)]
+pub struct StartReport {
+    pub started: Vec<String>,
+    pub failed: Vec<(String, McpError)>,
+    /// Files the tree refresh wrote (0: up to date or not refreshed).
+    pub files_written: usize,
+}
+
+/// Proxied names and the tool lists they were made from.
+type BuiltNames = (Vec<Arc<Vec<ToolInfo>>>, Arc<ProxyNames>);
+
+struct Inner {
+    manager: Arc<McpManager>,
+    expose: Expose,
+    code: Option<CodePool>,
+    handlers: HandlerRunner,
+    handlers_enabled: bool,
+    code_description: String,
+    describer: crate::bridge::server::Describer,
+    recorder: Option<Arc<crate::learn::Recorder>>,
+    /// The proxied names, and the tool lists they were made from (their pointers identify them).
+    names: Mutex<Option<BuiltNames>>,
+    /// Downstream peers to tell about tool list changes.
+    peers: Mutex<Vec<Peer<RoleServer>>>,
+    forwarder: Mutex<Option<tokio::task::JoinHandle<()>>>,
+    /// Proxied calls in flight per upstream server (progress is forwarded only for a lone one).
+    in_flight: Mutex<BTreeMap<String, Arc<AtomicUsize>>>,
+}
+
+/// The MCP server `agent mcp serve` runs; cheap to clone (one per HTTP session).
+#[derive(Clone)]
+pub struct Server {
+    inner: Arc<Inner>,
+}
+
+impl Server {
+    /// Starts every enabled server, refreshes the generated tree (when `code` is exposed), and
+    /// makes `workers` code-mode executors ready.
+    pub async fn start(
+        config: &Config,
+        manager: Arc<McpManager>,
+        expose: Expose,
+        workers: usize,
+    ) -> anyhow::Result<(Server, StartReport)> {
+        let mut report = StartReport::default();
+        let mut options = Options::from_config(config)?;
+        let names = manager.server_names();
+        let recorder = crate::learn::Recorder::install(config, &manager);
+        let code = if expose.code {
+            options.regenerate = true;
+            let mut slots = Vec::new();
+            for i in 0..workers.max(1) {
+                let mut code = CodeMode::new(manager.clone(), options.clone());
+                if i == 0 {
+                    code.set_recorder(recorder.clone());
+                    let prepared = code.prepare(&names, false).await?;
+                    report.started = prepared.started;
+                    report.failed = prepared.failed;
+                    report.files_written = prepared.regenerated.map(|r| r.files_written).unwrap_or(0);
+                }
+                if !names.is_empty() {
+                    code.start_bridge().await?;
+                }
+                slots.push(tokio::sync::Mutex::new(Some(code)));
+            }
+            Some(CodePool { slots, next: AtomicUsize::new(0) })
+        } else {
+            let started = manager.start_servers(&names).await;
+            report.started = started.ok;
+            report.failed = started.failed;
+            None
+        };
+        let limits = crate::agent::code::LimitsText::from_config(&config.mcp.code_execution);
+        let code_description =
+            crate::agent::code::tool_specs(&limits).into_iter().next().map(|s| s.description).unwrap_or_default();
+        let describer = crate::codemode::describer(manager.configured_names(), options.workspace.clone());
+        let inner = Arc::new(Inner {
+            handlers: HandlerRunner::from_config(config, Some(manager.clone()))?,
+            handlers_enabled: config.mcp.result_handlers.enabled,
+            manager,
+            expose,
+            code,
+            code_description,
+            describer,
+            recorder,
+            names: Mutex::new(None),
+            peers: Mutex::new(Vec::new()),
+            forwarder: Mutex::new(None),
+            in_flight: Mutex::new(BTreeMap::new()),
+        });
+        let server = Server { inner };
+        server.forward_events();
+        Ok((server, report))
+    }
+
+    /// Tells downstream peers when an upstream tool list changed (and refreshes the tree).
+    fn forward_events(&self) {
+        let mut rx = self.inner.manager.events().subscribe();
+        let weak = Arc::downgrade(&self.inner);
+        let handle = tokio::spawn(async move {
+            loop {
+                let server = match rx.recv().await {
+                    Ok(ClientEvent::ToolsChanged { server }) => server,
+                    Ok(_) => continue,
+                    Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => continue,
+                    Err(_) => break,
+                };
+                let Some(inner) = weak.upgrade() else { break };
+                // Re-read the list now so the next tools/list (and the tree) has it.
+                let _ = inner.manager.tools(&server).await;
+                if let Some(pool) = &inner.code
+                    && let Some(slot) = pool.slots.first()
+                    && let Some(code) = slot.lock().await.as_mut()
+                    && let Err(e) = code.prepare(std::slice::from_ref(&server), false).await
+                {
+                    tracing::warn!("cannot refresh the tree for `{server}`: {e:#}");
+                }
+                let peers: Vec<Peer<RoleServer>> = inner.peers.lock().map(|p| p.clone()).unwrap_or_default();
+                let mut dead = Vec::new();
+                for (i, peer) in peers.iter().enumerate() {
+                    if peer.notify_tool_list_changed().await.is_err() {
+                        dead.push(i);
+                    }
+                }
+                if !dead.is_empty()
+                    && let Ok(mut p) = inner.peers.lock()
+                {
+                    let mut i = 0;
+                    p.retain(|_| {
+                        let keep = !dead.contains(&i);
+                        i += 1;
+                        keep
+                    });
+                }
+            }
+        });
+        if let Ok(mut f) = self.inner.forwarder.lock() {
+            *f = Some(handle);
+        }
+    }
+
+    /// Serves one client on stdin/stdout until stdin closes.
+    pub async fn serve_stdio(&self) -> anyhow::Result<()> {
+        let running = match self.clone().serve(rmcp::transport::stdio()).await {
+            Ok(r) => r,
+            // The client went away before the handshake: nothing to serve.
+            Err(rmcp::service::ServerInitializeError::ConnectionClosed(_)) => return Ok(()),
+            Err(e) => anyhow::bail!("the MCP handshake on stdio failed: {e}"),
+        };
+        running.waiting().await.map_err(|e| anyhow::anyhow!("the stdio session failed: {e}"))?;
+        Ok(())
+    }
+
+    /// Stops the code-mode bridges and the handler runner (servers belong to the manager).
+    pub async fn stop(self) {
+        if let Some(h) = self.inner.forwarder.lock().ok().and_then(|mut f| f.take()) {
+            h.abort();
+        }
+        if let Some(pool) = &self.inner.code {
+            for slot in &pool.slots {
+                if let Some(code) = slot.lock().await.take() {
+                    code.stop().await;
+                }
+            }
+        }
+        if let Some(r) = &self.inner.recorder {
+            r.finish();
+        }
+        if let Ok(inner) = Arc::try_unwrap(self.inner) {
+            inner.handlers.stop().await;
+        }
+    }
+
+    /// The current proxied names (rebuilt when a tool list changed).
+    async fn proxy_names(&self) -> (Arc<ProxyNames>, Vec<ToolInfo>) {
+        let manager = &self.inner.manager;
+        let mut lists = Vec::new();
+        for (server, r) in manager.tools_of(&manager.server_names()).await {
+            match r {
+                Ok(list) => lists.push(list),
+                Err(e) => tracing::warn!("`{server}` is left out of the tool list: {e}"),
+            }
+        }
+        let tools: Vec<ToolInfo> = lists.iter().flat_map(|l| l.iter().cloned()).collect();
+        if let Ok(cache) = self.inner.names.lock()
+            && let Some((from, names)) = cache.as_ref()
+            && from.len() == lists.len()
+            && from.iter().zip(&lists).all(|(a, b)| Arc::ptr_eq(a, b))
+        {
+            return (names.clone(), tools);
+        }
+        let names = Arc::new(ProxyNames::build(&tools));
+        if let Ok(mut cache) = self.inner.names.lock() {
+            *cache = Some((lists, names.clone()));
+        }
+        (names, tools)
+    }
+
+    /// The tools serve offers right now.
+    pub async fn tool_list(&self) -> Vec<Tool> {
+        let mut out = Vec::new();
+        let e = self.inner.expose;
+        if e.code {
+            out.push(tool(
+                EXECUTE_CODE,
+                &self.inner.code_description,
+                json!({
+                    "type": "object",
+                    "properties": {"code": {"type": "string", "description": "TypeScript module; runs as ./main.ts at the API tree root."}},
+                    "required": ["code"]
+                }),
+            ));
+        }
+        if e.search {
+            out.push(tool(
+                SEARCH_TOOLS,
+                "Search the tools of every configured MCP server for a task, best first: [{server, tool, \
+                 signature, description}]. Then describe_tool for the exact types.",
+                json!({
+                    "type": "object",
+                    "properties": {
+                        "query": {"type": "string", "description": "What you need, in words."},
+                        "limit": {"type": "integer", "minimum": 1, "maximum": 50, "description": "Default 5."}
+                    },
+                    "required": ["query"]
+                }),
+            ));
+            out.push(tool(
+                DESCRIBE_TOOL,
+                "A tool's TypeScript declaration (import, input and output types, docs), by `server.tool`.",
+                json!({
+                    "type": "object",
+                    "properties": {"tool": {"type": "string", "description": "`server.tool`"}},
+                    "required": ["tool"]
+                }),
+            ));
+        }
+        if e.proxy {
+            let (names, tools) = self.proxy_names().await;
+            for t in &tools {
+                let Some(name) = names.name_of(&t.server, &t.name) else { continue };
+                out.push(self.proxied_tool(name, t));
+            }
+        }
+        out
+    }
+
+    fn proxied_tool(&self, name: &str, t: &ToolInfo) -> Tool {
+        let mut schema = match &t.input_schema {
+            Value::Object(m) => m.clone(),
+            _ => JsonObject::new(),
+        };
+        schema.entry("type").or_insert_with(|| json!("object"));
+        if self.inner.handlers_enabled {
+            let props = schema.entry("properties").or_insert_with(|| json!({}));
+            if let Value::Object(props) = props
+                && !props.contains_key(RESULT_HANDLER_ARG)
+            {
+                props.insert(RESULT_HANDLER_ARG.into(), handler_schema());
+            }
+        }
+        let description = t
+            .description
+            .clone()
+            .filter(|d| !d.trim().is_empty())
+            .unwrap_or_else(|| format!("The `{}` tool of the MCP server `{}`.", t.name, t.server));
+        let mut out = Tool::new(name.to_string(), description, Arc::new(schema));
+        out.title = t.title.clone();
+        out.annotations = t.annotations.clone().and_then(|a| serde_json::from_value(a).ok());
+        out
+    }
+
+    /// Runs one `tools/call` (every failure is a tool error result, never a dead server).
+    pub async fn call(
+        &self,
+        name: &str,
+        args: Map<String, Value>,
+        ct: &tokio_util::sync::CancellationToken,
+        progress: Option<Progress>,
+    ) -> CallToolResult {
+        let e = self.inner.expose;
+        let work = async {
+            match name {
+                EXECUTE_CODE if e.code => self.execute_code(args).await,
+                SEARCH_TOOLS if e.search => self.search_tools(args).await,
+                DESCRIBE_TOOL if e.search => self.describe_tool(args).await,
+                _ if e.proxy => self.proxy_call(name, args, progress).await,
+                _ => error_result(format!("unknown tool `{name}`")),
+            }
+        };
+        tokio::select! {
+            r = work => r,
+            _ = ct.cancelled() => error_result("cancelled by the client"),
+        }
+    }
+
+    async fn proxy_call(&self, name: &str, mut args: Map<String, Value>, progress: Option<Progress>) -> CallToolResult {
+        let (names, _) = self.proxy_names().await;
+        let Some((server, tool)) = names.resolve(name) else {
+            let hint = crate::util::suggest::did_you_mean(&crate::util::suggest::suggest(name, names.names()));
+            return error_result(format!("unknown tool `{name}`{hint}"));
+        };
+        let runner = &self.inner.handlers;
+        let mut handler = None;
+        if self.inner.handlers_enabled
+            && let Some(spec) = args.remove(RESULT_HANDLER_ARG)
+            && !spec.is_null()
+        {
+            match Handler::parse(&spec).and_then(|h| runner.compile(&h)) {
+                Ok(c) => handler = Some(c),
+                Err(e) => return error_result(format!("{e} (the tool was not called)")),
+            }
+        }
+        let forwarding = progress.map(|p| self.forward_progress(server, p));
+        let called = self.inner.manager.call_tool(server, tool, args).await;
+        if let Some(f) = forwarding {
+            f.finish().await;
+        }
+        match called {
+            Ok(r) => match &handler {
+                Some(c) => runner.apply_to_result(c, server, tool, r).await,
+                None => r,
+            },
+            Err(e) => error_result(e.to_string()),
+        }
+    }
+
+    async fn execute_code(&self, args: Map<String, Value>) -> CallToolResult {
+        let Some(code) = args.get("code").and_then(Value::as_str) else {
+            return error_result("execute_code: `code` (a string) is required");
+        };
+        let Some(pool) = &self.inner.code else { return error_result("code execution is not exposed") };
+        let guard = pool.acquire().await;
+        let Some(mode) = guard.as_ref() else { return error_result("the server is stopping") };
+        let outcome = mode.run(Script::Inline(code.to_string())).await;
+        drop(guard);
+        let (text, is_error) = crate::agent::code_host::script_result(&outcome);
+        let mut r = CallToolResult::success(vec![ContentBlock::text(text)]);
+        if is_error {
+            r.is_error = Some(true);
+        }
+        r
+    }
+
+    async fn search_tools(&self, args: Map<String, Value>) -> CallToolResult {
+        let Some(query) = args.get("query").and_then(Value::as_str) else {
+            return error_result("search_tools: `query` (a string) is required");
+        };
+        let limit = args.get("limit").and_then(Value::as_u64).unwrap_or(5).clamp(1, 50) as usize;
+        let manager = &self.inner.manager;
+        let (results, failed) = manager.search(&manager.server_names(), query, limit, &[]).await;
+        let (names, _) = self.proxy_names().await;
+        let results: Vec<Value> = results
+            .into_iter()
+            .map(|r| {
+                let mut v = serde_json::to_value(&r).unwrap_or(Value::Null);
+                if self.inner.expose.proxy
+                    && let (Value::Object(m), Some(n)) = (&mut v, names.name_of(&r.server, &r.tool))
+                {
+                    m.insert("call_as".into(), json!(n));
+                }
+                v
+            })
+            .collect();
+        let mut out = json!({ "results": results });
+        if !failed.is_empty() {
+            out["unavailable"] = failed.iter().map(|(s, e)| json!({"server": s, "error": e.to_string()})).collect();
+        }
+        let mut r = CallToolResult::success(vec![ContentBlock::text(out.to_string())]);
+        r.structured_content = Some(out);
+        r
+    }
+
+    async fn describe_tool(&self, args: Map<String, Value>) -> CallToolResult {
+        let Some(q) = args.get("tool").and_then(Value::as_str) else {
+            return error_result("describe_tool: `tool` (`server.tool`) is required");
+        };
+        let Some((server, tool)) = crate::mcp::tools::split_qualified(q) else {
+            return error_result(format!("describe_tool: expected `server.tool`, got `{q}`"));
+        };
+        let manager = &self.inner.manager;
+        let info = match manager.tool(server, tool).await {
+            Ok(i) => i,
+            Err(e) => return error_result(e.to_string()),
+        };
+        let siblings = manager.tools(server).await.map(|l| l.to_vec()).unwrap_or_default();
+        let mut text = (self.inner.describer)(&info, &siblings);
+        if self.inner.expose.proxy {
+            let (names, _) = self.proxy_names().await;
+            if let Some(n) = names.name_of(server, tool) {
+                text.push_str(&format!("// As an MCP tool of this server: `{n}`\n"));
+            }
+        }
+        CallToolResult::success(vec![ContentBlock::text(text)])
+    }
+
+    /// Forwards `server`'s progress notifications to the downstream request while the guard
+    /// lives. Upstream progress carries no link to our call, so this forwards only while this
+    /// is serve's one call in flight to `server` (otherwise progress could reach the wrong
+    /// client; it is dropped instead).
+    fn forward_progress(&self, server: &str, p: Progress) -> ProgressGuard {
+        let count = {
+            let mut map = self.inner.in_flight.lock().unwrap_or_else(|e| e.into_inner());
+            map.entry(server.to_string()).or_insert_with(|| Arc::new(AtomicUsize::new(0))).clone()
+        };
+        count.fetch_add(1, Ordering::AcqRel);
+        let mut rx = self.inner.manager.events().subscribe();
+        let server_name = server.to_string();
+        let alone = count.clone();
+        let (done_tx, mut done_rx) = tokio::sync::oneshot::channel::<()>();
+        let task = tokio::spawn(async move {
+            let forward = |ev: ClientEvent| {
+                let p = &p;
+                let server_name = &server_name;
+                let alone = &alone;
+                async move {
+                    if let ClientEvent::Progress { server, progress, total, message } = ev
+                        && &server == server_name
+                        && alone.load(Ordering::Acquire) == 1
+                    {
+                        let mut n = rmcp::model::ProgressNotificationParam::new(p.token.clone(), progress);
+                        n.total = total;
+                        n.message = message;
+                        let _ = p.peer.notify_progress(n).await;
+                    }
+                }
+            };
+            loop {
+                tokio::select! {
+                    ev = rx.recv() => match ev {
+                        Ok(ev) => forward(ev).await,
+                        Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {}
+                        Err(_) => return,
+                    },
+                    _ = &mut done_rx => break,
+                }
+            }
+            // The call answered: what arrived before its answer still goes out, first.
+            while let Ok(ev) = rx.try_recv() {
+                forward(ev).await;
+            }
+        });
+        ProgressGuard { task: Some(task), done: Some(done_tx), count }
+    }
+
+    fn remember_peer(&self, peer: Peer<RoleServer>) {
+        if let Ok(mut p) = self.inner.peers.lock() {
+            p.push(peer);
+        }
+    }
+}
+
+/// Where a downstream request wants its progress notifications.
+pub struct Progress {
+    pub token: rmcp::model::ProgressToken,
+    pub peer: Peer<RoleServer>,
+}
+
+/// Stops forwarding progress (and counts the call as finished) when dropped.
+struct ProgressGuard {
+    task: Option<tokio::task::JoinHandle<()>>,
+    done: Option<tokio::sync::oneshot::Sender<()>>,
+    count: Arc<AtomicUsize>,
+}
+
+impl ProgressGuard {
+    /// Sends what is still queued, then stops.
+    async fn finish(mut self) {
+        if let Some(done) = self.done.take() {
+            let _ = done.send(());
+        }
+        if let Some(task) = self.task.take() {
+            let _ = task.await;
+        }
+    }
+}
+
+impl Drop for ProgressGuard {
+    fn drop(&mut self) {
+        if let Some(task) = self.task.take() {
+            task.abort();
+        }
+        self.count.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+fn tool(name: &str, description: &str, schema: Value) -> Tool {
+    let schema = match schema {
+        Value::Object(m) => m,
+        _ => JsonObject::new(),
+    };
+    Tool::new(name.to_string(), description.to_string(), Arc::new(schema))
+}
+
+/// The `result_handler` argument every proxied tool gets (the contract in its description).
+fn handler_schema() -> Value {
+    json!({
+        "type": ["string", "object"],
+        "description": "Optional result handler: a JavaScript expression or function body over `tool_output` \
+                        (the parsed result) and `result` (the raw MCP result), or {\"language\": \"jq\", \"script\": \
+                        FILTER}. Only its value comes back. A handler that does not parse fails before the call."
+    })
+}
+
+fn error_result(text: impl Into<String>) -> CallToolResult {
+    CallToolResult::error(vec![ContentBlock::text(text.into())])
+}
+
+impl ServerHandler for Server {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().enable_tool_list_changed().build())
+            .with_server_info(Implementation::new("agent", env!("CARGO_PKG_VERSION")))
+            .with_instructions(
+                "agent: the tools of every configured MCP server, code mode (execute_code) and tool search.",
+            )
+    }
+
+    async fn on_initialized(&self, cx: NotificationContext<RoleServer>) {
+        self.remember_peer(cx.peer);
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _cx: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        Ok(ListToolsResult { tools: self.tool_list().await, ..Default::default() })
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        cx: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let args = request.arguments.unwrap_or_default();
+        let progress = cx.meta.get_progress_token().map(|token| Progress { token, peer: cx.peer.clone() });
+        Ok(CallToolResponse::Complete(self.call(&request.name, args, &cx.ct, progress).await))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn info(server: &str, name: &str) -> ToolInfo {
+        ToolInfo {
+            server: server.into(),
+            name: name.into(),
+            title: None,
+            description: None,
+            input_schema: json!({}),
+            output_schema: None,
+            annotations: None,
+        }
+    }
+
+    #[test]
+    fn proxied_names_are_stable_unique_and_keep_the_tool_name() {
+        let long = "x".repeat(80);
+        let tools = [
+            info("fixture", "text.upper"),
+            info("fixture", "text_upper"),
+            info("execute", "code"),
+            info("s", &long),
+            info("s", &format!("{long}y")),
+        ];
+        let names = ProxyNames::build(&tools);
+        assert_eq!(names.resolve("fixture_text_upper"), Some(("fixture", "text.upper")));
+        assert_eq!(names.resolve("fixture_text_upper_2"), Some(("fixture", "text_upper")));
+        assert_eq!(names.resolve("execute_code_2"), Some(("execute", "code")), "serve's own names are taken");
+        assert_eq!(names.names().count(), 5);
+        assert!(names.names().all(|n| n.len() <= MAX_NAME_LEN));
+        let again = ProxyNames::build(tools.iter().rev());
+        assert_eq!(again.names().collect::<Vec<_>>(), names.names().collect::<Vec<_>>());
+    }
+
+    #[test]
+    fn expose_parses() {
+        assert_eq!(Expose::parse("proxy,code,search").unwrap(), Expose::default());
+        assert_eq!(Expose::parse("code").unwrap(), Expose { proxy: false, code: true, search: false });
+        assert!(Expose::parse("cod").unwrap_err().contains("did you mean `code`"));
+        assert!(Expose::parse("").is_err());
+    }
+}
