@@ -15,7 +15,7 @@ use std::process::Stdio;
 use fake_llm::{Api, FakeLlm, Reply};
 use rexpect::session::PtySession;
 use serde_json::{Value, json};
-use support::{Project, Run, fixture_stdio_yaml};
+use support::{Project, Run, everything_yaml, fixture_stdio_yaml, node_or_skip};
 
 /// Both ways a server asks: (label, extra fixture arguments).
 const PATHS: [(&str, &[&str]); 2] = [("classic", &["--protocol", "2025-11-25"]), ("mrtr", &[])];
@@ -227,6 +227,33 @@ fn run_direct_mode_counts_sampling_tokens_in_the_run() {
         assert_eq!(t["usage"]["input_tokens"], inp, "{path}: sampling counted: {}", t["usage"]);
         assert_eq!(t["usage"]["output_tokens"], out, "{path}");
     }
+}
+
+// ---------------------------------------------------------------------------------------------
+// server-everything (its sampling and elicitation tools exist only for clients that advertise them)
+
+#[test]
+fn server_everything_sampling_and_elicitation_tools() {
+    if !node_or_skip("server-everything sampling and elicitation") {
+        return;
+    }
+    let fake = FakeLlm::start(vec![Reply::text("hello from the host model")]);
+    let mut server = everything_yaml("everything");
+    server.push_str("      sampling: allow\n      elicitation: accept_defaults\n");
+    let p = Project::new();
+    p.write_config(&format!("{}mcp:\n  servers:\n{server}", fake.llm_yaml(Api::Anthropic)));
+    let r = p.run(&["mcp", "call", "everything.trigger-sampling-request", "--args", r#"{"prompt": "say hi"}"#]);
+    r.assert_ok();
+    assert!(r.stdout.contains("hello from the host model"), "{}", all_output(&r));
+    assert_eq!(fake.requests()[0].system(), "You are a helpful test server.");
+    // Its form has a required `name` without a default: accept_defaults declines.
+    let r = p.run(&["mcp", "call", "everything.trigger-elicitation-request", "--args", "{}"]);
+    r.assert_ok();
+    assert!(r.stdout.contains("User declined"), "{}", all_output(&r));
+    // Without the policies the tools are not offered at all (capabilities not advertised).
+    let q = Project::with_servers(&everything_yaml("everything"));
+    let r = q.run(&["mcp", "call", "everything.trigger-sampling-request", "--args", r#"{"prompt": "x"}"#]);
+    assert!(r.stderr.contains("unknown tool `everything.trigger-sampling-request`"), "{}", all_output(&r));
 }
 
 // ---------------------------------------------------------------------------------------------

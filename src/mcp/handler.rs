@@ -125,7 +125,7 @@ impl McpClientHandler {
                     None if policy == ElicitationPolicy::AcceptDefaults => accept_defaults(&schema),
                     None => Decision::Decline,
                     Some(i) => {
-                        let _paused = self.clock.pause();
+                        let _paused = (self.clock.pause(), super::host::user_wait().pause());
                         let mut problems: Vec<String> = Vec::new();
                         loop {
                             let (i2, s2, m2, sc2, p2) =
@@ -144,7 +144,7 @@ impl McpClientHandler {
                 }
             }
             (ElicitRequestParams::UrlElicitationParams { message, url, .. }, Some(i)) => {
-                let _paused = self.clock.pause();
+                let _paused = (self.clock.pause(), super::host::user_wait().pause());
                 tokio::task::spawn_blocking(move || i.elicit_url(&server, &message, &url))
                     .await
                     .unwrap_or(Decision::Cancel)
@@ -186,7 +186,7 @@ impl McpClientHandler {
                 ));
             }
         }
-        let _paused = self.clock.pause();
+        let _paused = (self.clock.pause(), super::host::user_wait().pause());
         if entry.sampling == SamplingPolicy::Ask {
             let Some(i) = self.host.interaction().filter(|i| i.is_terminal()) else {
                 return Err(ErrorData::invalid_request(

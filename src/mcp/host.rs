@@ -169,6 +169,11 @@ impl PauseClock {
         self.state.lock().map(|s| s.1 + s.2.map(|t| t.elapsed()).unwrap_or_default()).unwrap_or_default()
     }
 
+    /// Resolves once `timeout` has passed, paused time not counted.
+    pub async fn sleep(&self, timeout: Duration) {
+        self.timeout(timeout, std::future::pending::<()>()).await;
+    }
+
     /// Runs `fut` with a `timeout` that does not count paused time; `None` when it ran out.
     pub async fn timeout<T>(&self, timeout: Duration, fut: impl Future<Output = T>) -> Option<T> {
         let start = Instant::now();
@@ -187,6 +192,13 @@ impl PauseClock {
             }
         }
     }
+}
+
+/// The process's time waiting for the user (there is one terminal): a script's timeout
+/// (`runtime`) does not count it. Every pause of a connection's clock pauses this one too.
+pub fn user_wait() -> &'static PauseClock {
+    static CLOCK: std::sync::OnceLock<PauseClock> = std::sync::OnceLock::new();
+    CLOCK.get_or_init(PauseClock::default)
 }
 
 /// SEP-1034: every field filled from its schema `default`; declined when a required field has none.
