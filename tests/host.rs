@@ -186,6 +186,23 @@ fn a_malformed_sampling_request_gets_an_error_and_the_next_call_works() {
     }
 }
 
+#[test]
+fn roots_only_when_configured() {
+    for (path, args) in PATHS {
+        let p = project(None, args, &[]);
+        let r = call(&p, "roots", json!({}));
+        r.assert_ok();
+        assert!(r.stdout.contains("advertised: false; roots: []"), "{path}: {}", all_output(&r));
+        let p = project(None, args, &["roots: [shared]"]);
+        std::fs::create_dir_all(p.path().join("shared")).unwrap();
+        let r = call(&p, "roots", json!({}));
+        r.assert_ok();
+        let dir = std::fs::canonicalize(p.path().join("shared")).unwrap();
+        let expected = json!([{"uri": format!("file://{}", dir.display()), "name": "shared"}]);
+        assert!(r.stdout.contains(&format!("advertised: true; roots: {expected}")), "{path}: {}", all_output(&r));
+    }
+}
+
 // ---------------------------------------------------------------------------------------------
 // Other modes
 

@@ -22,7 +22,7 @@
 //! `--echo-retires`: `echo` announces `tools/list_changed`, after which tools/list leaves `echo` out.
 //! `--host-tools` adds the tools that ask the host (issue 16): `elicit_form` (defaults, enums with
 //! `enumNames` and `oneOf` titles; `require_note` adds a required field without default),
-//! `elicit_url`, `sample` (the host's model) and `reflect` (runs only after the host's model
+//! `elicit_url`, `sample` (the host's model), `roots` and `reflect` (runs only after the host's model
 //! justified the call as JSON, validated and cached per argument set). They ask with a classic
 //! server-to-client request on sessions before 2026-07-28 and with an `input_required` result
 //! (MRTR) on 2026-07-28 sessions; `--protocol 2025-11-25` makes the server offer that older version.
@@ -491,6 +491,16 @@ impl Fixture {
         }
     }
 
+    #[tool(description = "The host's roots (roots/list); only with --host-tools.")]
+    async fn roots(&self, InputResponses(r): InputResponses, cx: RequestContext<RoleServer>) -> rmcp::model::CallToolResponse {
+        let advertised = cx.peer.peer_info().is_some_and(|i| i.capabilities.roots.is_some());
+        match ask_host(&cx, &r, "roots", "roots/list", serde_json::json!({})).await {
+            Asked::Pending(p) => p,
+            Asked::Failed(e) => text_result(format!("roots failed: {e}"), true),
+            Asked::Got(v) => text_result(format!("advertised: {advertised}; roots: {}", v["roots"]), false),
+        }
+    }
+
     #[tool(description = "Ask the host's model (sampling); only with --host-tools.")]
     async fn sample(
         &self,
@@ -682,7 +692,7 @@ fn main() -> std::process::ExitCode {
     let tool_router = if host_tools || tools_file.is_some() {
         tool_router
     } else {
-        ["elicit_form", "elicit_url", "sample", "reflect"].into_iter().fold(tool_router, |r, t| r.with_disabled(t))
+        ["elicit_form", "elicit_url", "sample", "reflect", "roots"].into_iter().fold(tool_router, |r, t| r.with_disabled(t))
     };
     let fixture = Fixture {
         tool_router,
