@@ -492,7 +492,11 @@ impl Fixture {
     }
 
     #[tool(description = "The host's roots (roots/list); only with --host-tools.")]
-    async fn roots(&self, InputResponses(r): InputResponses, cx: RequestContext<RoleServer>) -> rmcp::model::CallToolResponse {
+    async fn roots(
+        &self,
+        InputResponses(r): InputResponses,
+        cx: RequestContext<RoleServer>,
+    ) -> rmcp::model::CallToolResponse {
         let advertised = cx.peer.peer_info().is_some_and(|i| i.capabilities.roots.is_some());
         match ask_host(&cx, &r, "roots", "roots/list", serde_json::json!({})).await {
             Asked::Pending(p) => p,
@@ -692,7 +696,9 @@ fn main() -> std::process::ExitCode {
     let tool_router = if host_tools || tools_file.is_some() {
         tool_router
     } else {
-        ["elicit_form", "elicit_url", "sample", "reflect", "roots"].into_iter().fold(tool_router, |r, t| r.with_disabled(t))
+        ["elicit_form", "elicit_url", "sample", "reflect", "roots"]
+            .into_iter()
+            .fold(tool_router, |r, t| r.with_disabled(t))
     };
     let fixture = Fixture {
         tool_router,
