@@ -1286,4 +1286,21 @@ mod tests {
         assert!(duration::parse("soon").is_err());
         assert!(duration::parse("-1").is_err());
     }
+    #[test]
+    fn elicitation_and_sampling_keys() {
+        let dir = tempfile::tempdir().unwrap();
+        let y = "mcp:\n  servers:\n    gh:\n      command: x\n      elicitation: accept_defaults\n      sampling: ask\n      \
+                 sampling_max_tokens: 50\n      sampling_budget: 900\n      roots: [a, /b]\n";
+        let c = load(dir.path(), y, &[]).unwrap();
+        let gh = &c.mcp.servers["gh"];
+        assert_eq!(gh.elicitation, Some(ElicitationPolicy::AcceptDefaults));
+        assert_eq!((gh.sampling, gh.sampling_max_tokens, gh.sampling_budget), (SamplingPolicy::Ask, 50, Some(900)));
+        assert_eq!(gh.roots, vec![PathBuf::from("a"), PathBuf::from("/b")]);
+        let d = load(dir.path(), "mcp:\n  servers:\n    gh:\n      command: x\n", &[]).unwrap();
+        assert_eq!((d.mcp.servers["gh"].elicitation, d.mcp.servers["gh"].sampling), (None, SamplingPolicy::Deny));
+        let bad = load(dir.path(), "mcp:\n  servers:\n    gh:\n      command: x\n      sampling: maybe\n", &[]);
+        assert!(bad.unwrap_err().0.contains("sampling"));
+        let zero = load(dir.path(), "mcp:\n  servers:\n    gh:\n      command: x\n      sampling_max_tokens: 0\n", &[]);
+        assert!(zero.unwrap_err().0.contains("mcp.servers.gh.sampling_max_tokens: must be greater than zero"));
+    }
 }
