@@ -390,3 +390,25 @@ fn terminal_sampling_ask_shows_the_request_before_it_is_sent() {
         assert_eq!(fake.requests().len(), asked);
     }
 }
+
+#[test]
+fn waiting_for_the_user_pauses_the_call_and_script_timeouts() {
+    let p = project(None, PATHS[1].1, &["call_timeout: 1s"]);
+    let cfg = std::fs::read_to_string(p.path().join("agent.yaml")).unwrap();
+    p.write_config(&cfg.replace("mcp:\n", "mcp:\n  code_execution:\n    timeout: 1s\n"));
+    p.run(&["mcp", "generate"]).assert_ok();
+    p.write(
+        "s.ts",
+        "import { elicitUrl } from './.kodelet/mcp/servers/fixture/index.ts';\nconsole.log(await elicitUrl({}));\n",
+    );
+    let mut cmd = p.cmd(&["exec", "s.ts"]);
+    cmd.env("PATH", "/nonexistent");
+    cmd.stdin(Stdio::inherit()).stdout(Stdio::inherit()).stderr(Stdio::inherit());
+    let mut s = rexpect::session::spawn_command(cmd, Some(30_000)).unwrap();
+    s.exp_string("When you are done there:").unwrap();
+    // The user takes longer than both timeouts (1 s each): that delay is what is tested.
+    std::thread::sleep(std::time::Duration::from_millis(2500));
+    key(&mut s, "\r");
+    s.exp_string("url: accept").unwrap();
+    s.exp_eof().unwrap();
+}
