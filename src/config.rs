@@ -330,6 +330,19 @@ pub struct ServerConfig {
     pub connect_timeout: Duration,
     #[serde(with = "duration")]
     pub call_timeout: Duration,
+    /// Elicitation requests from this server (issue 16): `ask` (a terminal form), `accept_defaults`
+    /// or `decline`; absent: `ask` when stdin and stderr are terminals, else `decline`.
+    pub elicitation: Option<ElicitationPolicy>,
+    /// Sampling requests from this server: `deny` (default; capability not advertised), `ask`, `allow`.
+    pub sampling: SamplingPolicy,
+    /// Cap on a sampling request's `maxTokens`.
+    pub sampling_max_tokens: u32,
+    /// Model for sampling (default: `llm.model`).
+    pub sampling_model: Option<String>,
+    /// Tokens (input + output) this server's sampling requests may use per run; unlimited when absent.
+    pub sampling_budget: Option<u64>,
+    /// Directories offered as roots (the roots capability only when set).
+    pub roots: Vec<PathBuf>,
     /// Errors from `$VAR` expansion inside this server's keys, reported when it is started.
     #[serde(skip)]
     pub unresolved: Vec<String>,
@@ -349,9 +362,34 @@ impl Default for ServerConfig {
             disabled: false,
             connect_timeout: Duration::from_secs(30),
             call_timeout: Duration::from_secs(120),
+            elicitation: None,
+            sampling: SamplingPolicy::Deny,
+            sampling_max_tokens: 1024,
+            sampling_model: None,
+            sampling_budget: None,
+            roots: Vec::new(),
             unresolved: Vec::new(),
         }
     }
+}
+
+/// `mcp.servers.X.elicitation`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ElicitationPolicy {
+    Ask,
+    AcceptDefaults,
+    Decline,
+}
+
+/// `mcp.servers.X.sampling`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SamplingPolicy {
+    #[default]
+    Deny,
+    Ask,
+    Allow,
 }
 
 /// How to reach a server, after validation.
@@ -528,6 +566,11 @@ impl Config {
                 server.call_timeout,
                 "every call would time out",
             )?;
+            if server.sampling_max_tokens == 0 {
+                return Err(ConfigError::new(format!(
+                    "mcp.servers.{name}.sampling_max_tokens: must be greater than zero"
+                )));
+            }
         }
         let t = &self.mcp.types;
         if !(t.low <= t.medium && t.medium <= t.high && (0.0..=1.0).contains(&t.consistency)) {
@@ -1242,5 +1285,22 @@ mod tests {
         assert_eq!(duration::parse("250ms").unwrap(), Duration::from_millis(250));
         assert!(duration::parse("soon").is_err());
         assert!(duration::parse("-1").is_err());
+    }
+    #[test]
+    fn elicitation_and_sampling_keys() {
+        let dir = tempfile::tempdir().unwrap();
+        let y = "mcp:\n  servers:\n    gh:\n      command: x\n      elicitation: accept_defaults\n      sampling: ask\n      \
+                 sampling_max_tokens: 50\n      sampling_budget: 900\n      roots: [a, /b]\n";
+        let c = load(dir.path(), y, &[]).unwrap();
+        let gh = &c.mcp.servers["gh"];
+        assert_eq!(gh.elicitation, Some(ElicitationPolicy::AcceptDefaults));
+        assert_eq!((gh.sampling, gh.sampling_max_tokens, gh.sampling_budget), (SamplingPolicy::Ask, 50, Some(900)));
+        assert_eq!(gh.roots, vec![PathBuf::from("a"), PathBuf::from("/b")]);
+        let d = load(dir.path(), "mcp:\n  servers:\n    gh:\n      command: x\n", &[]).unwrap();
+        assert_eq!((d.mcp.servers["gh"].elicitation, d.mcp.servers["gh"].sampling), (None, SamplingPolicy::Deny));
+        let bad = load(dir.path(), "mcp:\n  servers:\n    gh:\n      command: x\n      sampling: maybe\n", &[]);
+        assert!(bad.unwrap_err().0.contains("sampling"));
+        let zero = load(dir.path(), "mcp:\n  servers:\n    gh:\n      command: x\n      sampling_max_tokens: 0\n", &[]);
+        assert!(zero.unwrap_err().0.contains("mcp.servers.gh.sampling_max_tokens: must be greater than zero"));
     }
 }

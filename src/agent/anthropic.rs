@@ -123,6 +123,9 @@ pub fn request_body(req: &ChatRequest<'_>) -> Value {
     if !req.tools.is_empty() {
         body["tools"] = tools_json(req.tools);
     }
+    if !req.stop.is_empty() {
+        body["stop_sequences"] = json!(req.stop);
+    }
     if req.stream {
         body["stream"] = Value::Bool(true);
     }
@@ -372,8 +375,15 @@ mod tests {
         ];
         let tools =
             vec![ToolSpec { name: "x".into(), description: "d".into(), input_schema: json!({"type":"object"}) }];
-        let req =
-            ChatRequest { model: "m", system: "sys", messages: &msgs, tools: &tools, max_tokens: 100, stream: true };
+        let req = ChatRequest {
+            model: "m",
+            system: "sys",
+            messages: &msgs,
+            tools: &tools,
+            max_tokens: 100,
+            stream: true,
+            stop: &[],
+        };
         let b = request_body(&req);
         assert_eq!(b["messages"][1]["content"].as_array().unwrap().len(), 1, "empty text blocks are dropped");
         assert_eq!(b["messages"][2]["content"][0]["cache_control"]["type"], "ephemeral");

@@ -114,6 +114,9 @@ pub fn request_body(req: &ChatRequest<'_>, official: bool) -> Value {
     if !req.tools.is_empty() {
         body["tools"] = tools_json(req.tools);
     }
+    if !req.stop.is_empty() {
+        body["stop"] = json!(req.stop);
+    }
     if req.stream {
         body["stream"] = Value::Bool(true);
         body["stream_options"] = json!({"include_usage": true});
@@ -348,7 +351,15 @@ mod tests {
                 content: vec![Part::ToolResult { tool_use_id: "c1".into(), content: "bad".into(), is_error: true }],
             },
         ];
-        let req = ChatRequest { model: "m", system: "sys", messages: &msgs, tools: &[], max_tokens: 9, stream: false };
+        let req = ChatRequest {
+            model: "m",
+            system: "sys",
+            messages: &msgs,
+            tools: &[],
+            max_tokens: 9,
+            stream: false,
+            stop: &[],
+        };
         let b = request_body(&req, false);
         assert_eq!(b["messages"][0], json!({"role":"system","content":"sys"}));
         assert_eq!(b["messages"][2]["content"], "", "assistant content is never null");

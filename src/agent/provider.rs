@@ -73,6 +73,8 @@ pub struct ChatRequest<'a> {
     pub tools: &'a [ToolSpec],
     pub max_tokens: u32,
     pub stream: bool,
+    /// Stop sequences (sampling requests from MCP servers); usually empty.
+    pub stop: &'a [String],
 }
 
 /// Why the model stopped.

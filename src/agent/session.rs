@@ -236,6 +236,7 @@ pub async fn run(
             tools: host.specs(),
             max_tokens: settings.max_tokens,
             stream: settings.stream,
+            stop: &[],
         };
         let asked = Instant::now();
         let resp = tokio::select! {

@@ -20,11 +20,18 @@
 //! `{"tools": [...]}` or an `agent mcp list --json` file) instead of its own, each answering
 //! `called NAME with ARGS` (a real server for a real catalog, e.g. tests/data/github-mcp-server.json).
 //! `--echo-retires`: `echo` announces `tools/list_changed`, after which tools/list leaves `echo` out.
+//! `--host-tools` adds the tools that ask the host (issue 16): `elicit_form` (defaults, enums with
+//! `enumNames` and `oneOf` titles; `require_note` adds a required field without default),
+//! `elicit_url`, `sample` (the host's model), `roots` and `reflect` (runs only after the host's model
+//! justified the call as JSON, validated and cached per argument set). They ask with a classic
+//! server-to-client request on sessions before 2026-07-28 and with an `input_required` result
+//! (MRTR) on 2026-07-28 sessions; `--protocol 2025-11-25` makes the server offer that older version.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
 
 use rmcp::handler::server::router::tool::ToolRouter;
+use rmcp::handler::server::tool::InputResponses;
 use rmcp::handler::server::wrapper::Parameters;
 use rmcp::model::{
     CallToolResult, ContentBlock, Implementation, ListToolsResult, PaginatedRequestParams, ProgressNotificationParam,
@@ -178,6 +185,109 @@ struct FormArgs {
     labels: Option<Vec<String>>,
 }
 
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
+struct ElicitFormArgs {
+    /// Add a required field that has no default (`accept_defaults` must decline).
+    #[serde(default)]
+    require_note: bool,
+}
+
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
+struct SampleArgs {
+    /// What to ask the host's model.
+    prompt: String,
+    /// Tokens the server asks for (default 100).
+    max_tokens: Option<u32>,
+    /// Stop sequences.
+    stop: Option<Vec<String>>,
+    /// Send image content instead of text (a request the host cannot sample).
+    #[serde(default)]
+    image: bool,
+}
+
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
+struct ReflectArgs {
+    /// What to do.
+    action: String,
+    /// What to do it to.
+    target: String,
+}
+
+/// Whether a tool got what it asked the host, or must return an `input_required` result first.
+enum Asked {
+    Got(serde_json::Value),
+    Failed(String),
+    Pending(rmcp::model::CallToolResponse),
+}
+
+/// Asks the host: a classic request on sessions before 2026-07-28, else an `input_required`
+/// round (`responses` holds the answers of the round before).
+async fn ask_host(
+    cx: &RequestContext<RoleServer>,
+    responses: &Option<rmcp::model::InputResponses>,
+    key: &str,
+    method: &str,
+    params: serde_json::Value,
+) -> Asked {
+    use rmcp::model::ProtocolVersion;
+    let mrtr = cx.peer.peer_info().is_some_and(|i| i.protocol_version >= ProtocolVersion::V_2026_07_28);
+    if mrtr {
+        if let Some(v) = responses.as_ref().and_then(|r| r.get(key)) {
+            return Asked::Got(v.clone());
+        }
+        let request = serde_json::json!({"method": method, "params": params});
+        let doc = serde_json::json!({"resultType": "input_required", "inputRequests": {key: request}});
+        return match serde_json::from_value::<rmcp::model::InputRequiredResult>(doc) {
+            Ok(r) => Asked::Pending(r.into()),
+            Err(e) => Asked::Failed(format!("cannot build the input request: {e}")),
+        };
+    }
+    let request = serde_json::json!({"method": method, "params": params});
+    let request: rmcp::model::ServerRequest = match serde_json::from_value(request) {
+        Ok(r) => r,
+        Err(e) => return Asked::Failed(format!("cannot build the request: {e}")),
+    };
+    match cx.peer.send_request(request).await {
+        Ok(r) => match serde_json::to_value(r) {
+            Ok(v) => Asked::Got(v),
+            Err(e) => Asked::Failed(e.to_string()),
+        },
+        Err(rmcp::ServiceError::McpError(e)) => Asked::Failed(e.message.to_string()),
+        Err(e) => Asked::Failed(e.to_string()),
+    }
+}
+
+fn text_result(text: String, error: bool) -> rmcp::model::CallToolResponse {
+    if error {
+        CallToolResult::error(vec![ContentBlock::text(text)])
+    } else {
+        CallToolResult::success(vec![ContentBlock::text(text)])
+    }
+    .into()
+}
+
+/// The JSON a reflection must produce.
+fn justification_schema() -> serde_json::Value {
+    serde_json::json!({"type": "object", "required": ["reason", "risk"], "properties": {
+        "reason": {"type": "string", "minLength": 3},
+        "risk": {"type": "string", "enum": ["low", "medium", "high"]}
+    }})
+}
+
+/// A justification the host's model wrote, or why it is not one.
+fn check_justification(text: &str) -> Result<serde_json::Value, String> {
+    let v: serde_json::Value = serde_json::from_str(text.trim()).map_err(|e| format!("not JSON: {e}"))?;
+    let reason = v.get("reason").and_then(serde_json::Value::as_str).unwrap_or_default();
+    let risk = v.get("risk").and_then(serde_json::Value::as_str).unwrap_or_default();
+    if reason.chars().count() < 3 {
+        return Err("`reason` must be a string of at least 3 characters".into());
+    }
+    if !["low", "medium", "high"].contains(&risk) {
+        return Err("`risk` must be low, medium or high".into());
+    }
+    Ok(v)
+}
+
 #[derive(Clone)]
 struct Fixture {
     tool_router: ToolRouter<Self>,
@@ -188,6 +298,10 @@ struct Fixture {
     /// `--echo-retires`: `echo` announces a changed tool list without itself.
     echo_retires: bool,
     retired: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    /// `reflect`: justifications per argument set.
+    justified: std::sync::Arc<std::sync::Mutex<BTreeMap<String, serde_json::Value>>>,
+    /// `--protocol V`: the only protocol version offered.
+    protocol: Option<rmcp::model::ProtocolVersion>,
 }
 
 #[derive(Debug, Deserialize, schemars::JsonSchema)]
@@ -328,6 +442,146 @@ impl Fixture {
         )
     }
 
+    #[tool(description = "Ask the user for a few fields (defaults, enums); only with --host-tools.")]
+    async fn elicit_form(
+        &self,
+        Parameters(a): Parameters<ElicitFormArgs>,
+        InputResponses(r): InputResponses,
+        cx: RequestContext<RoleServer>,
+    ) -> rmcp::model::CallToolResponse {
+        let mut schema = serde_json::json!({"type": "object", "properties": {
+            "name": {"type": "string", "title": "Your name", "default": "Ada"},
+            "count": {"type": "integer", "minimum": 1, "maximum": 10, "default": 3},
+            "ratio": {"type": "number", "default": 0.5},
+            "color": {"type": "string", "enum": ["r", "g", "b"], "enumNames": ["Red", "Green", "Blue"], "default": "g"},
+            "size": {"type": "string", "oneOf": [{"const": "s", "title": "Small"}, {"const": "l", "title": "Large"}], "default": "l"},
+            "subscribe": {"type": "boolean", "default": true}
+        }, "required": ["name"]});
+        if a.require_note {
+            schema["properties"]["note"] = serde_json::json!({"type": "string"});
+            schema["required"] = serde_json::json!(["name", "note"]);
+        }
+        let params =
+            serde_json::json!({"mode": "form", "message": "Tell me about the order", "requestedSchema": schema});
+        match ask_host(&cx, &r, "form", "elicitation/create", params).await {
+            Asked::Pending(p) => p,
+            Asked::Failed(e) => text_result(format!("elicitation failed: {e}"), true),
+            Asked::Got(v) => {
+                let action = v.get("action").and_then(serde_json::Value::as_str).unwrap_or("?");
+                let content = v.get("content").cloned().unwrap_or_default();
+                text_result(format!("{action}: {content}"), false)
+            }
+        }
+    }
+
+    #[tool(description = "Ask the user to visit a URL; only with --host-tools.")]
+    async fn elicit_url(
+        &self,
+        InputResponses(r): InputResponses,
+        cx: RequestContext<RoleServer>,
+    ) -> rmcp::model::CallToolResponse {
+        let params = serde_json::json!({"mode": "url", "message": "Connect your account", "url": "https://example.com/connect?id=42", "elicitationId": "e42"});
+        match ask_host(&cx, &r, "url", "elicitation/create", params).await {
+            Asked::Pending(p) => p,
+            Asked::Failed(e) => text_result(format!("elicitation failed: {e}"), true),
+            Asked::Got(v) => text_result(
+                format!("url: {}", v.get("action").and_then(serde_json::Value::as_str).unwrap_or("?")),
+                false,
+            ),
+        }
+    }
+
+    #[tool(description = "The host's roots (roots/list); only with --host-tools.")]
+    async fn roots(
+        &self,
+        InputResponses(r): InputResponses,
+        cx: RequestContext<RoleServer>,
+    ) -> rmcp::model::CallToolResponse {
+        let advertised = cx.peer.peer_info().is_some_and(|i| i.capabilities.roots.is_some());
+        match ask_host(&cx, &r, "roots", "roots/list", serde_json::json!({})).await {
+            Asked::Pending(p) => p,
+            Asked::Failed(e) => text_result(format!("roots failed: {e}"), true),
+            Asked::Got(v) => text_result(format!("advertised: {advertised}; roots: {}", v["roots"]), false),
+        }
+    }
+
+    #[tool(description = "Ask the host's model (sampling); only with --host-tools.")]
+    async fn sample(
+        &self,
+        Parameters(a): Parameters<SampleArgs>,
+        InputResponses(r): InputResponses,
+        cx: RequestContext<RoleServer>,
+    ) -> rmcp::model::CallToolResponse {
+        let content = if a.image {
+            serde_json::json!({"type": "image", "data": "iVBORw0KGgo=", "mimeType": "image/png"})
+        } else {
+            serde_json::json!({"type": "text", "text": a.prompt})
+        };
+        let mut params = serde_json::json!({
+            "messages": [{"role": "user", "content": content}],
+            "systemPrompt": "You are terse.",
+            "maxTokens": a.max_tokens.unwrap_or(100),
+        });
+        if let Some(stop) = a.stop {
+            params["stopSequences"] = serde_json::json!(stop);
+        }
+        match ask_host(&cx, &r, "sample", "sampling/createMessage", params).await {
+            Asked::Pending(p) => p,
+            Asked::Failed(e) => text_result(format!("sampling failed: {e}"), true),
+            Asked::Got(v) => {
+                let text = v.pointer("/content/text").and_then(serde_json::Value::as_str).unwrap_or_default();
+                let model = v.get("model").and_then(serde_json::Value::as_str).unwrap_or_default();
+                text_result(format!("model {model} said: {text}"), false)
+            }
+        }
+    }
+
+    #[tool(
+        description = "Do `action` to `target`, after the host's model justified it (reflection precondition); only with --host-tools."
+    )]
+    async fn reflect(
+        &self,
+        Parameters(a): Parameters<ReflectArgs>,
+        InputResponses(r): InputResponses,
+        cx: RequestContext<RoleServer>,
+    ) -> rmcp::model::CallToolResponse {
+        let key = serde_json::json!([a.action, a.target]).to_string();
+        let cached = self.justified.lock().ok().and_then(|m| m.get(&key).cloned());
+        let (justification, how) = match cached {
+            Some(j) => (j, "cache hit"),
+            None => {
+                let prompt = format!(
+                    "Before `reflect` runs with action={:?} target={:?}: justify the call. Answer with JSON only, matching this schema: {}",
+                    a.action,
+                    a.target,
+                    justification_schema()
+                );
+                let params = serde_json::json!({
+                    "messages": [{"role": "user", "content": {"type": "text", "text": prompt}}],
+                    "systemPrompt": "You justify tool calls before they run. Answer with one JSON object.",
+                    "maxTokens": 200,
+                });
+                let text = match ask_host(&cx, &r, "justify", "sampling/createMessage", params).await {
+                    Asked::Pending(p) => return p,
+                    Asked::Failed(e) => return text_result(format!("reflection failed: {e}"), true),
+                    Asked::Got(v) => {
+                        v.pointer("/content/text").and_then(serde_json::Value::as_str).unwrap_or_default().to_string()
+                    }
+                };
+                match check_justification(&text) {
+                    Ok(j) => {
+                        if let Ok(mut m) = self.justified.lock() {
+                            m.insert(key, j.clone());
+                        }
+                        (j, "cache miss")
+                    }
+                    Err(e) => return text_result(format!("reflection rejected: {e}; not run"), true),
+                }
+            }
+        };
+        text_result(format!("did {} to {} ({how}; justified: {justification})", a.action, a.target), false)
+    }
+
     #[tool(name = "text.upper", description = "Upper-case the text (a tool name with a dot).")]
     async fn text_upper(&self, Parameters(a): Parameters<UpperArgs>) -> String {
         a.text.to_uppercase()
@@ -337,9 +591,20 @@ impl Fixture {
 #[tool_handler(router = self.tool_router)]
 impl ServerHandler for Fixture {
     fn get_info(&self) -> ServerConfig {
-        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+        let info = ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
             .with_server_info(Implementation::new("agent-fixture", env!("CARGO_PKG_VERSION")))
-            .with_instructions("Test fixture for agent.")
+            .with_instructions("Test fixture for agent.");
+        match &self.protocol {
+            Some(v) => info.with_protocol_version(v.clone()),
+            None => info,
+        }
+    }
+
+    fn supported_protocol_versions(&self) -> std::borrow::Cow<'static, [rmcp::model::ProtocolVersion]> {
+        match &self.protocol {
+            Some(v) => std::borrow::Cow::Owned(vec![v.clone()]),
+            None => std::borrow::Cow::Borrowed(rmcp::model::ProtocolVersion::KNOWN_VERSIONS),
+        }
     }
 
     async fn list_tools(
@@ -373,6 +638,8 @@ fn main() -> std::process::ExitCode {
     let mut form = false;
     let mut tools_file: Option<String> = None;
     let mut echo_retires = false;
+    let mut host_tools = false;
+    let mut protocol: Option<rmcp::model::ProtocolVersion> = None;
     while let Some(a) = args.next() {
         match a.as_str() {
             "--http" => http = args.next(),
@@ -391,6 +658,10 @@ fn main() -> std::process::ExitCode {
             "--form" => form = true,
             "--tools-file" => tools_file = args.next(),
             "--echo-retires" => echo_retires = true,
+            "--host-tools" => host_tools = true,
+            "--protocol" => {
+                protocol = args.next().and_then(|v| serde_json::from_value(serde_json::Value::String(v)).ok())
+            }
             // Ignored; lets tests find their own server processes in /proc.
             "--tag" => {
                 args.next();
@@ -422,6 +693,13 @@ fn main() -> std::process::ExitCode {
         None if form => Fixture::tool_router(),
         None => Fixture::tool_router().with_disabled("form"),
     };
+    let tool_router = if host_tools || tools_file.is_some() {
+        tool_router
+    } else {
+        ["elicit_form", "elicit_url", "sample", "reflect", "roots"]
+            .into_iter()
+            .fold(tool_router, |r, t| r.with_disabled(t))
+    };
     let fixture = Fixture {
         tool_router,
         page_size,
@@ -429,6 +707,8 @@ fn main() -> std::process::ExitCode {
         announced: Default::default(),
         echo_retires,
         retired: Default::default(),
+        justified: Default::default(),
+        protocol,
     };
     let result = rt.block_on(async move {
         match http {

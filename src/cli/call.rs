@@ -101,6 +101,7 @@ pub async fn run(ctx: Context, args: &CallArgs) -> anyhow::Result<u8> {
     let arguments = if args.interactive { Map::new() } else { parse_args(&args.args)? };
     let handler = read_handler(args)?;
     let manager = std::sync::Arc::new(McpManager::new(&ctx.config));
+    super::host::install(&manager, &ctx.config);
     manager.check_server(server).map_err(|e| usage(e.to_string()))?;
     let recorder = crate::learn::Recorder::install(&ctx.config, &manager);
     let runner = match &handler {

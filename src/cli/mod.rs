@@ -8,6 +8,7 @@ pub mod call;
 pub mod completions;
 pub mod exec;
 pub mod generate;
+pub mod host;
 pub mod list;
 pub mod log;
 pub mod output;

@@ -214,6 +214,7 @@ pub async fn run(ctx: Context, args: &RunArgs) -> anyhow::Result<u8> {
     }
 
     let manager = Arc::new(McpManager::new(&config));
+    let sampled = super::host::install(&manager, &config);
     let servers = super::select_servers(&manager, &args.filter)?;
     let recorder = crate::learn::Recorder::install(&config, &manager);
 
@@ -248,10 +249,14 @@ pub async fn run(ctx: Context, args: &RunArgs) -> anyhow::Result<u8> {
     }
     watcher.abort();
     let signal = signal.load(Ordering::SeqCst);
-    let transcript = match result? {
+    let mut transcript = match result? {
         Some(t) => t,
         None => return Ok(super::signal::exit_after(signal)),
     };
+    // Sampling requests the servers sent during the run count as the run's tokens.
+    if let Ok(u) = sampled.lock() {
+        transcript.usage.add(&u);
+    }
     report(&transcript, auto.as_ref(), &printer, args, signal)
 }
 

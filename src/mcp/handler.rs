@@ -1,7 +1,11 @@
 //! The rmcp client handler: what `agent` tells servers about itself, and where their
 //! notifications go (progress and log messages to subscribers, `tools/list_changed` marks the
-//! cached tool list stale). No roots, sampling or elicitation are advertised: servers such as
-//! server-filesystem change behaviour when roots are offered, so that is a deliberate choice.
+//! cached tool list stale), and how it answers a server's requests (issue 16): elicitation
+//! (form and URL mode, always advertised) under the server's `elicitation` policy, sampling
+//! (advertised only when `sampling` is not `deny`) through the host's [`Sampler`], and roots
+//! (advertised only when `roots` is configured: servers such as server-filesystem change
+//! behaviour when roots are offered). The same methods answer the classic server-to-client
+//! requests and the `input_required` rounds rmcp's `RunningService::call_tool` drives.
 
 #![allow(deprecated)] // LoggingMessageNotificationParam (SEP-2577); servers still send log messages.
 
@@ -9,11 +13,18 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use rmcp::model::{
-    ClientCapabilities, ClientConfig, Implementation, LoggingMessageNotificationParam, ProgressNotificationParam,
+    ClientCapabilities, ClientConfig, CreateMessageRequestParams, CreateMessageResult, ElicitRequestParams,
+    ElicitResult, Implementation, ListRootsResult, LoggingMessageNotificationParam, ProgressNotificationParam,
 };
-use rmcp::service::NotificationContext;
-use rmcp::{ClientHandler, RoleClient};
+use rmcp::service::{NotificationContext, RequestContext};
+use rmcp::{ClientHandler, ErrorData, RoleClient};
+use serde_json::{Value, json};
 use tokio::sync::broadcast;
+
+use super::host::{
+    Decision, Host, PauseClock, SampleMessage, SampleRequest, accept_defaults, fill_defaults, violations,
+};
+use crate::config::{ElicitationPolicy, SamplingPolicy, ServerConfig as Entry};
 
 /// A notification from a server, tagged with the server's name.
 #[derive(Debug, Clone)]
@@ -50,17 +61,264 @@ pub struct McpClientHandler {
     server: String,
     events: ClientEvents,
     tools_stale: Arc<AtomicBool>,
+    host: Arc<Host>,
+    entry: Arc<Entry>,
+    clock: Arc<PauseClock>,
 }
 
 impl McpClientHandler {
     pub fn new(server: &str, events: ClientEvents, tools_stale: Arc<AtomicBool>) -> Self {
-        Self { server: server.to_string(), events, tools_stale }
+        Self {
+            server: server.to_string(),
+            events,
+            tools_stale,
+            host: Default::default(),
+            entry: Default::default(),
+            clock: Default::default(),
+        }
     }
+
+    /// Answers elicitation and sampling with `host` under the policies of `entry`, pausing `clock`
+    /// while the user (or the host's model) is asked.
+    pub fn with_host(mut self, host: Arc<Host>, entry: Entry, clock: Arc<PauseClock>) -> Self {
+        self.host = host;
+        self.entry = Arc::new(entry);
+        self.clock = clock;
+        self
+    }
+
+    fn capabilities(&self) -> ClientCapabilities {
+        let mut caps = json!({"elicitation": {"form": {}, "url": {}}});
+        if self.entry.sampling != SamplingPolicy::Deny {
+            caps["sampling"] = json!({});
+        }
+        if !self.entry.roots.is_empty() {
+            caps["roots"] = json!({"listChanged": false});
+        }
+        serde_json::from_value(caps).unwrap_or_default()
+    }
+
+    fn elicitation_policy(&self) -> ElicitationPolicy {
+        let terminal = self.host.is_terminal();
+        match self.entry.elicitation {
+            Some(ElicitationPolicy::Ask) | None if terminal => ElicitationPolicy::Ask,
+            None | Some(ElicitationPolicy::Ask) => ElicitationPolicy::Decline,
+            Some(p) => p,
+        }
+    }
+
+    fn notice(&self, text: &str) {
+        if let Some(i) = self.host.interaction() {
+            i.notice(&self.server, text);
+        }
+    }
+
+    async fn elicit(&self, request: ElicitRequestParams) -> Result<ElicitResult, ErrorData> {
+        let policy = self.elicitation_policy();
+        let interaction = self.host.interaction().filter(|_| policy == ElicitationPolicy::Ask);
+        let server = self.server.clone();
+        let decision = match (request, interaction) {
+            (ElicitRequestParams::FormElicitationParams { message, requested_schema, .. }, i) => {
+                let schema = serde_json::to_value(&requested_schema)
+                    .map_err(|e| ErrorData::invalid_params(format!("unusable requestedSchema: {e}"), None))?;
+                match i {
+                    None if policy == ElicitationPolicy::AcceptDefaults => accept_defaults(&schema),
+                    None => Decision::Decline,
+                    Some(i) => {
+                        let _paused = (self.clock.pause(), super::host::user_wait().pause());
+                        let mut problems: Vec<String> = Vec::new();
+                        loop {
+                            let (i2, s2, m2, sc2, p2) =
+                                (i.clone(), server.clone(), message.clone(), schema.clone(), problems.clone());
+                            let d = tokio::task::spawn_blocking(move || i2.elicit_form(&s2, &m2, &sc2, &p2))
+                                .await
+                                .unwrap_or(Decision::Cancel);
+                            let Decision::Accept(mut answer) = d else { break d };
+                            fill_defaults(&schema, &mut answer);
+                            problems = violations(&schema, &answer);
+                            if problems.is_empty() {
+                                break Decision::Accept(answer);
+                            }
+                        }
+                    }
+                }
+            }
+            (ElicitRequestParams::UrlElicitationParams { message, url, .. }, Some(i)) => {
+                let _paused = (self.clock.pause(), super::host::user_wait().pause());
+                tokio::task::spawn_blocking(move || i.elicit_url(&server, &message, &url))
+                    .await
+                    .unwrap_or(Decision::Cancel)
+            }
+            (ElicitRequestParams::UrlElicitationParams { .. }, None) => Decision::Decline,
+            // A mode added after this was written.
+            _ => Decision::Decline,
+        };
+        if policy != ElicitationPolicy::Ask {
+            let what = if matches!(decision, Decision::Accept(_)) { "accepted with defaults" } else { "declined" };
+            self.notice(&format!("elicitation {what} (policy `{}`)", policy_name(policy)));
+        }
+        let result = match decision {
+            Decision::Accept(content) => json!({"action": "accept", "content": Value::Object(content)}),
+            Decision::Decline => json!({"action": "decline"}),
+            Decision::Cancel => json!({"action": "cancel"}),
+        };
+        serde_json::from_value(result).map_err(|e| ErrorData::internal_error(e.to_string(), None))
+    }
+
+    async fn sample(&self, params: CreateMessageRequestParams) -> Result<CreateMessageResult, ErrorData> {
+        let server = &self.server;
+        let entry = &self.entry;
+        if entry.sampling == SamplingPolicy::Deny {
+            return Err(ErrorData::invalid_request(
+                format!("sampling is not allowed for server `{server}` (its entry says `sampling: deny`)"),
+                None,
+            ));
+        }
+        let request = sample_request(server, entry, &params)?;
+        if let Some(budget) = entry.sampling_budget {
+            let used = self.host.used(server);
+            if used >= budget {
+                return Err(ErrorData::invalid_request(
+                    format!(
+                        "the sampling budget of server `{server}` is spent ({used} of {budget} tokens, `sampling_budget`)"
+                    ),
+                    None,
+                ));
+            }
+        }
+        let _paused = (self.clock.pause(), super::host::user_wait().pause());
+        if entry.sampling == SamplingPolicy::Ask {
+            let Some(i) = self.host.interaction().filter(|i| i.is_terminal()) else {
+                return Err(ErrorData::invalid_request(
+                    format!(
+                        "sampling for server `{server}` needs the user's approval (`sampling: ask`), but there is no terminal"
+                    ),
+                    None,
+                ));
+            };
+            let r = request.clone();
+            let approved = tokio::task::spawn_blocking(move || i.approve_sampling(&r)).await.unwrap_or(false);
+            if !approved {
+                return Err(ErrorData::invalid_request("the user declined the sampling request", None));
+            }
+        }
+        let Some(sampler) = self.host.sampler() else {
+            return Err(ErrorData::internal_error("no LLM provider is available for sampling", None));
+        };
+        let asked = request.messages.last().map(|m| m.text.as_str()).unwrap_or_default();
+        self.notice(&format!("sampling asked: {}", super::host::shorten(asked, 100)));
+        let answer = sampler
+            .sample(&request)
+            .await
+            .map_err(|e| ErrorData::internal_error(format!("sampling failed: {e}"), None))?;
+        self.host.add_used(server, answer.input_tokens + answer.output_tokens);
+        self.notice(&format!(
+            "sampling answered ({} tokens): {}",
+            answer.input_tokens + answer.output_tokens,
+            super::host::shorten(&answer.text, 100)
+        ));
+        let mut result = json!({
+            "model": answer.model,
+            "role": "assistant",
+            "content": {"type": "text", "text": answer.text},
+        });
+        if let Some(s) = answer.stop_reason {
+            result["stopReason"] = Value::String(s);
+        }
+        serde_json::from_value(result).map_err(|e| ErrorData::internal_error(e.to_string(), None))
+    }
+}
+
+fn policy_name(p: ElicitationPolicy) -> &'static str {
+    match p {
+        ElicitationPolicy::Ask => "ask",
+        ElicitationPolicy::AcceptDefaults => "accept_defaults",
+        ElicitationPolicy::Decline => "decline",
+    }
+}
+
+/// The provider-neutral request, or why the server's request cannot be sampled.
+fn sample_request(
+    server: &str,
+    entry: &Entry,
+    params: &CreateMessageRequestParams,
+) -> Result<SampleRequest, ErrorData> {
+    let raw = serde_json::to_value(params).map_err(|e| ErrorData::invalid_params(e.to_string(), None))?;
+    let msgs = raw.get("messages").and_then(Value::as_array).cloned().unwrap_or_default();
+    if msgs.is_empty() {
+        return Err(ErrorData::invalid_params("a sampling request needs at least one message", None));
+    }
+    let mut messages = Vec::new();
+    for m in &msgs {
+        let assistant = m.get("role").and_then(Value::as_str) == Some("assistant");
+        let blocks = match m.get("content") {
+            Some(Value::Array(a)) => a.clone(),
+            Some(v) => vec![v.clone()],
+            None => Vec::new(),
+        };
+        let mut text = String::new();
+        for b in &blocks {
+            match (b.get("type").and_then(Value::as_str), b.get("text").and_then(Value::as_str)) {
+                (Some("text"), Some(t)) => text.push_str(t),
+                (kind, _) => {
+                    return Err(ErrorData::invalid_params(
+                        format!("only text can be sampled; got `{}` content", kind.unwrap_or("unknown")),
+                        None,
+                    ));
+                }
+            }
+        }
+        messages.push(SampleMessage { assistant, text });
+    }
+    let asked = raw.get("maxTokens").and_then(Value::as_u64).unwrap_or(u64::from(entry.sampling_max_tokens));
+    let stop = raw
+        .get("stopSequences")
+        .and_then(Value::as_array)
+        .map(|a| a.iter().filter_map(Value::as_str).map(String::from).collect())
+        .unwrap_or_default();
+    Ok(SampleRequest {
+        server: server.to_string(),
+        system: raw.get("systemPrompt").and_then(Value::as_str).map(String::from),
+        messages,
+        max_tokens: asked.clamp(1, u64::from(entry.sampling_max_tokens)) as u32,
+        stop,
+        model: entry.sampling_model.clone(),
+    })
 }
 
 impl ClientHandler for McpClientHandler {
     fn get_info(&self) -> ClientConfig {
-        ClientConfig::new(ClientCapabilities::default(), Implementation::new("agent", env!("CARGO_PKG_VERSION")))
+        ClientConfig::new(self.capabilities(), Implementation::new("agent", env!("CARGO_PKG_VERSION")))
+    }
+
+    async fn create_elicitation(
+        &self,
+        request: ElicitRequestParams,
+        _cx: RequestContext<RoleClient>,
+    ) -> Result<ElicitResult, ErrorData> {
+        self.elicit(request).await
+    }
+
+    async fn create_message(
+        &self,
+        params: CreateMessageRequestParams,
+        _cx: RequestContext<RoleClient>,
+    ) -> Result<CreateMessageResult, ErrorData> {
+        self.sample(params).await
+    }
+
+    async fn list_roots(&self, _cx: RequestContext<RoleClient>) -> Result<ListRootsResult, ErrorData> {
+        let roots: Vec<Value> = self
+            .entry
+            .roots
+            .iter()
+            .map(|d| {
+                let abs = std::fs::canonicalize(d).unwrap_or_else(|_| d.clone());
+                let name = abs.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+                json!({"uri": format!("file://{}", abs.display()), "name": name})
+            })
+            .collect();
+        serde_json::from_value(json!({ "roots": roots })).map_err(|e| ErrorData::internal_error(e.to_string(), None))
     }
 
     async fn on_progress(&self, p: ProgressNotificationParam, _cx: NotificationContext<RoleClient>) {

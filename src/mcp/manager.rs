@@ -107,6 +107,8 @@ pub struct Connection {
     log_offset: u64,
     /// The size limit of the server's messages (enforced on stdio by `stdio::CappedReader`).
     cap: Arc<ResultCap>,
+    /// Time spent waiting for the user or the host's model (not counted by `call_timeout`).
+    clock: Arc<super::host::PauseClock>,
     pub started_at: Instant,
 }
 
@@ -151,6 +153,8 @@ pub struct McpManager {
     embeddings_failed: AtomicBool,
     /// Told about every successful call (see [`CallObserver`]).
     observer: std::sync::RwLock<Option<Arc<dyn CallObserver>>>,
+    /// Who answers elicitation and sampling (installed by the CLI; see `host`).
+    host: Arc<super::host::Host>,
 }
 
 /// Told about every tool call that returned a result that is not an error (`isError`), from
@@ -189,7 +193,13 @@ impl McpManager {
             embedder: super::catalog::embedder(config),
             embeddings_failed: AtomicBool::new(false),
             observer: std::sync::RwLock::new(None),
+            host: Default::default(),
         }
+    }
+
+    /// Who answers the servers' elicitation and sampling requests.
+    pub fn host(&self) -> &Arc<super::host::Host> {
+        &self.host
     }
 
     /// Sets the observer of finished calls (replacing any previous one).
@@ -444,8 +454,9 @@ impl McpManager {
         let timeout = slot.config.call_timeout;
         let params = CallToolRequestParams::new(tool.to_string()).with_arguments(args);
         let too_large = || McpError::ResultTooLarge { server: server.into(), tool: tool.into(), limit: conn.cap.limit };
+        // `RunningService::call_tool` (not `Peer::call_tool`): it drives `input_required` rounds.
         let call = capped(&conn.cap, conn.service.call_tool(params));
-        match tokio::time::timeout(timeout, call).await {
+        match conn.clock.timeout(timeout, call).await.ok_or(()) {
             Ok(Ok(result)) => {
                 if result.is_error != Some(true) {
                     self.usage.record(server, tool);
@@ -525,7 +536,12 @@ impl McpManager {
         }
         let transport = cfg.transport().map_err(|e| fail(e, Vec::new()))?;
         let tools_stale = Arc::new(AtomicBool::new(false));
-        let handler = McpClientHandler::new(name, self.events.clone(), tools_stale.clone());
+        let clock = Arc::new(super::host::PauseClock::default());
+        let handler = McpClientHandler::new(name, self.events.clone(), tools_stale.clone()).with_host(
+            self.host.clone(),
+            cfg.clone(),
+            clock.clone(),
+        );
         let timeout = cfg.connect_timeout;
         let cap = ResultCap::new(self.max_result_bytes);
         let started_at = Instant::now();
@@ -616,6 +632,7 @@ impl McpManager {
             pgid,
             log_offset,
             cap,
+            clock,
             started_at,
         };
         let remaining = timeout.saturating_sub(started_at.elapsed()).max(Duration::from_secs(1));

@@ -5,6 +5,7 @@
 
 pub mod catalog;
 pub mod handler;
+pub mod host;
 pub mod manager;
 pub mod stdio;
 pub mod tools;

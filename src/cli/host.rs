@@ -1,0 +1,198 @@
+//! The CLI's side of a server's requests (issue 16): the terminal prompts behind
+//! `mcp::host::Interaction` (elicitation forms, URL mode, approval of sampling requests, notices
+//! on stderr) and the configured LLM provider behind `mcp::host::Sampler`. [`install`] puts both
+//! into a manager; every command that calls tools does so.
+
+use std::sync::{Arc, Mutex};
+
+use futures::future::BoxFuture;
+use serde_json::{Map, Value};
+
+use crate::agent::provider::{ChatRequest, LlmProvider, Message, Part, ProviderEvent, Role, StopReason, Usage};
+use crate::config::{Config, SamplingPolicy};
+use crate::mcp::McpManager;
+use crate::mcp::host::{Decision, Interaction, SampleAnswer, SampleRequest, Sampler, shorten};
+
+/// Installs the terminal and (when a server may sample) the configured provider into `manager`.
+/// Returns the token use of sampling requests answered by the provider, for `agent run`.
+pub fn install(manager: &McpManager, config: &Config) -> Arc<Mutex<Usage>> {
+    let usage = Arc::new(Mutex::new(Usage::default()));
+    manager.host().set_interaction(Arc::new(Terminal { terminal: super::prompt::interactive(), lock: Mutex::new(()) }));
+    if config.mcp.servers.values().any(|s| s.sampling != SamplingPolicy::Deny) {
+        let env_key = std::env::var(crate::agent::key_env_var(config.llm.provider)).ok();
+        let provider = crate::agent::provider_from_config(&config.llm, env_key);
+        manager.host().set_sampler(Arc::new(ProviderSampler {
+            provider,
+            model: config.llm.model.clone(),
+            usage: usage.clone(),
+        }));
+    }
+    usage
+}
+
+/// Prompts on stderr, one at a time.
+struct Terminal {
+    terminal: bool,
+    lock: Mutex<()>,
+}
+
+impl Terminal {
+    fn choose(&self, question: &str, items: &[&str]) -> Option<usize> {
+        super::prompt::choose(question, items, 0).ok()
+    }
+}
+
+impl Interaction for Terminal {
+    fn is_terminal(&self) -> bool {
+        self.terminal
+    }
+
+    fn elicit_form(&self, server: &str, message: &str, schema: &Value, problems: &[String]) -> Decision {
+        let _one = self.lock.lock();
+        eprintln!("\n{server} asks: {message}");
+        for p in problems {
+            eprintln!("  ! {p}");
+        }
+        for line in choice_titles(schema) {
+            eprintln!("  {line}");
+        }
+        match self.choose("Answer?", &["fill in the form", "decline", "cancel"]) {
+            Some(0) => {}
+            Some(1) => return Decision::Decline,
+            _ => return Decision::Cancel,
+        }
+        let mut answers = Map::new();
+        if super::prompt::ask_object(schema, &mut answers, None).is_err() {
+            return Decision::Cancel;
+        }
+        match self.choose("Send this answer?", &["accept", "decline", "cancel"]) {
+            Some(0) => Decision::Accept(answers),
+            Some(1) => Decision::Decline,
+            _ => Decision::Cancel,
+        }
+    }
+
+    fn elicit_url(&self, server: &str, message: &str, url: &str) -> Decision {
+        let _one = self.lock.lock();
+        eprintln!("\n{server} asks you to open a URL: {message}\n  {url}");
+        if let Some(opener) = browser_opener()
+            && super::prompt::confirm("Open it in the browser?", true).unwrap_or(false)
+        {
+            let spawned = std::process::Command::new(&opener)
+                .arg(url)
+                .stdin(std::process::Stdio::null())
+                .stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::null())
+                .spawn();
+            if let Err(e) = spawned {
+                eprintln!("  cannot run {}: {e}", opener.display());
+            }
+        }
+        match self.choose("When you are done there:", &["done (accept)", "decline", "cancel"]) {
+            Some(0) => Decision::Accept(Map::new()),
+            Some(1) => Decision::Decline,
+            _ => Decision::Cancel,
+        }
+    }
+
+    fn approve_sampling(&self, r: &SampleRequest) -> bool {
+        let _one = self.lock.lock();
+        eprintln!("\n{} wants to ask the model (max {} tokens):", r.server, r.max_tokens);
+        if let Some(s) = &r.system {
+            eprintln!("  system: {}", shorten(s, 200));
+        }
+        for m in &r.messages {
+            eprintln!("  {}: {}", if m.assistant { "assistant" } else { "user" }, shorten(&m.text, 300));
+        }
+        super::prompt::confirm("Send this to the model?", false).unwrap_or(false)
+    }
+
+    fn notice(&self, server: &str, text: &str) {
+        eprintln!("{server}: {text}");
+    }
+}
+
+/// `x: a = Alpha, b = Beta` for enum fields whose choices have titles (SEP-1330).
+fn choice_titles(schema: &Value) -> Vec<String> {
+    let Some(props) = schema.get("properties").and_then(Value::as_object) else { return Vec::new() };
+    let mut out = Vec::new();
+    for (name, p) in props {
+        let pairs: Vec<String> = if let (Some(e), Some(n)) =
+            (p.get("enum").and_then(Value::as_array), p.get("enumNames").and_then(Value::as_array))
+        {
+            e.iter().zip(n).map(|(v, t)| format!("{} = {}", plain(v), plain(t))).collect()
+        } else if let Some(alts) = p.get("oneOf").or_else(|| p.pointer("/items/anyOf")).and_then(Value::as_array) {
+            alts.iter()
+                .filter_map(|a| Some(format!("{} = {}", plain(a.get("const")?), plain(a.get("title")?))))
+                .collect()
+        } else {
+            Vec::new()
+        };
+        if !pairs.is_empty() {
+            out.push(format!("{name}: {}", pairs.join(", ")));
+        }
+    }
+    out
+}
+
+fn plain(v: &Value) -> String {
+    v.as_str().map(String::from).unwrap_or_else(|| v.to_string())
+}
+
+/// `xdg-open` (or `open` on macOS) when it is on PATH.
+fn browser_opener() -> Option<std::path::PathBuf> {
+    let name = if cfg!(target_os = "macos") { "open" } else { "xdg-open" };
+    std::env::split_paths(&std::env::var_os("PATH")?).map(|d| d.join(name)).find(|p| p.is_file())
+}
+
+/// The configured provider answering sampling requests.
+struct ProviderSampler {
+    provider: Result<Box<dyn LlmProvider>, String>,
+    model: String,
+    usage: Arc<Mutex<Usage>>,
+}
+
+impl Sampler for ProviderSampler {
+    fn sample<'a>(&'a self, r: &'a SampleRequest) -> BoxFuture<'a, Result<SampleAnswer, String>> {
+        Box::pin(async move {
+            let provider = self.provider.as_ref().map_err(|e| format!("no LLM provider: {e}"))?;
+            let messages: Vec<Message> = r
+                .messages
+                .iter()
+                .map(|m| Message {
+                    role: if m.assistant { Role::Assistant } else { Role::User },
+                    content: vec![Part::Text { text: m.text.clone() }],
+                })
+                .collect();
+            let model = r.model.as_deref().unwrap_or(&self.model);
+            let req = ChatRequest {
+                model,
+                system: r.system.as_deref().unwrap_or(""),
+                messages: &messages,
+                tools: &[],
+                max_tokens: r.max_tokens,
+                stream: false,
+                stop: &r.stop,
+            };
+            let sink = |_e: ProviderEvent<'_>| {};
+            let resp = provider.complete(req, &sink).await.map_err(|e| e.to_string())?;
+            let used = resp.usage.unwrap_or_default();
+            if let Ok(mut u) = self.usage.lock() {
+                u.add(&used);
+            }
+            let stop_reason = resp.stop_reason.map(|s| match s {
+                StopReason::EndTurn => "endTurn".to_string(),
+                StopReason::MaxTokens => "maxTokens".to_string(),
+                StopReason::ToolUse => "toolUse".to_string(),
+                StopReason::Other(o) => o,
+            });
+            Ok(SampleAnswer {
+                text: resp.text,
+                model: resp.model.unwrap_or_else(|| model.to_string()),
+                stop_reason,
+                input_tokens: used.input_tokens,
+                output_tokens: used.output_tokens,
+            })
+        })
+    }
+}

@@ -1,0 +1,318 @@
+//! The user and the host's model in the loop (issue 16): what the MCP layer needs from above to
+//! answer a server's elicitation and sampling requests, without importing it.
+//!
+//! - [`Interaction`]: the terminal (implemented by `cli` with its prompts): elicitation forms,
+//!   URL-mode confirmation, approval of a sampling request, one-line notices on stderr.
+//! - [`Sampler`]: the configured LLM provider (implemented above `agent`), answering a
+//!   provider-neutral [`SampleRequest`].
+//! - [`Host`]: where the manager keeps both (installed after it is created) and the per-run
+//!   sampling token use of each server (`sampling_budget`).
+//! - [`PauseClock`]: time a connection spent waiting for the user or the host's model; a call's
+//!   `call_timeout` does not count it.
+//!
+//! The policies themselves (`elicitation`, `sampling` on a server's entry) are applied by the
+//! client handler (`handler.rs`); the pure parts (defaults, validation) live here.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, RwLock};
+use std::time::{Duration, Instant};
+
+use futures::future::BoxFuture;
+use serde_json::{Map, Value};
+
+/// What the user answered to an elicitation.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Decision {
+    /// Accepted, with the form's content (empty for URL mode).
+    Accept(Map<String, Value>),
+    Decline,
+    Cancel,
+}
+
+/// One message of a sampling request (text only).
+#[derive(Debug, Clone, PartialEq)]
+pub struct SampleMessage {
+    pub assistant: bool,
+    pub text: String,
+}
+
+/// A server's `sampling/createMessage`, provider-neutral, after the server's policy was applied
+/// (`max_tokens` already capped by `sampling_max_tokens`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct SampleRequest {
+    pub server: String,
+    pub system: Option<String>,
+    pub messages: Vec<SampleMessage>,
+    pub max_tokens: u32,
+    pub stop: Vec<String>,
+    /// `sampling_model` of the server, when set.
+    pub model: Option<String>,
+}
+
+/// The host model's answer.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct SampleAnswer {
+    pub text: String,
+    pub model: String,
+    /// MCP's names: `endTurn`, `stopSequence`, `maxTokens`.
+    pub stop_reason: Option<String>,
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+}
+
+/// The terminal. Methods block (they run in `spawn_blocking`); only one prompt is shown at a time.
+pub trait Interaction: Send + Sync {
+    /// Whether prompts can be shown (stdin and stderr are terminals).
+    fn is_terminal(&self) -> bool;
+    /// A form for `schema` (a flat object of primitive fields); the answer is validated by the caller.
+    fn elicit_form(&self, server: &str, message: &str, schema: &Value, problems: &[String]) -> Decision;
+    /// Shows `url` and the server's reason, offers to open it, waits for the user's confirmation.
+    fn elicit_url(&self, server: &str, message: &str, url: &str) -> Decision;
+    /// Shows a sampling request and asks whether to send it to the model.
+    fn approve_sampling(&self, request: &SampleRequest) -> bool;
+    /// One line on stderr about `server` (what was sampled, a declined elicitation).
+    fn notice(&self, server: &str, text: &str);
+}
+
+/// The host's model.
+pub trait Sampler: Send + Sync {
+    fn sample<'a>(&'a self, request: &'a SampleRequest) -> BoxFuture<'a, Result<SampleAnswer, String>>;
+}
+
+/// The interaction and sampler of a manager, and the sampling tokens each server used this run.
+#[derive(Default)]
+pub struct Host {
+    interaction: RwLock<Option<Arc<dyn Interaction>>>,
+    sampler: RwLock<Option<Arc<dyn Sampler>>>,
+    used: Mutex<HashMap<String, u64>>,
+}
+
+impl Host {
+    pub fn set_interaction(&self, i: Arc<dyn Interaction>) {
+        if let Ok(mut w) = self.interaction.write() {
+            *w = Some(i);
+        }
+    }
+
+    pub fn set_sampler(&self, s: Arc<dyn Sampler>) {
+        if let Ok(mut w) = self.sampler.write() {
+            *w = Some(s);
+        }
+    }
+
+    pub fn interaction(&self) -> Option<Arc<dyn Interaction>> {
+        self.interaction.read().ok().and_then(|i| i.clone())
+    }
+
+    pub fn sampler(&self) -> Option<Arc<dyn Sampler>> {
+        self.sampler.read().ok().and_then(|s| s.clone())
+    }
+
+    /// Whether prompts can be shown (an interaction is installed and it has a terminal).
+    pub fn is_terminal(&self) -> bool {
+        self.interaction().is_some_and(|i| i.is_terminal())
+    }
+
+    /// Tokens `server`'s sampling requests used this run.
+    pub fn used(&self, server: &str) -> u64 {
+        self.used.lock().map(|u| u.get(server).copied().unwrap_or(0)).unwrap_or(0)
+    }
+
+    pub fn add_used(&self, server: &str, tokens: u64) {
+        if let Ok(mut u) = self.used.lock() {
+            *u.entry(server.to_string()).or_default() += tokens;
+        }
+    }
+
+    /// Sampling tokens of every server this run (for `agent run`'s accounting).
+    pub fn total_used(&self) -> u64 {
+        self.used.lock().map(|u| u.values().sum()).unwrap_or(0)
+    }
+}
+
+/// Time spent waiting for the user (or the host's model) on one connection.
+#[derive(Default)]
+pub struct PauseClock {
+    state: Mutex<(usize, Duration, Option<Instant>)>,
+}
+
+/// Ends a pause when dropped.
+pub struct Paused<'a>(&'a PauseClock);
+
+impl Drop for Paused<'_> {
+    fn drop(&mut self) {
+        if let Ok(mut s) = self.0.state.lock() {
+            s.0 = s.0.saturating_sub(1);
+            if s.0 == 0
+                && let Some(since) = s.2.take()
+            {
+                s.1 += since.elapsed();
+            }
+        }
+    }
+}
+
+impl PauseClock {
+    /// Pauses until the guard is dropped (pauses may nest and overlap).
+    pub fn pause(&self) -> Paused<'_> {
+        if let Ok(mut s) = self.state.lock() {
+            if s.0 == 0 {
+                s.2 = Some(Instant::now());
+            }
+            s.0 += 1;
+        }
+        Paused(self)
+    }
+
+    /// Total paused time so far, including a pause in progress.
+    pub fn total(&self) -> Duration {
+        self.state.lock().map(|s| s.1 + s.2.map(|t| t.elapsed()).unwrap_or_default()).unwrap_or_default()
+    }
+
+    /// Resolves once `timeout` has passed, paused time not counted.
+    pub async fn sleep(&self, timeout: Duration) {
+        self.timeout(timeout, std::future::pending::<()>()).await;
+    }
+
+    /// Runs `fut` with a `timeout` that does not count paused time; `None` when it ran out.
+    pub async fn timeout<T>(&self, timeout: Duration, fut: impl Future<Output = T>) -> Option<T> {
+        let start = Instant::now();
+        let paused_before = self.total();
+        let mut fut = std::pin::pin!(fut);
+        loop {
+            let deadline = start + timeout + self.total().saturating_sub(paused_before);
+            tokio::select! {
+                v = &mut fut => return Some(v),
+                () = tokio::time::sleep_until(deadline.into()) => {
+                    let now_deadline = start + timeout + self.total().saturating_sub(paused_before);
+                    if Instant::now() >= now_deadline {
+                        return None;
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// The process's time waiting for the user (there is one terminal): a script's timeout
+/// (`runtime`) does not count it. Every pause of a connection's clock pauses this one too.
+pub fn user_wait() -> &'static PauseClock {
+    static CLOCK: std::sync::OnceLock<PauseClock> = std::sync::OnceLock::new();
+    CLOCK.get_or_init(PauseClock::default)
+}
+
+/// SEP-1034: every field filled from its schema `default`; declined when a required field has none.
+pub fn accept_defaults(schema: &Value) -> Decision {
+    let mut out = Map::new();
+    let props = schema.get("properties").and_then(Value::as_object).cloned().unwrap_or_default();
+    for (name, prop) in &props {
+        if let Some(d) = prop.get("default") {
+            out.insert(name.clone(), d.clone());
+        }
+    }
+    let required = schema.get("required").and_then(Value::as_array).cloned().unwrap_or_default();
+    if required.iter().filter_map(Value::as_str).any(|r| !out.contains_key(r)) {
+        return Decision::Decline;
+    }
+    Decision::Accept(out)
+}
+
+/// Fills the fields the user left out from their defaults (SEP-1034).
+pub fn fill_defaults(schema: &Value, answer: &mut Map<String, Value>) {
+    if let Some(props) = schema.get("properties").and_then(Value::as_object) {
+        for (name, prop) in props {
+            if let Some(d) = prop.get("default")
+                && !answer.contains_key(name)
+            {
+                answer.insert(name.clone(), d.clone());
+            }
+        }
+    }
+}
+
+/// The violations of `answer` against the requested schema, one line each (empty: valid).
+pub fn violations(schema: &Value, answer: &Map<String, Value>) -> Vec<String> {
+    let validator = match jsonschema::validator_for(schema) {
+        Ok(v) => v,
+        Err(e) => return vec![format!("the requested schema is not valid JSON Schema: {e}")],
+    };
+    let instance = Value::Object(answer.clone());
+    validator
+        .iter_errors(&instance)
+        .map(|err| {
+            let path = err.instance_path().to_string();
+            let path = if path.is_empty() { "(root)".to_string() } else { path };
+            format!("{path}: {err}")
+        })
+        .collect()
+}
+
+/// `s` on one line, at most `max` characters (`…` when cut).
+pub fn shorten(s: &str, max: usize) -> String {
+    let one: String = s.split_whitespace().collect::<Vec<_>>().join(" ");
+    if one.chars().count() <= max {
+        one
+    } else {
+        let mut cut: String = one.chars().take(max.saturating_sub(1)).collect();
+        cut.push('…');
+        cut
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn form() -> Value {
+        json!({"type": "object", "properties": {
+            "name": {"type": "string", "default": "Ada"},
+            "age": {"type": "integer", "minimum": 0, "default": 36},
+            "color": {"type": "string", "enum": ["red", "green"], "default": "green"},
+            "ok": {"type": "boolean", "default": true},
+            "note": {"type": "string"}
+        }, "required": ["name", "age"]})
+    }
+
+    #[test]
+    fn defaults_fill_every_field_that_has_one() {
+        let Decision::Accept(m) = accept_defaults(&form()) else { panic!("declined") };
+        assert_eq!(Value::Object(m), json!({"name": "Ada", "age": 36, "color": "green", "ok": true}));
+    }
+
+    #[test]
+    fn a_required_field_without_default_declines() {
+        let mut s = form();
+        s["required"] = json!(["note"]);
+        assert_eq!(accept_defaults(&s), Decision::Decline);
+    }
+
+    #[test]
+    fn answers_are_validated_against_the_schema() {
+        let mut a = Map::new();
+        a.insert("name".into(), json!("x"));
+        a.insert("age".into(), json!(-1));
+        let v = violations(&form(), &a);
+        assert_eq!(v.len(), 1, "{v:?}");
+        assert!(v[0].starts_with("/age"), "{v:?}");
+        let mut b = Map::new();
+        fill_defaults(&form(), &mut b);
+        assert!(violations(&form(), &b).is_empty());
+    }
+
+    #[tokio::test]
+    async fn paused_time_does_not_count() {
+        let clock = Arc::new(PauseClock::default());
+        let c = clock.clone();
+        let r = clock
+            .timeout(Duration::from_millis(100), async move {
+                let _p = c.pause();
+                tokio::time::sleep(Duration::from_millis(300)).await;
+                7
+            })
+            .await;
+        assert_eq!(r, Some(7));
+        let r = clock.timeout(Duration::from_millis(50), tokio::time::sleep(Duration::from_secs(5))).await;
+        assert_eq!(r, None);
+    }
+}
