@@ -19,6 +19,7 @@
 //! interactive call prompts for). `--tools-file FILE` serves the tools of FILE (a tools array,
 //! `{"tools": [...]}` or an `agent mcp list --json` file) instead of its own, each answering
 //! `called NAME with ARGS` (a real server for a real catalog, e.g. tests/data/github-mcp-server.json).
+//! `--destructive` adds `delete_item` (annotated `destructiveHint: true`; approvals).
 //! `--echo-retires`: `echo` announces `tools/list_changed`, after which tools/list leaves `echo` out.
 
 use std::collections::BTreeMap;
@@ -149,6 +150,12 @@ struct UpperArgs {
     text: String,
 }
 
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
+struct DeleteArgs {
+    /// The item to delete.
+    id: String,
+}
+
 /// How urgent a ticket is.
 #[derive(Debug, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
@@ -242,7 +249,7 @@ impl Fixture {
         format!("slept {} ms", a.ms)
     }
 
-    #[tool(description = "Exit the server process in the middle of the call.", annotations(destructive_hint = true))]
+    #[tool(description = "Exit the server process in the middle of the call.")]
     async fn crash(&self) -> String {
         eprintln!("fixture: crashing on purpose");
         std::process::exit(3);
@@ -328,6 +335,11 @@ impl Fixture {
         )
     }
 
+    #[tool(description = "Delete an item (only with --destructive).", annotations(destructive_hint = true))]
+    async fn delete_item(&self, Parameters(a): Parameters<DeleteArgs>) -> String {
+        format!("deleted {}", a.id)
+    }
+
     #[tool(name = "text.upper", description = "Upper-case the text (a tool name with a dot).")]
     async fn text_upper(&self, Parameters(a): Parameters<UpperArgs>) -> String {
         a.text.to_uppercase()
@@ -371,6 +383,7 @@ fn main() -> std::process::ExitCode {
     let mut response_id: Option<String> = None;
     let mut relist_hangs = false;
     let mut form = false;
+    let mut destructive = false;
     let mut tools_file: Option<String> = None;
     let mut echo_retires = false;
     while let Some(a) = args.next() {
@@ -389,6 +402,7 @@ fn main() -> std::process::ExitCode {
             "--response-id" => response_id = args.next(),
             "--relist-hangs" => relist_hangs = true,
             "--form" => form = true,
+            "--destructive" => destructive = true,
             "--tools-file" => tools_file = args.next(),
             "--echo-retires" => echo_retires = true,
             // Ignored; lets tests find their own server processes in /proc.
@@ -419,8 +433,15 @@ fn main() -> std::process::ExitCode {
                 return std::process::ExitCode::from(2);
             }
         },
-        None if form => Fixture::tool_router(),
-        None => Fixture::tool_router().with_disabled("form"),
+        None => {
+            let mut r = Fixture::tool_router();
+            for (name, on) in [("form", form), ("delete_item", destructive)] {
+                if !on {
+                    r = r.with_disabled(name);
+                }
+            }
+            r
+        }
     };
     let fixture = Fixture {
         tool_router,

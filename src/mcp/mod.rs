@@ -3,6 +3,7 @@
 //! searchable tool catalog over it. Knows `config` and `search`; knows nothing of codegen,
 //! bridge or agent.
 
+pub mod approval;
 pub mod catalog;
 pub mod handler;
 pub mod manager;

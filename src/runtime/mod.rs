@@ -271,7 +271,8 @@ impl Executor {
         let mut done = done;
         let outcome = tokio::select! {
             r = &mut done => r.ok(),
-            _ = tokio::time::sleep(timeout) => {
+            // Running time only: the clock stands still while the user approves a call.
+            () = crate::util::pause::sleep_unpaused(timeout) => {
                 control.stop(isolate::StopReason::Timeout);
                 match tokio::time::timeout(UNWIND_GRACE, &mut done).await {
                     Ok(r) => r.ok(),
