@@ -159,6 +159,19 @@ fn the_prompt_approves_once_or_denies() {
     assert_eq!(exit_code(&mut s), 1);
 }
 
+#[test]
+fn ctrl_c_at_the_prompt_interrupts_without_calling() {
+    let p = project("");
+    let mut s = spawn(&p, &["mcp", "call", "fixture.delete_item", "--args", r#"{"id": "a1"}"#]);
+    s.exp_string(QUESTION).unwrap();
+    s.exp_string("deny").unwrap();
+    s.send_control('c').unwrap();
+    // The cursor the list hid is shown again.
+    s.exp_string("\x1b[?25h").unwrap();
+    s.exp_string("interrupted").unwrap();
+    assert_eq!(exit_code(&mut s), 130);
+}
+
 /// Approved for the run: the script's second call is not asked. The script's 1 s timeout does
 /// not fire while the question waits (longer than that).
 #[test]

@@ -32,6 +32,9 @@ impl Approver for Yes {
 
 struct Terminal;
 
+/// How long a prompt interrupted by Ctrl-C waits for the signal to stop the command.
+const INTERRUPT_GRACE: std::time::Duration = std::time::Duration::from_secs(2);
+
 /// Longest argument text shown in the question.
 const MAX_ARGS_SHOWN: usize = 300;
 
@@ -53,6 +56,16 @@ impl Approver for Terminal {
                 Ok(Ok(0)) => Decision::Once,
                 Ok(Ok(1)) => Decision::ForRun,
                 Ok(Ok(_)) => Decision::Deny,
+                Ok(Err(e)) if e.kind() == std::io::ErrorKind::Interrupted => {
+                    // Ctrl-C: the SIGINT handling stops the command and drops this call (raised
+                    // again in case the prompt read it as a key); deny if that takes too long.
+                    // SAFETY: raise has no memory-safety preconditions; the CLI handles SIGINT.
+                    unsafe {
+                        libc::raise(libc::SIGINT);
+                    }
+                    tokio::time::sleep(INTERRUPT_GRACE).await;
+                    Decision::Deny
+                }
                 Ok(Err(e)) => {
                     // A list prompt hides the cursor while it waits.
                     let _ = dialoguer::console::Term::stderr().show_cursor();
