@@ -219,4 +219,60 @@ mod tests {
         let allow = Approvals::new(&ApprovalsConfig { policy: ApprovalPolicy::Allow, ..Default::default() });
         assert!(allow.check(&t, &Map::new()).await.is_none());
     }
+
+    /// Counts questions and how many were open at once; answers after a moment.
+    struct Counting {
+        asked: std::sync::atomic::AtomicUsize,
+        open: std::sync::atomic::AtomicUsize,
+        max_open: std::sync::atomic::AtomicUsize,
+        answer: Decision,
+    }
+
+    impl Approver for Counting {
+        fn approve<'a>(&'a self, _: &'a ToolInfo, _: &'a Map<String, Value>) -> BoxFuture<'a, Decision> {
+            use std::sync::atomic::Ordering::SeqCst;
+            Box::pin(async move {
+                self.asked.fetch_add(1, SeqCst);
+                let now = self.open.fetch_add(1, SeqCst) + 1;
+                self.max_open.fetch_max(now, SeqCst);
+                tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+                self.open.fetch_sub(1, SeqCst);
+                self.answer
+            })
+        }
+    }
+
+    fn counting(answer: Decision) -> std::sync::Arc<Counting> {
+        std::sync::Arc::new(Counting {
+            asked: Default::default(),
+            open: Default::default(),
+            max_open: Default::default(),
+            answer,
+        })
+    }
+
+    #[tokio::test]
+    async fn concurrent_calls_are_asked_one_at_a_time_and_for_run_is_remembered() {
+        use std::sync::atomic::Ordering::SeqCst;
+        let t = tool("delete_repository", Some(json!({"destructiveHint": true})));
+        let args = Map::new();
+        let once = rules(&[], &[]);
+        let c = counting(Decision::Once);
+        once.set_approver(c.clone());
+        let all = futures::future::join_all((0..4).map(|_| once.check(&t, &args))).await;
+        assert!(all.iter().all(Option::is_none));
+        assert_eq!((c.asked.load(SeqCst), c.max_open.load(SeqCst)), (4, 1));
+
+        let for_run = rules(&[], &[]);
+        let c = counting(Decision::ForRun);
+        for_run.set_approver(c.clone());
+        let all = futures::future::join_all((0..4).map(|_| for_run.check(&t, &args))).await;
+        assert!(all.iter().all(Option::is_none));
+        assert_eq!(c.asked.load(SeqCst), 1, "approved for the run: asked once");
+
+        let deny = rules(&[], &[]);
+        deny.set_approver(counting(Decision::Deny));
+        let r = deny.check(&t, &args).await.unwrap();
+        assert_eq!(denied(&r), Some("denied by the user: github.delete_repository"));
+    }
 }
