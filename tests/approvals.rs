@@ -1,6 +1,6 @@
 //! Approvals for destructive tools (`mcp.approvals`, docs/approvals.md): the fixture server's
 //! `delete_item` (`--destructive`, annotated `destructiveHint: true`) through every path that
-//! calls tools — `mcp call`, a script through the bridge, `agent run` direct mode — under the
+//! calls tools — `mcp call`, a script through the bridge, `agent run` direct and progressive mode — under the
 //! policy without a terminal, `--yes`, `require`/`exempt` patterns, and the prompt on a real
 //! pseudo-terminal (approve once, approve for the run, deny; a script's timeout paused meanwhile).
 
@@ -100,6 +100,25 @@ fn direct_mode_gives_the_model_the_denial() {
     r.assert_ok();
     let reqs = fake.requests();
     assert_eq!(reqs[1].tool_results(), vec![("toolu_1_0".to_string(), DENIED.to_string(), true)]);
+}
+
+#[test]
+fn progressive_mode_gives_the_model_the_denial() {
+    let fake = FakeLlm::start(vec![
+        Reply::tool("call_tool", json!({"name": "fixture.delete_item", "arguments": {"id": "a1"}})),
+        Reply::text("The user said no."),
+    ]);
+    let p = Project::new();
+    p.write_config(&format!(
+        "{}mcp:\n  execution_mode: progressive\n  servers:\n{}",
+        fake.llm_yaml(Api::Anthropic),
+        fixture_stdio_yaml("fixture", &["--destructive"])
+    ));
+    let r = p.run(&["run", "Delete item a1"]);
+    r.assert_ok();
+    let results = fake.requests()[1].tool_results();
+    assert_eq!(results.len(), 1);
+    assert!(results[0].1.contains(DENIED) && results[0].2, "{results:?}");
 }
 
 // ---------------------------------------------------------------------------------------------
