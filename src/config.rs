@@ -177,6 +177,27 @@ pub struct McpConfig {
     /// Progressive mode: tools (`server.tool`) the model always sees as direct tools.
     pub pinned_tools: Vec<String>,
     pub result_handlers: ResultHandlersConfig,
+    /// Which tool calls need the user's approval (docs/approvals.md).
+    pub approvals: ApprovalsConfig,
+}
+
+/// `mcp.approvals`: tools with `destructiveHint: true` (not `readOnlyHint`) and `require`
+/// patterns need approval, `exempt` patterns never; patterns match `server.tool` (`*`, `?`).
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ApprovalsConfig {
+    /// Without a terminal to ask on: `deny` (default) or `allow`.
+    pub policy: ApprovalPolicy,
+    pub require: Vec<String>,
+    pub exempt: Vec<String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum ApprovalPolicy {
+    #[default]
+    Deny,
+    Allow,
 }
 
 /// `mcp.result_handlers`: handlers over a tool's result (`agent mcp call --jq/--js/--handler`,
@@ -239,6 +260,7 @@ impl Default for McpConfig {
             types: TypesConfig::default(),
             pinned_tools: Vec::new(),
             result_handlers: ResultHandlersConfig::default(),
+            approvals: ApprovalsConfig::default(),
         }
     }
 }

@@ -19,6 +19,7 @@
 //! interactive call prompts for). `--tools-file FILE` serves the tools of FILE (a tools array,
 //! `{"tools": [...]}` or an `agent mcp list --json` file) instead of its own, each answering
 //! `called NAME with ARGS` (a real server for a real catalog, e.g. tests/data/github-mcp-server.json).
+//! `--destructive` adds `delete_item` (annotated `destructiveHint: true`; approvals).
 //! `--echo-retires`: `echo` announces `tools/list_changed`, after which tools/list leaves `echo` out.
 //! `--host-tools` adds the tools that ask the host (issue 16): `elicit_form` (defaults, enums with
 //! `enumNames` and `oneOf` titles; `require_note` adds a required field without default),
@@ -154,6 +155,12 @@ struct ComplexOutput {
 #[derive(Debug, Deserialize, schemars::JsonSchema)]
 struct UpperArgs {
     text: String,
+}
+
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
+struct DeleteArgs {
+    /// The item to delete.
+    id: String,
 }
 
 /// How urgent a ticket is.
@@ -356,7 +363,7 @@ impl Fixture {
         format!("slept {} ms", a.ms)
     }
 
-    #[tool(description = "Exit the server process in the middle of the call.", annotations(destructive_hint = true))]
+    #[tool(description = "Exit the server process in the middle of the call.")]
     async fn crash(&self) -> String {
         eprintln!("fixture: crashing on purpose");
         std::process::exit(3);
@@ -582,6 +589,11 @@ impl Fixture {
         text_result(format!("did {} to {} ({how}; justified: {justification})", a.action, a.target), false)
     }
 
+    #[tool(description = "Delete an item (only with --destructive).", annotations(destructive_hint = true))]
+    async fn delete_item(&self, Parameters(a): Parameters<DeleteArgs>) -> String {
+        format!("deleted {}", a.id)
+    }
+
     #[tool(name = "text.upper", description = "Upper-case the text (a tool name with a dot).")]
     async fn text_upper(&self, Parameters(a): Parameters<UpperArgs>) -> String {
         a.text.to_uppercase()
@@ -636,6 +648,7 @@ fn main() -> std::process::ExitCode {
     let mut response_id: Option<String> = None;
     let mut relist_hangs = false;
     let mut form = false;
+    let mut destructive = false;
     let mut tools_file: Option<String> = None;
     let mut echo_retires = false;
     let mut host_tools = false;
@@ -656,6 +669,7 @@ fn main() -> std::process::ExitCode {
             "--response-id" => response_id = args.next(),
             "--relist-hangs" => relist_hangs = true,
             "--form" => form = true,
+            "--destructive" => destructive = true,
             "--tools-file" => tools_file = args.next(),
             "--echo-retires" => echo_retires = true,
             "--host-tools" => host_tools = true,
@@ -690,8 +704,15 @@ fn main() -> std::process::ExitCode {
                 return std::process::ExitCode::from(2);
             }
         },
-        None if form => Fixture::tool_router(),
-        None => Fixture::tool_router().with_disabled("form"),
+        None => {
+            let mut r = Fixture::tool_router();
+            for (name, on) in [("form", form), ("delete_item", destructive)] {
+                if !on {
+                    r = r.with_disabled(name);
+                }
+            }
+            r
+        }
     };
     let tool_router = if host_tools || tools_file.is_some() {
         tool_router

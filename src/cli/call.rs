@@ -49,7 +49,8 @@ is one, else JavaScript. A jq filter with several outputs gives an array.
 Exit codes:
   0  success
   1  the tool reported an error (isError) or the call failed (server crashed, timed out)
-  1  also: the result handler failed after the tool ran (the message says so)
+  1  also: the result handler failed after the tool ran (the message says so), or the call
+     was denied (`denied by the user: SERVER.TOOL`; see docs/approvals.md, --yes)
   2  usage or configuration error (bad JSON, unknown server or tool, invalid arguments,
      --interactive without a terminal, a result handler that does not parse or compile: the
      tool was not called)";
@@ -81,6 +82,9 @@ pub struct CallArgs {
     /// Result handler: a jq filter over the tool's output.
     #[arg(long, value_name = "FILTER", group = "result_handler")]
     pub jq: Option<String>,
+    /// Approve the call if the tool needs approval (`mcp.approvals`: destructive tools).
+    #[arg(long, short = 'y')]
+    pub yes: bool,
 }
 
 /// How the arguments of a call are had.
@@ -103,6 +107,7 @@ pub async fn run(ctx: Context, args: &CallArgs) -> anyhow::Result<u8> {
     let manager = std::sync::Arc::new(McpManager::new(&ctx.config));
     super::host::install(&manager, &ctx.config);
     manager.check_server(server).map_err(|e| usage(e.to_string()))?;
+    super::approve::install(&manager, args.yes);
     let recorder = crate::learn::Recorder::install(&ctx.config, &manager);
     let runner = match &handler {
         Some(_) => Some(HandlerRunner::from_config(&ctx.config, Some(manager.clone()))?),
@@ -211,6 +216,15 @@ pub async fn run(ctx: Context, args: &CallArgs) -> anyhow::Result<u8> {
         Some(Ok(None)) | None => result,
     };
     let is_error = result.is_error == Some(true);
+    if let Some(denied) = crate::mcp::approval::denied(&result).filter(|_| !args.json) {
+        let hint = if super::prompt::interactive() {
+            ""
+        } else {
+            " (no terminal to ask, mcp.approvals.policy is deny; --yes approves)"
+        };
+        eprintln!("error: {denied}{hint}");
+        return Ok(EXIT_FAILURE);
+    }
     let rendered = if args.json {
         let mut s = serde_json::to_string_pretty(&crate::mcp::tools::result_json(&result))
             .context("cannot serialise the result")?;
@@ -226,7 +240,10 @@ pub async fn run(ctx: Context, args: &CallArgs) -> anyhow::Result<u8> {
         emit(args, &rendered)?;
     }
     if is_error {
-        eprintln!("error: `{server}.{tool}` reported an error");
+        match crate::mcp::approval::denied(&result) {
+            Some(denied) => eprintln!("error: {denied}"),
+            None => eprintln!("error: `{server}.{tool}` reported an error"),
+        }
         return Ok(EXIT_FAILURE);
     }
     Ok(EXIT_OK)

@@ -83,6 +83,7 @@ pub async fn run(ctx: Context, args: &ExecArgs) -> anyhow::Result<u8> {
     let limits = options.limits.clone();
     let manager = Arc::new(McpManager::new(&ctx.config));
     super::host::install(&manager, &ctx.config);
+    super::approve::install(&manager, false);
     // Bootstrapping the isolate (~25 ms) overlaps with everything below.
     let mut code = CodeMode::new(manager.clone(), options);
     let recorder = crate::learn::Recorder::install(&ctx.config, &manager);

@@ -4,6 +4,7 @@
 //! Exit codes (documented in `--help` and README): 0 success, 1 the tool or script reported an
 //! error or the call failed, 2 usage or configuration error.
 
+pub mod approve;
 pub mod call;
 pub mod completions;
 pub mod exec;

@@ -324,6 +324,17 @@ pub fn confirm(question: &str, default: bool) -> std::io::Result<bool> {
         .map_err(std::io::Error::from)
 }
 
+/// A choice from a list on stderr; returns the index picked.
+pub fn select(question: &str, items: &[&str], default: usize) -> std::io::Result<usize> {
+    let theme = theme();
+    Select::with_theme(theme.as_ref())
+        .with_prompt(question)
+        .items(items)
+        .default(default)
+        .interact_on(&Term::stderr())
+        .map_err(std::io::Error::from)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

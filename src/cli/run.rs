@@ -215,6 +215,7 @@ pub async fn run(ctx: Context, args: &RunArgs) -> anyhow::Result<u8> {
 
     let manager = Arc::new(McpManager::new(&config));
     let sampled = super::host::install(&manager, &config);
+    super::approve::install(&manager, false);
     let servers = super::select_servers(&manager, &args.filter)?;
     let recorder = crate::learn::Recorder::install(&config, &manager);
 

@@ -61,6 +61,10 @@ pub fn exit_after(signal: i32) -> u8 {
         libc::SIGHUP => "hung up (SIGHUP)",
         _ => "interrupted",
     };
+    // A list prompt (an approval, --interactive) hides the cursor while it waits.
+    if std::io::IsTerminal::is_terminal(&std::io::stderr()) {
+        let _ = dialoguer::console::Term::stderr().show_cursor();
+    }
     eprintln!("{name}");
     u8::try_from(128 + signal).unwrap_or(super::EXIT_FAILURE)
 }

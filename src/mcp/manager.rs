@@ -25,6 +25,7 @@ use rmcp::{RoleClient, ServiceExt};
 use serde_json::{Map, Value};
 use tokio::sync::Mutex;
 
+use super::approval::{Approvals, Approver};
 use super::catalog::{Catalog, SearchResult};
 use super::handler::{ClientEvents, McpClientHandler};
 use super::stdio::{ChildTransport, ResultCap, all_in_flight_failed, size_label};
@@ -155,6 +156,8 @@ pub struct McpManager {
     observer: std::sync::RwLock<Option<Arc<dyn CallObserver>>>,
     /// Who answers elicitation and sampling (installed by the CLI; see `host`).
     host: Arc<super::host::Host>,
+    /// `mcp.approvals`: asked before a call runs (see [`super::approval`]).
+    approvals: Approvals,
 }
 
 /// Told about every tool call that returned a result that is not an error (`isError`), from
@@ -194,6 +197,7 @@ impl McpManager {
             embeddings_failed: AtomicBool::new(false),
             observer: std::sync::RwLock::new(None),
             host: Default::default(),
+            approvals: Approvals::new(&config.mcp.approvals),
         }
     }
 
@@ -207,6 +211,11 @@ impl McpManager {
         if let Ok(mut o) = self.observer.write() {
             *o = Some(observer);
         }
+    }
+
+    /// Sets who approves calls that need approval (without one, `mcp.approvals.policy` decides).
+    pub fn set_approver(&self, approver: Arc<dyn Approver>) {
+        self.approvals.set_approver(approver);
     }
 
     /// Receives progress and log notifications from every server (for CLI display).
@@ -435,7 +444,8 @@ impl McpManager {
     }
 
     /// Calls a tool: checks that it exists, validates the arguments against its `inputSchema`,
-    /// and waits at most the server's `call_timeout`. A tool that reports an error is `Ok` with
+    /// asks for approval when `mcp.approvals` says so (a denial is an `isError` result `denied by
+    /// the user: server.tool`), and waits at most the server's `call_timeout`. A tool that reports an error is `Ok` with
     /// `is_error: Some(true)`; `Err` means the call itself failed.
     pub async fn call_tool(
         &self,
@@ -449,6 +459,10 @@ impl McpManager {
         let violations = validate(&conn, info, &args);
         if !violations.is_empty() {
             return Err(McpError::InvalidArguments { server: server.into(), tool: tool.into(), violations });
+        }
+        // Destructive tools wait for the user's approval; a denial is the tool's error.
+        if let Some(denied) = self.approvals.check(info, &args).await {
+            return Ok(denied);
         }
         let slot = self.slot(server)?.clone();
         let timeout = slot.config.call_timeout;

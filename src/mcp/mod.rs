@@ -1,8 +1,9 @@
 //! MCP client side: the connection manager (rmcp), its notification handler, the stdio
-//! transport that caps message size, the tool index entry every other module consumes, and the
-//! searchable tool catalog over it. Knows `config` and `search`; knows nothing of codegen,
-//! bridge or agent.
+//! transport that caps message size, the tool index entry every other module consumes, the
+//! searchable tool catalog over it, and the approval check of destructive tools (`approval`).
+//! Knows `config` and `search`; knows nothing of codegen, bridge or agent.
 
+pub mod approval;
 pub mod catalog;
 pub mod handler;
 pub mod host;

@@ -271,7 +271,7 @@ impl Executor {
         let mut done = done;
         let outcome = tokio::select! {
             r = &mut done => r.ok(),
-            // Time a tool call spent waiting for the user (elicitation, approvals) is not counted.
+            // Time a tool call spent waiting for the user (elicitation, sampling, approvals) is not counted.
             () = crate::mcp::host::user_wait().sleep(timeout) => {
                 control.stop(isolate::StopReason::Timeout);
                 match tokio::time::timeout(UNWIND_GRACE, &mut done).await {

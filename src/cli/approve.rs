@@ -1,0 +1,79 @@
+//! The CLI's [`Approver`]: calls of destructive tools (`mcp.approvals`) are asked on the
+//! terminal (stdin and stderr TTYs): approve once, approve the tool for the rest of the run, or
+//! deny. `agent mcp call --yes` approves without asking. Without a terminal nothing is
+//! installed and the manager applies `mcp.approvals.policy`.
+
+use std::sync::Arc;
+
+use futures::future::BoxFuture;
+use serde_json::{Map, Value};
+
+use crate::mcp::McpManager;
+use crate::mcp::ToolInfo;
+use crate::mcp::approval::{Approver, Decision};
+
+/// Installs the approver for this process: `--yes` approves everything, a terminal asks,
+/// otherwise the policy decides (nothing installed).
+pub fn install(manager: &McpManager, yes: bool) {
+    if yes {
+        manager.set_approver(Arc::new(Yes));
+    } else if super::prompt::interactive() {
+        manager.set_approver(Arc::new(Terminal));
+    }
+}
+
+struct Yes;
+
+impl Approver for Yes {
+    fn approve<'a>(&'a self, _: &'a ToolInfo, _: &'a Map<String, Value>) -> BoxFuture<'a, Decision> {
+        Box::pin(async { Decision::Once })
+    }
+}
+
+struct Terminal;
+
+/// How long a prompt interrupted by Ctrl-C waits for the signal to stop the command.
+const INTERRUPT_GRACE: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// Longest argument text shown in the question.
+const MAX_ARGS_SHOWN: usize = 300;
+
+impl Approver for Terminal {
+    fn approve<'a>(&'a self, tool: &'a ToolInfo, args: &'a Map<String, Value>) -> BoxFuture<'a, Decision> {
+        let name = tool.qualified_name();
+        let mut shown = Value::Object(args.clone()).to_string();
+        if shown.chars().count() > MAX_ARGS_SHOWN {
+            shown = shown.chars().take(MAX_ARGS_SHOWN).collect::<String>() + "…";
+        }
+        let why =
+            if tool.hint_labels().contains(&"destructive") { "a destructive tool" } else { "mcp.approvals.require" };
+        Box::pin(async move {
+            let question = format!("run `{name}` ({why}) with {shown}?");
+            // Deny is the default: Enter alone never runs a destructive tool.
+            let items = ["approve once", "approve this tool for the rest of the run", "deny"];
+            let answer = tokio::task::spawn_blocking(move || super::prompt::select(&question, &items, 2)).await;
+            match answer {
+                Ok(Ok(0)) => Decision::Once,
+                Ok(Ok(1)) => Decision::ForRun,
+                Ok(Ok(_)) => Decision::Deny,
+                Ok(Err(e)) if e.kind() == std::io::ErrorKind::Interrupted => {
+                    // Ctrl-C: the SIGINT handling stops the command and drops this call (raised
+                    // again in case the prompt read it as a key); deny if that takes too long.
+                    // SAFETY: raise has no memory-safety preconditions; the CLI handles SIGINT.
+                    unsafe {
+                        libc::raise(libc::SIGINT);
+                    }
+                    tokio::time::sleep(INTERRUPT_GRACE).await;
+                    Decision::Deny
+                }
+                Ok(Err(e)) => {
+                    // A list prompt hides the cursor while it waits.
+                    let _ = dialoguer::console::Term::stderr().show_cursor();
+                    tracing::warn!("the approval prompt failed ({e}); denying `{name}`");
+                    Decision::Deny
+                }
+                Err(_) => Decision::Deny,
+            }
+        })
+    }
+}

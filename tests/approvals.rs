@@ -1,0 +1,220 @@
+//! Approvals for destructive tools (`mcp.approvals`, docs/approvals.md): the fixture server's
+//! `delete_item` (`--destructive`, annotated `destructiveHint: true`) through every path that
+//! calls tools — `mcp call`, a script through the bridge, `agent run` direct and progressive mode — under the
+//! policy without a terminal, `--yes`, `require`/`exempt` patterns, and the prompt on a real
+//! pseudo-terminal (approve once, approve for the run, deny; a script's timeout paused meanwhile).
+
+#[path = "support/fake_llm.rs"]
+mod fake_llm;
+mod support;
+
+use std::process::Stdio;
+use std::time::Duration;
+
+use fake_llm::{Api, FakeLlm, Reply};
+use rexpect::process::WaitStatus;
+use rexpect::session::PtySession;
+use serde_json::json;
+use support::{Project, fixture_stdio_yaml};
+
+const UP: &str = "\x1b[A";
+const DENIED: &str = "denied by the user: fixture.delete_item";
+
+/// A project with the destructive fixture and `approvals` (YAML under `mcp:`, indented 2).
+fn project(approvals: &str) -> Project {
+    let p = Project::new();
+    p.write_config(&format!("mcp:\n{approvals}  servers:\n{}", fixture_stdio_yaml("fixture", &["--destructive"])));
+    p
+}
+
+// ---------------------------------------------------------------------------------------------
+// Without a terminal: the policy
+
+#[test]
+fn mcp_call_is_denied_by_default_and_yes_or_policy_allow_runs_it() {
+    let p = project("");
+    let r = p.run(&["mcp", "call", "fixture.delete_item", "--args", r#"{"id": "a1"}"#]);
+    r.assert_code(1);
+    assert!(r.stderr.contains(&format!("error: {DENIED} (no terminal to ask")), "{}", r.stderr);
+    assert!(!r.stdout.contains("deleted"), "{}", r.stdout);
+
+    // --json: the isError result the model and scripts see.
+    let r = p.run(&["mcp", "call", "fixture.delete_item", "--args", r#"{"id": "a1"}"#, "--json"]);
+    r.assert_code(1);
+    assert_eq!(r.json()["isError"], true);
+    assert_eq!(r.json()["content"][0]["text"], DENIED);
+
+    let r = p.run(&["mcp", "call", "fixture.delete_item", "--args", r#"{"id": "a1"}"#, "--yes"]);
+    r.assert_ok();
+    assert_eq!(r.stdout, "deleted a1\n");
+
+    let allow = project("  approvals:\n    policy: allow\n");
+    let r = allow.run(&["mcp", "call", "fixture.delete_item", "--args", r#"{"id": "b2"}"#]);
+    r.assert_ok();
+    assert_eq!(r.stdout, "deleted b2\n");
+
+    // Tools without a destructive hint are not asked about.
+    p.run(&["mcp", "call", "fixture.add", "--args", r#"{"a": 1, "b": 2}"#]).assert_ok();
+}
+
+#[test]
+fn require_and_exempt_patterns_decide_over_the_hints() {
+    let p = project("  approvals:\n    require: [\"fixture.text.*\", \"fixture.ad?\"]\n    exempt: [\"*.delete_*\"]\n");
+    let r = p.run(&["mcp", "call", "fixture.text.upper", "--args", r#"{"text": "x"}"#]);
+    r.assert_code(1);
+    assert!(r.stderr.contains("denied by the user: fixture.text.upper"), "{}", r.stderr);
+    let r = p.run(&["mcp", "call", "fixture.add", "--args", r#"{"a": 1, "b": 2}"#]);
+    r.assert_code(1);
+    assert!(r.stderr.contains("denied by the user: fixture.add"), "{}", r.stderr);
+    // Exempt although destructive; echo matches no pattern (read-only).
+    p.run(&["mcp", "call", "fixture.delete_item", "--args", r#"{"id": "c3"}"#]).assert_ok();
+    p.run(&["mcp", "call", "fixture.echo", "--args", r#"{"message": "hi"}"#]).assert_ok();
+}
+
+#[test]
+fn a_script_reads_the_denial_as_a_tool_error() {
+    let p = project("");
+    let script = "let caught = 'none';\n\
+         try { await callMCPTool('fixture', 'delete_item', { id: 'a1' }); }\n\
+         catch (e: any) { caught = `${e.name}: ${e.message}`; }\n\
+         console.log(caught);\n";
+    let r = p.run_stdin(&["exec", "-"], script);
+    r.assert_ok();
+    assert!(r.stdout.starts_with("MCPToolError: "), "{}", r.stdout);
+    assert!(r.stdout.contains(DENIED), "{}", r.stdout);
+}
+
+#[test]
+fn direct_mode_gives_the_model_the_denial() {
+    let fake = FakeLlm::start(vec![
+        Reply::tool("mcp_fixture_delete_item", json!({"id": "a1"})),
+        Reply::text("The user said no."),
+    ]);
+    let p = Project::new();
+    p.write_config(&format!(
+        "{}mcp:\n  servers:\n{}",
+        fake.llm_yaml(Api::Anthropic),
+        fixture_stdio_yaml("fixture", &["--destructive"])
+    ));
+    let r = p.run(&["run", "Delete item a1"]);
+    r.assert_ok();
+    let reqs = fake.requests();
+    assert_eq!(reqs[1].tool_results(), vec![("toolu_1_0".to_string(), DENIED.to_string(), true)]);
+}
+
+#[test]
+fn progressive_mode_gives_the_model_the_denial() {
+    let fake = FakeLlm::start(vec![
+        Reply::tool("call_tool", json!({"name": "fixture.delete_item", "arguments": {"id": "a1"}})),
+        Reply::text("The user said no."),
+    ]);
+    let p = Project::new();
+    p.write_config(&format!(
+        "{}mcp:\n  execution_mode: progressive\n  servers:\n{}",
+        fake.llm_yaml(Api::Anthropic),
+        fixture_stdio_yaml("fixture", &["--destructive"])
+    ));
+    let r = p.run(&["run", "Delete item a1"]);
+    r.assert_ok();
+    let results = fake.requests()[1].tool_results();
+    assert_eq!(results.len(), 1);
+    assert!(results[0].1.contains(DENIED) && results[0].2, "{results:?}");
+}
+
+// ---------------------------------------------------------------------------------------------
+// On a terminal: the prompt
+
+fn spawn(p: &Project, args: &[&str]) -> PtySession {
+    spawn_timeout(p, args, 30_000)
+}
+
+/// With `ms` as the limit of every expectation.
+fn spawn_timeout(p: &Project, args: &[&str], ms: u64) -> PtySession {
+    let mut cmd = p.cmd(args);
+    cmd.stdin(Stdio::inherit()).stdout(Stdio::inherit()).stderr(Stdio::inherit());
+    rexpect::session::spawn_command(cmd, Some(ms)).expect("spawn agent on a pty")
+}
+
+/// `needle` within 30 s on a session whose expectations time out sooner (output is kept).
+fn wait_for(s: &mut PtySession, needle: &str) {
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    while let Err(e) = s.exp_string(needle) {
+        assert!(std::time::Instant::now() < deadline, "no `{needle}`: {e}");
+    }
+}
+
+fn key(s: &mut PtySession, keys: &str) {
+    s.send(keys).unwrap();
+    s.flush().unwrap();
+}
+
+fn exit_code(s: &mut PtySession) -> i32 {
+    match s.process().wait().expect("wait") {
+        WaitStatus::Exited(_, code) => code,
+        other => panic!("agent did not exit normally: {other:?}"),
+    }
+}
+
+const QUESTION: &str = "run `fixture.delete_item` (a destructive tool) with {\"id\":";
+
+#[test]
+fn the_prompt_approves_once_or_denies() {
+    let p = project("");
+    let mut s = spawn(&p, &["mcp", "call", "fixture.delete_item", "--args", r#"{"id": "a1"}"#]);
+    s.exp_string(QUESTION).unwrap();
+    s.exp_string("deny").unwrap();
+    // Deny is the default; two up is `approve once`.
+    key(&mut s, UP);
+    key(&mut s, UP);
+    key(&mut s, "\r");
+    s.exp_string("deleted a1").unwrap();
+    assert_eq!(exit_code(&mut s), 0);
+
+    let mut s = spawn(&p, &["mcp", "call", "fixture.delete_item", "--args", r#"{"id": "a1"}"#]);
+    s.exp_string(QUESTION).unwrap();
+    s.exp_string("deny").unwrap();
+    key(&mut s, "\r");
+    s.exp_string(&format!("error: {DENIED}")).unwrap();
+    assert_eq!(exit_code(&mut s), 1);
+}
+
+#[test]
+fn ctrl_c_at_the_prompt_interrupts_without_calling() {
+    let p = project("");
+    let mut s = spawn(&p, &["mcp", "call", "fixture.delete_item", "--args", r#"{"id": "a1"}"#]);
+    s.exp_string(QUESTION).unwrap();
+    s.exp_string("deny").unwrap();
+    s.send_control('c').unwrap();
+    // The cursor the list hid is shown again.
+    s.exp_string("\x1b[?25h").unwrap();
+    s.exp_string("interrupted").unwrap();
+    assert_eq!(exit_code(&mut s), 130);
+}
+
+/// Approved for the run: the script's second call is not asked. The script's 1 s timeout does
+/// not fire while the question waits (longer than that).
+#[test]
+fn approve_for_the_run_asks_once_and_the_script_timeout_waits_for_the_user() {
+    let p = project("");
+    p.write(
+        "twice.ts",
+        "const a = await callMCPTool('fixture', 'delete_item', { id: 'one' });\n\
+         const b = await callMCPTool('fixture', 'delete_item', { id: 'two' });\n\
+         console.log(JSON.stringify([a, b]));\n",
+    );
+    // Every expectation times out after 2.5 s, over twice the script's timeout.
+    let mut s = spawn_timeout(&p, &["exec", "--timeout", "1s", "twice.ts"], 2_500);
+    wait_for(&mut s, QUESTION);
+    wait_for(&mut s, "deny");
+    let waited = std::time::Instant::now();
+    let early = s.exp_regex("timed out|deleted");
+    assert!(early.is_err(), "the script went on without an answer: {early:?}");
+    assert!(waited.elapsed() >= Duration::from_secs(2));
+    key(&mut s, UP);
+    key(&mut s, "\r");
+    wait_for(&mut s, "deleted one");
+    wait_for(&mut s, "deleted two");
+    assert_eq!(exit_code(&mut s), 0);
+    let out = s.exp_eof().unwrap_or_default();
+    assert!(!out.contains(QUESTION), "asked a second time: {out}");
+}

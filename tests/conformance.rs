@@ -1,0 +1,100 @@
+//! The MCP conformance suite (npm `@modelcontextprotocol/conformance`) against `agent` as a
+//! client: the suite starts each scenario's server and runs tests/conformance/client.sh, which
+//! declares the server through `AGENT_MCP__SERVERS__CONFORMANCE__URL` and calls the scenario's
+//! tool with `agent mcp call`. Pinned to 0.1.12, the last version that runs on Node 20, with
+//! its `@modelcontextprotocol/sdk` held at 1.25.3 (npm `overrides`; newer SDKs break its
+//! stateless test server). The `initialize` scenario is left out: it expects the client to ask
+//! for protocol version 2025-11-25 or older, and rmcp asks for 2026-07-28.
+
+mod support;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use support::{Project, node_or_skip};
+
+const CONFORMANCE: &str = "0.1.12";
+const SDK: &str = "1.25.3";
+
+/// The suite's `conformance` binary, installed once under the target dir with the SDK pinned.
+fn conformance_bin() -> PathBuf {
+    let target = std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("target"));
+    let dir = target.join("node-tools").join(format!("conformance@{CONFORMANCE}+sdk@{SDK}"));
+    let bin = dir.join("node_modules/.bin/conformance");
+    if bin.exists() {
+        return bin;
+    }
+    std::fs::create_dir_all(&dir).unwrap();
+    let lock = std::fs::File::create(dir.join(".lock")).unwrap();
+    lock.lock().unwrap();
+    if !bin.exists() {
+        let package = serde_json::json!({
+            "name": "agent-conformance",
+            "private": true,
+            "dependencies": {"@modelcontextprotocol/conformance": CONFORMANCE},
+            "overrides": {"@modelcontextprotocol/sdk": SDK},
+        });
+        std::fs::write(dir.join("package.json"), package.to_string()).unwrap();
+        let out = Command::new("npm")
+            .args(["install", "--no-audit", "--no-fund", "--loglevel=error"])
+            .current_dir(&dir)
+            .output()
+            .expect("run npm");
+        assert!(
+            out.status.success() && bin.exists(),
+            "npm install of the conformance suite failed:\n{}\n{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    bin
+}
+
+/// Runs one client scenario; panics with the suite's report unless every check passed.
+fn scenario(name: &str) {
+    if !node_or_skip(&format!("the conformance scenario {name}")) {
+        return;
+    }
+    let bin = conformance_bin();
+    let p = Project::new();
+    p.write_config("{}\n");
+    let client = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/conformance/client.sh");
+    // The hermetic environment of `agent` (no AGENT_* of the developer, its own HOME).
+    let cmd = p.cmd(&[]);
+    let out = Command::new(&bin)
+        .args(["client", "--scenario", name, "--timeout", "60000", "--command"])
+        .arg(&client)
+        .current_dir(p.path())
+        .env_clear()
+        .envs(cmd.get_envs().filter_map(|(k, v)| Some((k.to_owned(), v?.to_owned()))))
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("AGENT_BIN", cmd.get_program())
+        .output()
+        .expect("run the conformance suite");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.success() && stderr.contains("OVERALL: PASSED"),
+        "conformance scenario {name} failed ({}):\n{stdout}\n{stderr}",
+        out.status
+    );
+}
+
+#[test]
+fn tools_call() {
+    scenario("tools_call");
+}
+
+#[test]
+fn sse_retry() {
+    scenario("sse-retry");
+}
+
+/// Needs `elicitation: accept_defaults` on the server entry (SEP-1034 defaults; the
+/// elicitation part of issue 16).
+#[test]
+fn elicitation_sep1034_client_defaults() {
+    scenario("elicitation-sep1034-client-defaults");
+}
