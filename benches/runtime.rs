@@ -74,31 +74,51 @@ async fn profile_calls(m: &McpManager, n: usize) -> f64 {
 }
 
 async fn recording_cost(dir: &Path, n: usize) {
-    println!("\n-- 5. per-call cost of recording result shapes, fixture `profile` ({n} calls per measurement)");
+    println!(
+        "\n-- 5. per-call cost of recording result shapes, fixture `profile` (20 alternating rounds of {} calls, medians)",
+        n / 4
+    );
     let yaml = format!("mcp:\n  servers:\n    fixture:\n      command: {:?}\n", fixture_bin().display().to_string());
     std::fs::write(dir.join("agent.yaml"), yaml).expect("agent.yaml");
     let opts = LoadOptions { project_dir: Some(dir.to_path_buf()), skip_user_config: true, ..Default::default() };
     let mut config = Config::load_with_env(&opts, &Default::default()).expect("config");
     config.mcp.code_execution.workspace_dir = dir.join(".kodelet/mcp-types");
-    let plain = McpManager::new(&config);
-    let learning = McpManager::new(&config);
-    let recorder = agent::learn::Recorder::install(&config, &learning).expect("mcp.types.learn is on by default");
-    profile_calls(&plain, n).await;
-    profile_calls(&learning, n).await;
-    let (mut off, mut on) = (f64::MAX, f64::MAX);
-    for _ in 0..5 {
-        off = off.min(profile_calls(&plain, n).await);
-        on = on.min(profile_calls(&learning, n).await);
+    // One manager and one server process for both measurements (two processes differ by more
+    // than what is measured): "off" swaps in an observer that does nothing.
+    struct Off;
+    impl agent::mcp::CallObserver for Off {
+        fn finished(&self, _: &agent::mcp::ToolInfo, _: &rmcp::model::CallToolResult) {}
     }
+    let learning = McpManager::new(&config);
+    let recorder = Arc::new(agent::learn::Recorder::start(
+        agent::learn::registry_path(&config),
+        agent::learn::thresholds(&config),
+    ));
+    let off_observer: Arc<dyn agent::mcp::CallObserver> = Arc::new(Off);
+    learning.set_observer(off_observer.clone());
+    profile_calls(&learning, n).await;
+    // Many short alternating rounds, medians: this VM's per-call time drifts by more than the
+    // effect between runs of a few seconds.
+    let (mut offs, mut ons) = (Vec::new(), Vec::new());
+    for _ in 0..20 {
+        learning.set_observer(off_observer.clone());
+        offs.push(profile_calls(&learning, n / 4).await);
+        learning.set_observer(recorder.clone());
+        ons.push(profile_calls(&learning, n / 4).await);
+    }
+    let median = |v: &mut Vec<f64>| {
+        v.sort_by(f64::total_cmp);
+        v[v.len() / 2]
+    };
+    let (off, on) = (median(&mut offs), median(&mut ons));
     let start = Instant::now();
     recorder.flush();
     let flush = start.elapsed();
     let ratio = (on - off) / off;
-    println!("learn off  {off:.3} ms per call");
-    println!("learn on   {on:.3} ms per call   {:+.1}%", ratio * 100.0);
+    println!("learn off  {off:.4} ms per call");
+    println!("learn on   {on:.4} ms per call   {:+.1}%", ratio * 100.0);
     println!("flush of the last batch into type_registry.json: {}", ms(flush));
     println!("target < 5% of a fixture call: {}", verdict(ratio < 0.05));
-    plain.shutdown().await;
     learning.shutdown().await;
     recorder.finish();
 }

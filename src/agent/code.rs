@@ -126,15 +126,12 @@ fn code_execution_description(l: &LimitsText) -> String {
          - A tool error throws `MCPToolError` (from \"./client.ts\"); use try/catch when a failure should not \
          end the script.\n\
          - Top-level await works. No network, process or env access; each run is a fresh module.\n\
-         - To keep results for later runs without printing them: `store(key, value)` / `load(key)` (JSON), \
-         `writeText`/`readText`/`writeJson`/`readJson(path)` and `list(dir)` on paths inside data/. \
-         `saveSkill(name, source, description)` saves a reusable module that later runs import from \
-         \"./skills/<name>.ts\" (kebab-case name).\n\
+         - Kept for later runs: `store(key, value)`/`load(key)`, `readText`/`writeText`/`readJson`/`writeJson`/\
+         `list` on paths in data/; `saveSkill(name, source, description)` makes \"./skills/<name>.ts\".\n\
          - Limits: {} wall-clock, {} MB memory, {} of output (the rest is cut).\n\
          - Uncaught errors and limits come back as an error result with message and stack.\n\
-         - Find tools with the globals `searchTools(query, {{ limit }})` (ranked `{{server, tool, signature, \
-         description}}` over every server) and `describeTool(\"server.tool\")` (its TypeScript: import, types, docs). \
-         Check a tool's input and output types before calling it.",
+         - `searchTools(query, {{ limit }})` ranks the tools of every server; `describeTool(\"server.tool\")` \
+         shows one's TypeScript.",
         l.timeout, l.memory_mb, l.max_output
     )
 }
@@ -157,8 +154,8 @@ pub fn system_prompt(tree: &Path, servers: &[ServerEntry]) -> String {
     let _ = writeln!(
         s,
         "\nTo find tools, search first: run `console.log(await searchTools(\"what you need\", {{ limit: 5 }}))` with \
-         `{CODE_EXECUTION}` (it ranks the tools of every server), then `console.log(await describeTool(\"server.tool\"))` \
-         for the exact types of the ones you will use. servers/<server>/index.ts (one line per tool) and \
+         `{CODE_EXECUTION}`, then `console.log(await describeTool(\"server.tool\"))` for the exact types of the \
+         ones you will use. servers/<server>/index.ts (one line per tool) and \
          `{GREP_FILES}` work too. Do the work in as few `{CODE_EXECUTION}` runs as you can, print only what you need, \
          and give the final answer as plain text without calling a tool."
     );
