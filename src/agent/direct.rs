@@ -124,7 +124,13 @@ pub fn result_handler_schema() -> Value {
 
 /// `mcp_<server>_<tool>`, sanitised, at most 64 characters, unique within `taken`.
 pub fn unique_name(server: &str, tool: &str, taken: &mut HashSet<String>) -> String {
-    let base = sanitize(&format!("mcp_{server}_{tool}"));
+    prefixed_unique_name("mcp_", server, tool, taken)
+}
+
+/// `<prefix><server>_<tool>`, sanitised, at most [`MAX_NAME_LEN`] characters (a long one keeps
+/// a prefix plus a hash of the original names), unique within `taken` (`_2`, `_3`, ...).
+pub fn prefixed_unique_name(prefix: &str, server: &str, tool: &str, taken: &mut HashSet<String>) -> String {
+    let base = sanitize(&format!("{prefix}{server}_{tool}"));
     let base = if base.len() > MAX_NAME_LEN {
         // Keep it recognisable and still distinct: a prefix plus a hash of the original names.
         let hash = format!("{:08x}", fnv1a(format!("{server}\0{tool}").as_bytes()));

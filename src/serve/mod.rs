@@ -29,7 +29,7 @@ use rmcp::service::{NotificationContext, RequestContext};
 use rmcp::{ErrorData, Peer, RoleServer, ServerHandler, ServiceExt};
 use serde_json::{Map, Value, json};
 
-use crate::agent::direct::{RESULT_HANDLER_ARG, sanitize};
+use crate::agent::direct::{RESULT_HANDLER_ARG, prefixed_unique_name};
 use crate::codemode::{CodeMode, Options};
 use crate::config::Config;
 use crate::handler::{Handler, HandlerRunner};
@@ -44,7 +44,7 @@ pub const SEARCH_TOOLS: &str = "search_tools";
 /// A tool's TypeScript description.
 pub const DESCRIBE_TOOL: &str = "describe_tool";
 /// Longest exposed tool name (what LLM providers accept).
-pub const MAX_NAME_LEN: usize = 64;
+pub use crate::agent::direct::MAX_NAME_LEN;
 
 /// What `serve` exposes (`--expose proxy,code,search`; default all).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -101,7 +101,7 @@ impl ProxyNames {
         let mut taken: HashSet<String> = [EXECUTE_CODE, SEARCH_TOOLS, DESCRIBE_TOOL].map(String::from).into();
         let mut names = ProxyNames::default();
         for t in sorted {
-            let name = unique_name(&t.server, &t.name, &mut taken);
+            let name = prefixed_unique_name("", &t.server, &t.name, &mut taken);
             names.by_name.insert(name.clone(), (t.server.clone(), t.name.clone()));
             names.by_tool.insert((t.server.clone(), t.name.clone()), name);
         }
@@ -121,31 +121,6 @@ impl ProxyNames {
     pub fn names(&self) -> impl Iterator<Item = &str> {
         self.by_name.keys().map(String::as_str)
     }
-}
-
-fn unique_name(server: &str, tool: &str, taken: &mut HashSet<String>) -> String {
-    let base = sanitize(&format!("{server}_{tool}"));
-    let base = if base.len() > MAX_NAME_LEN {
-        let hash = format!("{:08x}", fnv1a(format!("{server}\0{tool}").as_bytes()));
-        format!("{}_{hash}", &base[..MAX_NAME_LEN - 9])
-    } else {
-        base
-    };
-    let mut name = base.clone();
-    let mut n = 2;
-    while taken.contains(&name) {
-        let suffix = format!("_{n}");
-        let keep = base.len().min(MAX_NAME_LEN - suffix.len());
-        name = format!("{}{suffix}", &base[..keep]);
-        n += 1;
-    }
-    taken.insert(name.clone());
-    name
-}
-
-/// 32-bit FNV-1a: stable across Rust releases.
-fn fnv1a(bytes: &[u8]) -> u32 {
-    bytes.iter().fold(0x811c9dc5u32, |h, &b| (h ^ b as u32).wrapping_mul(0x01000193))
 }
 
 /// Code-mode executors that run scripts side by side (each runs one at a time).
