@@ -38,7 +38,7 @@ struct Terminal {
 
 impl Terminal {
     fn choose(&self, question: &str, items: &[&str]) -> Option<usize> {
-        super::prompt::choose(question, items, 0).ok()
+        super::prompt::select(question, items, 0).ok()
     }
 }
 

@@ -303,17 +303,6 @@ fn type_in(term: &Term, theme: &dyn Theme, f: &Field, previous: Option<&Value>) 
     f.parse(&text).map_err(std::io::Error::other)
 }
 
-/// One of `items` picked on stderr; the index chosen.
-pub fn choose(question: &str, items: &[&str], default: usize) -> std::io::Result<usize> {
-    let theme = theme();
-    Select::with_theme(theme.as_ref())
-        .with_prompt(question)
-        .items(items)
-        .default(default)
-        .interact_on(&Term::stderr())
-        .map_err(std::io::Error::from)
-}
-
 /// A yes/no question on stderr.
 pub fn confirm(question: &str, default: bool) -> std::io::Result<bool> {
     let theme = theme();
