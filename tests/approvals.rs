@@ -6,13 +6,14 @@
 
 #[path = "support/fake_llm.rs"]
 mod fake_llm;
+#[path = "support/pty.rs"]
+mod pty;
 mod support;
 
-use std::process::Stdio;
 use std::time::Duration;
 
 use fake_llm::{Api, FakeLlm, Reply};
-use rexpect::process::WaitStatus;
+use pty::{exit_code, key, spawn, spawn_timeout};
 use rexpect::session::PtySession;
 use serde_json::json;
 use support::{Project, fixture_stdio_yaml};
@@ -124,34 +125,11 @@ fn progressive_mode_gives_the_model_the_denial() {
 // ---------------------------------------------------------------------------------------------
 // On a terminal: the prompt
 
-fn spawn(p: &Project, args: &[&str]) -> PtySession {
-    spawn_timeout(p, args, 30_000)
-}
-
-/// With `ms` as the limit of every expectation.
-fn spawn_timeout(p: &Project, args: &[&str], ms: u64) -> PtySession {
-    let mut cmd = p.cmd(args);
-    cmd.stdin(Stdio::inherit()).stdout(Stdio::inherit()).stderr(Stdio::inherit());
-    rexpect::session::spawn_command(cmd, Some(ms)).expect("spawn agent on a pty")
-}
-
 /// `needle` within 30 s on a session whose expectations time out sooner (output is kept).
 fn wait_for(s: &mut PtySession, needle: &str) {
     let deadline = std::time::Instant::now() + Duration::from_secs(30);
     while let Err(e) = s.exp_string(needle) {
         assert!(std::time::Instant::now() < deadline, "no `{needle}`: {e}");
-    }
-}
-
-fn key(s: &mut PtySession, keys: &str) {
-    s.send(keys).unwrap();
-    s.flush().unwrap();
-}
-
-fn exit_code(s: &mut PtySession) -> i32 {
-    match s.process().wait().expect("wait") {
-        WaitStatus::Exited(_, code) => code,
-        other => panic!("agent did not exit normally: {other:?}"),
     }
 }
 

@@ -8,11 +8,12 @@
 
 #[path = "support/fake_llm.rs"]
 mod fake_llm;
+#[path = "support/pty.rs"]
+mod pty;
 mod support;
 
-use std::process::Stdio;
-
 use fake_llm::{Api, FakeLlm, Reply};
+use pty::{key, spawn, spawn_command};
 use rexpect::session::PtySession;
 use serde_json::{Value, json};
 use support::{Project, Run, everything_yaml, fixture_stdio_yaml, node_or_skip};
@@ -306,17 +307,6 @@ fn reflect_asks_the_model_on_a_cache_miss_only() {
 
 const DOWN: &str = "\x1b[B";
 
-fn spawn(p: &Project, args: &[&str]) -> PtySession {
-    let mut cmd = p.cmd(args);
-    cmd.stdin(Stdio::inherit()).stdout(Stdio::inherit()).stderr(Stdio::inherit());
-    rexpect::session::spawn_command(cmd, Some(30_000)).expect("spawn agent on a pty")
-}
-
-fn key(s: &mut PtySession, keys: &str) {
-    s.send(keys).unwrap();
-    s.flush().unwrap();
-}
-
 #[test]
 fn terminal_form_shows_the_fields_and_sends_the_validated_answer() {
     for (path, args) in PATHS {
@@ -362,8 +352,7 @@ fn terminal_url_mode_shows_the_url_and_waits_for_confirmation() {
     let mut cmd = p.cmd(&["mcp", "call", "fixture.elicit_url", "--args", "{}"]);
     // No browser opener: the URL is shown, and only confirmation is asked.
     cmd.env("PATH", "/nonexistent");
-    cmd.stdin(Stdio::inherit()).stdout(Stdio::inherit()).stderr(Stdio::inherit());
-    let mut s = rexpect::session::spawn_command(cmd, Some(30_000)).unwrap();
+    let mut s = spawn_command(cmd, 30_000);
     s.exp_string("fixture asks you to open a URL: Connect your account").unwrap();
     s.exp_string("https://example.com/connect?id=42").unwrap();
     s.exp_string("When you are done there:").unwrap();
@@ -403,8 +392,7 @@ fn waiting_for_the_user_pauses_the_call_and_script_timeouts() {
     );
     let mut cmd = p.cmd(&["exec", "s.ts"]);
     cmd.env("PATH", "/nonexistent");
-    cmd.stdin(Stdio::inherit()).stdout(Stdio::inherit()).stderr(Stdio::inherit());
-    let mut s = rexpect::session::spawn_command(cmd, Some(30_000)).unwrap();
+    let mut s = spawn_command(cmd, 30_000);
     s.exp_string("When you are done there:").unwrap();
     // The user takes longer than both timeouts (1 s each): that delay is what is tested.
     std::thread::sleep(std::time::Duration::from_millis(2500));

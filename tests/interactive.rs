@@ -3,38 +3,17 @@
 //! `add`; typed answers checked as they are entered, schema violations asked again, the JSON
 //! shown and confirmed before the call. Plus the refusals without a terminal and with --args.
 
+#[path = "support/pty.rs"]
+mod pty;
 mod support;
 
-use std::process::Stdio;
-
-use rexpect::process::WaitStatus;
-use rexpect::session::PtySession;
+use pty::{exit_code, key, spawn};
 use support::{Project, fixture_stdio_yaml};
 
 const DOWN: &str = "\x1b[B";
 
 fn form_project() -> Project {
     Project::with_servers(&fixture_stdio_yaml("fixture", &["--form"]))
-}
-
-/// `agent ARGS` on a pseudo-terminal (stdin, stdout and stderr), hermetic like `Project::cmd`.
-fn spawn(p: &Project, args: &[&str]) -> PtySession {
-    let mut cmd = p.cmd(args);
-    cmd.stdin(Stdio::inherit()).stdout(Stdio::inherit()).stderr(Stdio::inherit());
-    rexpect::session::spawn_command(cmd, Some(30_000)).expect("spawn agent on a pty")
-}
-
-/// Keys typed on the terminal (written at once: `send` alone buffers).
-fn key(s: &mut PtySession, keys: &str) {
-    s.send(keys).unwrap();
-    s.flush().unwrap();
-}
-
-fn exit_code(s: &mut PtySession) -> i32 {
-    match s.process().wait().expect("wait") {
-        WaitStatus::Exited(_, code) => code,
-        other => panic!("agent did not exit normally: {other:?}"),
-    }
 }
 
 #[test]
