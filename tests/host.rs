@@ -97,6 +97,41 @@ fn accept_defaults_declines_when_a_required_field_has_no_default() {
     }
 }
 
+#[test]
+fn accept_defaults_sends_the_default_array_of_a_multi_select() {
+    for (path, args) in PATHS {
+        let p = project(None, args, &["elicitation: accept_defaults"]);
+        let r = call(&p, "elicit_form", json!({"multi": true}));
+        r.assert_ok();
+        let line = r
+            .stdout
+            .lines()
+            .find(|l| l.starts_with("accept: "))
+            .unwrap_or_else(|| panic!("{path}: {}", all_output(&r)));
+        let content: Value = serde_json::from_str(&line["accept: ".len()..]).unwrap();
+        assert_eq!(content, json!({"tags": ["docs"], "days": ["mon", "wed"]}), "{path}");
+    }
+}
+
+#[test]
+fn accept_defaults_refuses_a_default_outside_the_choices() {
+    for (path, args) in PATHS {
+        let p = project(None, args, &["elicitation: accept_defaults"]);
+        let r = call(&p, "elicit_form", json!({"multi": true, "bad_default": true}));
+        r.assert_ok();
+        assert!(r.stdout.contains("decline"), "{path}: {}", all_output(&r));
+        assert!(!r.stdout.contains("urgent"), "{path}: nothing outside the schema was sent: {}", all_output(&r));
+        assert!(
+            r.stderr.contains(
+                "fixture: elicitation declined (policy `accept_defaults`): the defaults do not fit the requested schema: /tags/1: "
+            ),
+            "{path}: {}",
+            r.stderr
+        );
+        assert!(r.stderr.contains("\"urgent\""), "{path}: {}", r.stderr);
+    }
+}
+
 // ---------------------------------------------------------------------------------------------
 // Sampling
 
@@ -313,8 +348,6 @@ fn terminal_form_shows_the_fields_and_sends_the_validated_answer() {
         let p = project(None, args, &[]);
         let mut s = spawn(&p, &["mcp", "call", "fixture.elicit_form", "--args", "{}"]);
         s.exp_string("fixture asks: Tell me about the order").unwrap_or_else(|e| panic!("{path}: {e}"));
-        s.exp_string("color: r = Red, g = Green, b = Blue").unwrap();
-        s.exp_string("size: s = Small, l = Large").unwrap();
         s.exp_string("fill in the form").unwrap();
         key(&mut s, "\r");
         // Properties come in the schema's order: name, count, ratio, color, size, subscribe.
@@ -326,9 +359,12 @@ fn terminal_form_shows_the_fields_and_sends_the_validated_answer() {
             s.send_line(count).unwrap();
             s.exp_string("ratio (number) [0.5]").unwrap();
             s.send_line("").unwrap();
+            // Choices are listed by their titles (`enumNames`, `oneOf` titles); their values are sent.
             s.exp_string("color (choice)").unwrap();
+            s.exp_string("Blue").unwrap();
             key(s, "\r");
             s.exp_string("size (choice)").unwrap();
+            s.exp_string("Large").unwrap();
             key(s, "\r");
             s.exp_string("subscribe (boolean)").unwrap();
             key(s, "\r");
@@ -341,7 +377,46 @@ fn terminal_form_shows_the_fields_and_sends_the_validated_answer() {
         s.exp_string("fill in the form").unwrap();
         key(&mut s, "\r");
         fill(&mut s, "7");
-        s.exp_string("\"name\":\"Grace\",\"count\":7").unwrap_or_else(|e| panic!("{path}: {e}"));
+        s.exp_string("\"name\":\"Grace\",\"count\":7,\"ratio\":0.5,\"color\":\"g\",\"size\":\"l\"")
+            .unwrap_or_else(|e| panic!("{path}: {e}"));
+        s.exp_eof().unwrap();
+    }
+}
+
+#[test]
+fn terminal_multi_select_picks_several_choices_within_the_bounds() {
+    for (path, args) in PATHS {
+        let p = project(None, args, &[]);
+        let mut s = spawn(&p, &["mcp", "call", "fixture.elicit_form", "--args", r#"{"multi": true}"#]);
+        s.exp_string("fill in the form").unwrap_or_else(|e| panic!("{path}: {e}"));
+        key(&mut s, "\r");
+        s.exp_string("Labels").unwrap();
+        s.exp_string("tags* (choices, 1 to 2)").unwrap();
+        s.exp_string("Performance").unwrap();
+        // `Documentation` is pre-selected (the default); add `Bug report` and `Performance`: three.
+        key(&mut s, " ");
+        key(&mut s, DOWN);
+        key(&mut s, DOWN);
+        key(&mut s, " ");
+        key(&mut s, "\r");
+        s.exp_string("`tags`: choose at most 2 (got 3)").unwrap_or_else(|e| panic!("{path}: {e}"));
+        // Asked again with those three checked: uncheck them all, which is too few.
+        for k in [" ", DOWN, " ", DOWN, " ", "\r"] {
+            key(&mut s, k);
+        }
+        s.exp_string("`tags`: choose at least 1 (got 0)").unwrap_or_else(|e| panic!("{path}: {e}"));
+        // Two of three: the first and the last.
+        for k in [" ", DOWN, DOWN, " ", "\r"] {
+            key(&mut s, k);
+        }
+        s.exp_string("days (choices)").unwrap();
+        s.exp_string("wed").unwrap();
+        key(&mut s, "\r");
+        s.exp_string("Send this answer?").unwrap();
+        key(&mut s, "\r");
+        let (_, line) = s.exp_regex(r"accept: \{[^\r\n]*\}").unwrap_or_else(|e| panic!("{path}: {e}"));
+        let content: Value = serde_json::from_str(&line["accept: ".len()..]).unwrap();
+        assert_eq!(content, json!({"tags": ["bug", "perf"], "days": ["mon", "wed"]}), "{path}");
         s.exp_eof().unwrap();
     }
 }

@@ -22,7 +22,8 @@
 //! `--destructive` adds `delete_item` (annotated `destructiveHint: true`; approvals).
 //! `--echo-retires`: `echo` announces `tools/list_changed`, after which tools/list leaves `echo` out.
 //! `--host-tools` adds the tools that ask the host (issue 16): `elicit_form` (defaults, enums with
-//! `enumNames` and `oneOf` titles; `require_note` adds a required field without default),
+//! `enumNames` and `oneOf` titles; `require_note` adds a required field without default; `multi`
+//! asks multi-select fields instead, `bad_default` with a default outside the enum),
 //! `elicit_url`, `sample` (the host's model), `roots` and `reflect` (runs only after the host's model
 //! justified the call as JSON, validated and cached per argument set). They ask with a classic
 //! server-to-client request on sessions before 2026-07-28 and with an `input_required` result
@@ -197,6 +198,13 @@ struct ElicitFormArgs {
     /// Add a required field that has no default (`accept_defaults` must decline).
     #[serde(default)]
     require_note: bool,
+    /// Ask multi-select fields instead (SEP-1330): `tags` (titled, 1 to 2, default `["docs"]`)
+    /// and `days` (untitled, default `["mon", "wed"]`).
+    #[serde(default)]
+    multi: bool,
+    /// With `multi`: a `tags` default outside its choices (`accept_defaults` must decline).
+    #[serde(default)]
+    bad_default: bool,
 }
 
 #[derive(Debug, Deserialize, schemars::JsonSchema)]
@@ -467,6 +475,14 @@ impl Fixture {
         if a.require_note {
             schema["properties"]["note"] = serde_json::json!({"type": "string"});
             schema["required"] = serde_json::json!(["name", "note"]);
+        }
+        if a.multi {
+            let tags = if a.bad_default { serde_json::json!(["docs", "urgent"]) } else { serde_json::json!(["docs"]) };
+            schema = serde_json::json!({"type": "object", "properties": {
+                "tags": {"type": "array", "title": "Labels", "minItems": 1, "maxItems": 2, "default": tags, "items": {"anyOf": [
+                    {"const": "bug", "title": "Bug report"}, {"const": "docs", "title": "Documentation"}, {"const": "perf", "title": "Performance"}]}},
+                "days": {"type": "array", "items": {"type": "string", "enum": ["mon", "tue", "wed"]}, "default": ["mon", "wed"]}
+            }, "required": ["tags"]});
         }
         let params =
             serde_json::json!({"mode": "form", "message": "Tell me about the order", "requestedSchema": schema});

@@ -53,9 +53,6 @@ impl Interaction for Terminal {
         for p in problems {
             eprintln!("  ! {p}");
         }
-        for line in choice_titles(schema) {
-            eprintln!("  {line}");
-        }
         match self.choose("Answer?", &["fill in the form", "decline", "cancel"]) {
             Some(0) => {}
             Some(1) => return Decision::Decline,
@@ -110,33 +107,6 @@ impl Interaction for Terminal {
     fn notice(&self, server: &str, text: &str) {
         eprintln!("{server}: {text}");
     }
-}
-
-/// `x: a = Alpha, b = Beta` for enum fields whose choices have titles (SEP-1330).
-fn choice_titles(schema: &Value) -> Vec<String> {
-    let Some(props) = schema.get("properties").and_then(Value::as_object) else { return Vec::new() };
-    let mut out = Vec::new();
-    for (name, p) in props {
-        let pairs: Vec<String> = if let (Some(e), Some(n)) =
-            (p.get("enum").and_then(Value::as_array), p.get("enumNames").and_then(Value::as_array))
-        {
-            e.iter().zip(n).map(|(v, t)| format!("{} = {}", plain(v), plain(t))).collect()
-        } else if let Some(alts) = p.get("oneOf").or_else(|| p.pointer("/items/anyOf")).and_then(Value::as_array) {
-            alts.iter()
-                .filter_map(|a| Some(format!("{} = {}", plain(a.get("const")?), plain(a.get("title")?))))
-                .collect()
-        } else {
-            Vec::new()
-        };
-        if !pairs.is_empty() {
-            out.push(format!("{name}: {}", pairs.join(", ")));
-        }
-    }
-    out
-}
-
-fn plain(v: &Value) -> String {
-    v.as_str().map(String::from).unwrap_or_else(|| v.to_string())
 }
 
 /// `xdg-open` (or `open` on macOS) when it is on PATH.

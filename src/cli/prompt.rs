@@ -4,7 +4,10 @@
 //!
 //! Each property gets: its description (and title) on a line of its own, then a prompt naming
 //! it, `*` when it is required, and its type. Enums and booleans are a list to pick from (with
-//! `(not set)` when the property is optional); strings, integers and numbers are typed, checked
+//! `(not set)` when the property is optional), showing the choices' titles (`oneOf`/`anyOf` of
+//! `{const, title}`, legacy `enumNames`) and answering their values; an array of enum items is a
+//! multi-select (space toggles, Enter confirms) held to `minItems`/`maxItems` (at least one when
+//! required, unless `minItems` is 0); strings, integers and numbers are typed, checked
 //! as they are entered (a wrong type is said and asked again), with the schema's `default`
 //! offered; arrays, objects and anything the schema leaves open take JSON text. Local `$ref`s
 //! and `anyOf`/`oneOf` with `null` (optional values) are followed. Prompts need stdin and
@@ -15,7 +18,7 @@ use std::io::IsTerminal;
 
 use dialoguer::console::{Term, style};
 use dialoguer::theme::{ColorfulTheme, SimpleTheme, Theme};
-use dialoguer::{Confirm, Input, Select};
+use dialoguer::{Confirm, Input, MultiSelect, Select};
 use serde_json::{Map, Value};
 
 use crate::util::json::resolve_local_ref;
@@ -34,6 +37,12 @@ pub enum Kind {
     Boolean,
     /// One of these values (`enum`, `const`, or `anyOf`/`oneOf` of them).
     Choice(Vec<Value>),
+    /// Several of these values: an array whose items are a `Choice` (`minItems`, `maxItems`).
+    Many {
+        choices: Vec<Value>,
+        min: Option<usize>,
+        max: Option<usize>,
+    },
     /// JSON text: `array`, `object`, or `value` when the schema allows several kinds.
     Json(&'static str),
 }
@@ -49,6 +58,8 @@ pub struct Field {
     /// `null` is allowed (`type: [.., "null"]`, `anyOf` with `{"type": "null"}`).
     pub nullable: bool,
     pub default: Option<Value>,
+    /// The titles of `Choice`/`Many` values, by position (`None`: the value is shown).
+    pub titles: Vec<Option<String>>,
 }
 
 impl Field {
@@ -61,11 +72,55 @@ impl Field {
             Kind::Number => "number",
             Kind::Boolean => "boolean",
             Kind::Choice(_) => "choice",
+            Kind::Many { .. } => return format!("{}{star} (choices{})", self.name, self.bounds()),
             Kind::Json("array") => "JSON array",
             Kind::Json("object") => "JSON object",
             Kind::Json(_) => "JSON",
         };
         format!("{}{star} ({kind})", self.name)
+    }
+
+    /// `, 1 to 2`, `, at least 1`, `, at most 2` or nothing: how many of a `Many` to pick.
+    fn bounds(&self) -> String {
+        let max = match self.kind {
+            Kind::Many { max, .. } => max,
+            _ => None,
+        };
+        match (self.min_picks(), max) {
+            (0, None) => String::new(),
+            (lo, None) => format!(", at least {lo}"),
+            (0, Some(hi)) => format!(", at most {hi}"),
+            (lo, Some(hi)) if lo == hi => format!(", exactly {lo}"),
+            (lo, Some(hi)) => format!(", {lo} to {hi}"),
+        }
+    }
+
+    /// The fewest choices of a `Many`: `minItems`, else 1 when required and 0 when not.
+    pub fn min_picks(&self) -> usize {
+        match self.kind {
+            Kind::Many { min: Some(m), .. } => m,
+            Kind::Many { min: None, .. } => usize::from(self.required),
+            _ => 0,
+        }
+    }
+
+    /// Whether `n` choices of a `Many` are allowed; `Err` says how many to pick.
+    pub fn check_picks(&self, n: usize) -> Result<(), String> {
+        let max = match self.kind {
+            Kind::Many { max, .. } => max,
+            _ => None,
+        };
+        let lo = self.min_picks();
+        match max {
+            Some(hi) if n > hi => Err(format!("`{}`: choose at most {hi} (got {n})", self.name)),
+            _ if n < lo => Err(format!("`{}`: choose at least {lo} (got {n})", self.name)),
+            _ => Ok(()),
+        }
+    }
+
+    /// How choice `i` is shown: its title, else its value.
+    pub fn choice_label(&self, i: usize, value: &Value) -> String {
+        self.titles.get(i).cloned().flatten().unwrap_or_else(|| choice_text(value))
     }
 
     /// The answer typed for this field: `Ok(None)` leaves the property out; `Err` says what is
@@ -100,6 +155,17 @@ impl Field {
             Kind::Choice(choices) => {
                 let v = serde_json::from_str::<Value>(t).unwrap_or_else(|_| Value::String(t.to_string()));
                 if choices.contains(&v) { Ok(Some(v)) } else { Err(format!("`{t}` is not one of the choices")) }
+            }
+            Kind::Many { choices, .. } => {
+                let v = serde_json::from_str::<Value>(t).map_err(|e| format!("not valid JSON: {e}"))?;
+                let Some(items) = v.as_array() else {
+                    return Err(format!("expected a JSON array, got {}", crate::util::json::json_kind(&v)));
+                };
+                if let Some(bad) = items.iter().find(|i| !choices.contains(i)) {
+                    return Err(format!("`{}` is not one of the choices", choice_text(bad)));
+                }
+                self.check_picks(items.len())?;
+                Ok(Some(v))
             }
             Kind::Json(kind) => {
                 let v = serde_json::from_str::<Value>(t).map_err(|e| format!("not valid JSON: {e}"))?;
@@ -144,20 +210,15 @@ fn field(name: &str, prop: &Value, root: &Value, required: bool) -> Field {
                 .map(|a| deref(a, root))
                 .partition(|a| a.get("type").and_then(Value::as_str) == Some("null"));
             nullable |= !nulls.is_empty();
+            if let Some((values, titles)) = const_choices(&others) {
+                let kind = Kind::Choice(values);
+                return Field { name: name.into(), title, description, kind, required, nullable, default, titles };
+            }
             if let [one] = others.as_slice() {
                 target = one;
             } else {
-                let consts: Option<Vec<Value>> = others
-                    .iter()
-                    .map(|a| {
-                        a.get("const").cloned().or_else(|| a.get("enum").and_then(|e| e.as_array()?.first().cloned()))
-                    })
-                    .collect();
-                let kind = match consts {
-                    Some(values) if !values.is_empty() => Kind::Choice(values),
-                    _ => Kind::Json("value"),
-                };
-                return Field { name: name.into(), title, description, kind, required, nullable, default };
+                let (kind, titles) = (Kind::Json("value"), Vec::new());
+                return Field { name: name.into(), title, description, kind, required, nullable, default, titles };
             }
         }
     }
@@ -176,9 +237,10 @@ fn field(name: &str, prop: &Value, root: &Value, required: bool) -> Field {
         nullable = true;
         types.retain(|t| *t != "null");
     }
-    let kind = if let Some(values) = target.get("enum").and_then(Value::as_array) {
-        let values: Vec<Value> = values.iter().filter(|v| !v.is_null()).cloned().collect();
-        nullable |= values.len() < target.get("enum").and_then(Value::as_array).map_or(0, Vec::len);
+    let mut titles = Vec::new();
+    let kind = if let Some((values, names, had_null)) = enum_choices(target) {
+        nullable |= had_null;
+        titles = names;
         Kind::Choice(values)
     } else if let Some(c) = target.get("const") {
         Kind::Choice(vec![c.clone()])
@@ -188,12 +250,59 @@ fn field(name: &str, prop: &Value, root: &Value, required: bool) -> Field {
             ["integer"] => Kind::Integer,
             ["number"] => Kind::Number,
             ["boolean"] => Kind::Boolean,
-            ["array"] => Kind::Json("array"),
+            ["array"] => match target.get("items").map(|i| deref(i, root)).and_then(|i| item_choices(i, root)) {
+                Some((choices, names)) => {
+                    titles = names;
+                    let count = |k: &str| target.get(k).and_then(Value::as_u64).and_then(|n| usize::try_from(n).ok());
+                    Kind::Many { choices, min: count("minItems"), max: count("maxItems") }
+                }
+                None => Kind::Json("array"),
+            },
             ["object"] => Kind::Json("object"),
             _ => Kind::Json("value"),
         }
     };
-    Field { name: name.into(), title, description, kind, required, nullable, default }
+    Field { name: name.into(), title, description, kind, required, nullable, default, titles }
+}
+
+/// `enum` (nulls left out: the third value says whether there was one) with the titles of
+/// legacy `enumNames`.
+fn enum_choices(schema: &Value) -> Option<(Vec<Value>, Vec<Option<String>>, bool)> {
+    let values = schema.get("enum").and_then(Value::as_array)?;
+    let names = schema.get("enumNames").and_then(Value::as_array);
+    let title = |i: usize| names.and_then(|n| n.get(i)).and_then(Value::as_str).map(str::to_string);
+    let (kept, titles): (Vec<Value>, Vec<Option<String>>) =
+        values.iter().enumerate().filter(|(_, v)| !v.is_null()).map(|(i, v)| (v.clone(), title(i))).unzip();
+    let had_null = kept.len() < values.len();
+    Some((kept, titles, had_null))
+}
+
+/// Alternatives that are each one value (`const`, or a one-value `enum`), with their titles.
+fn const_choices(alts: &[&Value]) -> Option<(Vec<Value>, Vec<Option<String>>)> {
+    if alts.is_empty() {
+        return None;
+    }
+    alts.iter()
+        .map(|a| {
+            let one = |e: &Value| match e.as_array()?.as_slice() {
+                [v] => Some(v.clone()),
+                _ => None,
+            };
+            let v = a.get("const").cloned().or_else(|| a.get("enum").and_then(one))?;
+            Some((v, a.get("title").and_then(Value::as_str).map(str::to_string)))
+        })
+        .collect::<Option<Vec<_>>>()
+        .map(|pairs| pairs.into_iter().unzip())
+}
+
+/// The choices of a multi-select's `items`: an `enum`, or `anyOf`/`oneOf` of `{const, title}`.
+fn item_choices(items: &Value, root: &Value) -> Option<(Vec<Value>, Vec<Option<String>>)> {
+    if let Some((values, titles, _)) = enum_choices(items) {
+        return Some((values, titles));
+    }
+    let alts = items.get("anyOf").or_else(|| items.get("oneOf")).and_then(Value::as_array)?;
+    let alts: Vec<&Value> = alts.iter().map(|a| deref(a, root)).collect();
+    const_choices(&alts)
 }
 
 /// Follows local `$ref`s (a few levels; a cycle stops there).
@@ -245,6 +354,7 @@ pub fn ask_object(schema: &Value, answers: &mut Map<String, Value>, only: Option
         let previous = answers.get(&f.name).cloned();
         let answer = match &f.kind {
             Kind::Choice(_) | Kind::Boolean => pick(&term, theme.as_ref(), &f, previous.as_ref())?,
+            Kind::Many { .. } => pick_many(&term, theme.as_ref(), &f, previous.as_ref())?,
             _ => type_in(&term, theme.as_ref(), &f, previous.as_ref())?,
         };
         match answer {
@@ -269,7 +379,12 @@ fn pick(term: &Term, theme: &dyn Theme, f: &Field, previous: Option<&Value>) -> 
         Kind::Choice(choices) => values.extend(choices.iter().cloned().map(Some)),
         _ => values.extend([Some(Value::Bool(true)), Some(Value::Bool(false))]),
     }
-    let items: Vec<String> = values.iter().map(|v| v.as_ref().map_or(NOT_SET.to_string(), choice_text)).collect();
+    let offset = usize::from(!f.required);
+    let items: Vec<String> = values
+        .iter()
+        .enumerate()
+        .map(|(i, v)| v.as_ref().map_or(NOT_SET.to_string(), |v| f.choice_label(i - offset, v)))
+        .collect();
     let preferred = previous.or(f.default.as_ref());
     let default = preferred.and_then(|p| values.iter().position(|v| v.as_ref() == Some(p))).unwrap_or(0);
     let chosen = Select::with_theme(theme)
@@ -279,6 +394,33 @@ fn pick(term: &Term, theme: &dyn Theme, f: &Field, previous: Option<&Value>) -> 
         .interact_on(term)
         .map_err(std::io::Error::from)?;
     Ok(values.get(chosen).cloned().flatten())
+}
+
+/// Several choices (space toggles, Enter confirms), asked again until their number fits. Nothing
+/// picked leaves an optional property out, or sends `[]` when a default would otherwise replace it.
+fn pick_many(term: &Term, theme: &dyn Theme, f: &Field, previous: Option<&Value>) -> std::io::Result<Option<Value>> {
+    let Kind::Many { choices, .. } = &f.kind else { return Ok(None) };
+    let items: Vec<String> = choices.iter().enumerate().map(|(i, v)| f.choice_label(i, v)).collect();
+    let preferred = previous.or(f.default.as_ref()).and_then(Value::as_array);
+    let mut checked: Vec<bool> = choices.iter().map(|c| preferred.is_some_and(|p| p.contains(c))).collect();
+    let hint = "  (space toggles a choice, Enter confirms)";
+    term.write_line(&if super::log::stderr_color() { style(hint).dim().to_string() } else { hint.to_string() })?;
+    loop {
+        let picked = MultiSelect::with_theme(theme)
+            .with_prompt(f.label())
+            .items(&items)
+            .defaults(&checked)
+            .interact_on(term)
+            .map_err(std::io::Error::from)?;
+        match f.check_picks(picked.len()) {
+            Ok(()) if picked.is_empty() && f.default.is_none() && !f.required => return Ok(None),
+            Ok(()) => return Ok(Some(Value::Array(picked.iter().filter_map(|&i| choices.get(i).cloned()).collect()))),
+            Err(why) => {
+                term.write_line(&format!("  ! {why}"))?;
+                checked = (0..choices.len()).map(|i| picked.contains(&i)).collect();
+            }
+        }
+    }
 }
 
 /// A typed answer, checked as it is entered.
@@ -392,5 +534,58 @@ mod tests {
         assert!(f[5].parse("[1,").unwrap_err().starts_with("not valid JSON: "));
         assert_eq!(f[1].parse("normal"), Ok(Some(json!("normal"))));
         assert_eq!(f[1].parse("urgent"), Err("`urgent` is not one of the choices".into()));
+    }
+
+    #[test]
+    fn choice_titles_are_shown_and_values_answered() {
+        let s = json!({"type": "object", "properties": {
+            "color": {"type": "string", "enum": ["r", "g"], "enumNames": ["Red", "Green"]},
+            "size": {"type": "string", "oneOf": [{"const": "s", "title": "Small"}, {"const": "l"}]},
+            "mode": {"anyOf": [{"type": "string", "enum": ["x", "y"]}, {"type": "null"}]}
+        }});
+        let f = fields(&s);
+        assert_eq!(f[0].kind, Kind::Choice(vec![json!("r"), json!("g")]));
+        assert_eq!(f[0].choice_label(1, &json!("g")), "Green");
+        assert_eq!(f[1].kind, Kind::Choice(vec![json!("s"), json!("l")]));
+        assert_eq!(f[1].choice_label(0, &json!("s")), "Small");
+        assert_eq!(f[1].choice_label(1, &json!("l")), "l", "no title: the value");
+        assert_eq!(f[2].kind, Kind::Choice(vec![json!("x"), json!("y")]), "an enum alternative keeps all its values");
+        assert!(f[2].nullable);
+    }
+
+    #[test]
+    fn arrays_of_enum_items_are_multi_selects_with_bounds() {
+        let s = json!({"type": "object", "properties": {
+            "tags": {"type": "array", "minItems": 1, "maxItems": 2, "default": ["docs"],
+                     "items": {"anyOf": [{"const": "bug", "title": "Bug"}, {"const": "docs", "title": "Docs"}]}},
+            "days": {"type": "array", "items": {"type": "string", "enum": ["mon", "tue"]}},
+            "must": {"type": "array", "items": {"enum": ["a", "b"]}},
+            "none_ok": {"type": "array", "minItems": 0, "items": {"enum": ["a"]}},
+            "free": {"type": "array", "items": {"type": "string"}}
+        }, "required": ["tags", "must", "none_ok"]});
+        let f = fields(&s);
+        let labels: Vec<String> = f.iter().map(Field::label).collect();
+        assert_eq!(
+            labels,
+            [
+                "tags* (choices, 1 to 2)",
+                "days (choices)",
+                "must* (choices, at least 1)",
+                "none_ok* (choices)",
+                "free (JSON array)"
+            ]
+        );
+        assert_eq!(f[0].kind, Kind::Many { choices: vec![json!("bug"), json!("docs")], min: Some(1), max: Some(2) });
+        assert_eq!(f[0].choice_label(1, &json!("docs")), "Docs");
+        assert_eq!(f[1].choice_label(0, &json!("mon")), "mon");
+        assert_eq!(f[0].check_picks(3), Err("`tags`: choose at most 2 (got 3)".into()));
+        assert_eq!(f[0].check_picks(0), Err("`tags`: choose at least 1 (got 0)".into()));
+        assert_eq!(f[0].check_picks(2), Ok(()));
+        assert_eq!(f[1].check_picks(0), Ok(()), "optional: none is fine");
+        assert!(f[2].check_picks(0).is_err(), "required: at least one");
+        assert_eq!(f[3].check_picks(0), Ok(()), "required with minItems 0");
+        assert_eq!(f[0].parse(r#"["bug","docs"]"#), Ok(Some(json!(["bug", "docs"]))));
+        assert_eq!(f[0].parse(r#"["bug","nope"]"#), Err("`nope` is not one of the choices".into()));
+        assert_eq!(f[0].parse(""), Ok(Some(json!(["docs"]))), "the default");
     }
 }

@@ -114,6 +114,19 @@ fn hostile_enum_values_and_keys_stay_inside_literals() {
 }
 
 #[test]
+fn multi_select_enum_arrays_become_arrays_of_literal_unions() {
+    // SEP-1330 multi-selects as tool parameters: `items.enum`, or `items.anyOf` of `{const, title}`.
+    let schema = json!({"type": "object", "properties": {
+        "tags": {"type": "array", "items": {"type": "string", "enum": ["a", "b"]}, "minItems": 1, "maxItems": 2},
+        "picks": {"type": "array", "items": {"anyOf": [{"const": "x", "title": "Ex"}, {"const": "y", "title": "Why"}]},
+                  "default": ["x"]}
+    }, "required": ["tags"]});
+    let text = convert_tool(&schema, None, "I", "O", &[]).unwrap().input.render();
+    assert!(text.contains(r#"tags: ("a" | "b")[];"#), "{text}");
+    assert!(text.contains(r#"picks?: ("x" | "y")[];"#), "{text}");
+}
+
+#[test]
 fn huge_enums_and_many_defs_stay_fast_and_correct() {
     // Server-controlled sizes must not go quadratic: 20,000 enum values (with duplicates),
     // 3,000 `$defs` that all sanitise to the same name, 5,000 required keys.

@@ -117,12 +117,20 @@ impl McpClientHandler {
         let policy = self.elicitation_policy();
         let interaction = self.host.interaction().filter(|_| policy == ElicitationPolicy::Ask);
         let server = self.server.clone();
+        // Why a policy declined, when it is worth saying (`accept_defaults`).
+        let mut why: Option<String> = None;
         let decision = match (request, interaction) {
             (ElicitRequestParams::FormElicitationParams { message, requested_schema, .. }, i) => {
                 let schema = serde_json::to_value(&requested_schema)
                     .map_err(|e| ErrorData::invalid_params(format!("unusable requestedSchema: {e}"), None))?;
                 match i {
-                    None if policy == ElicitationPolicy::AcceptDefaults => accept_defaults(&schema),
+                    None if policy == ElicitationPolicy::AcceptDefaults => match accept_defaults(&schema) {
+                        Ok(content) => Decision::Accept(content),
+                        Err(e) => {
+                            why = Some(e);
+                            Decision::Decline
+                        }
+                    },
                     None => Decision::Decline,
                     Some(i) => {
                         let _paused = (self.clock.pause(), super::host::user_wait().pause());
@@ -155,7 +163,8 @@ impl McpClientHandler {
         };
         if policy != ElicitationPolicy::Ask {
             let what = if matches!(decision, Decision::Accept(_)) { "accepted with defaults" } else { "declined" };
-            self.notice(&format!("elicitation {what} (policy `{}`)", policy_name(policy)));
+            let why = why.map(|w| format!(": {w}")).unwrap_or_default();
+            self.notice(&format!("elicitation {what} (policy `{}`){why}", policy_name(policy)));
         }
         let result = match decision {
             Decision::Accept(content) => json!({"action": "accept", "content": Value::Object(content)}),

@@ -201,20 +201,22 @@ pub fn user_wait() -> &'static PauseClock {
     CLOCK.get_or_init(PauseClock::default)
 }
 
-/// SEP-1034: every field filled from its schema `default`; declined when a required field has none.
-pub fn accept_defaults(schema: &Value) -> Decision {
+/// SEP-1034: every field filled from its schema `default`, then checked against the schema (a
+/// default outside an enum, too many items, ... is never sent). `Err` says why it is declined:
+/// a required field without a default, or the defaults' violations.
+pub fn accept_defaults(schema: &Value) -> Result<Map<String, Value>, String> {
     let mut out = Map::new();
-    let props = schema.get("properties").and_then(Value::as_object).cloned().unwrap_or_default();
-    for (name, prop) in &props {
-        if let Some(d) = prop.get("default") {
-            out.insert(name.clone(), d.clone());
-        }
-    }
+    fill_defaults(schema, &mut out);
     let required = schema.get("required").and_then(Value::as_array).cloned().unwrap_or_default();
-    if required.iter().filter_map(Value::as_str).any(|r| !out.contains_key(r)) {
-        return Decision::Decline;
+    let missing: Vec<&str> = required.iter().filter_map(Value::as_str).filter(|r| !out.contains_key(*r)).collect();
+    if !missing.is_empty() {
+        return Err(format!("required field `{}` has no default", missing.join("`, `")));
     }
-    Decision::Accept(out)
+    let problems = violations(schema, &out);
+    if !problems.is_empty() {
+        return Err(format!("the defaults do not fit the requested schema: {}", problems.join("; ")));
+    }
+    Ok(out)
 }
 
 /// Fills the fields the user left out from their defaults (SEP-1034).
@@ -276,7 +278,7 @@ mod tests {
 
     #[test]
     fn defaults_fill_every_field_that_has_one() {
-        let Decision::Accept(m) = accept_defaults(&form()) else { panic!("declined") };
+        let m = accept_defaults(&form()).unwrap();
         assert_eq!(Value::Object(m), json!({"name": "Ada", "age": 36, "color": "green", "ok": true}));
     }
 
@@ -284,7 +286,40 @@ mod tests {
     fn a_required_field_without_default_declines() {
         let mut s = form();
         s["required"] = json!(["note"]);
-        assert_eq!(accept_defaults(&s), Decision::Decline);
+        assert_eq!(accept_defaults(&s), Err("required field `note` has no default".into()));
+    }
+
+    /// A multi-select (SEP-1330): an array of enum items, titled (`anyOf` of `{const, title}`) or not.
+    fn multi(default: Value) -> Value {
+        json!({"type": "object", "properties": {
+            "tags": {"type": "array", "minItems": 1, "maxItems": 2, "default": default,
+                     "items": {"anyOf": [{"const": "bug", "title": "Bug"}, {"const": "docs", "title": "Docs"}, {"const": "perf", "title": "Perf"}]}},
+            "days": {"type": "array", "items": {"type": "string", "enum": ["mon", "tue"]}, "default": ["tue"]}
+        }, "required": ["tags"]})
+    }
+
+    #[test]
+    fn array_defaults_are_used_and_checked_against_the_enum() {
+        let m = accept_defaults(&multi(json!(["bug", "perf"]))).unwrap();
+        assert_eq!(Value::Object(m), json!({"tags": ["bug", "perf"], "days": ["tue"]}));
+        let why = accept_defaults(&multi(json!(["bug", "urgent"]))).unwrap_err();
+        assert!(why.starts_with("the defaults do not fit the requested schema: /tags/1: "), "{why}");
+        assert!(why.contains("\"urgent\""), "{why}");
+        let why = accept_defaults(&multi(json!(["bug", "docs", "perf"]))).unwrap_err();
+        assert!(why.contains("/tags: "), "{why}");
+    }
+
+    #[test]
+    fn multi_select_answers_are_validated() {
+        let s = multi(json!([]));
+        let answer = |v: Value| v.as_object().cloned().unwrap();
+        assert!(violations(&s, &answer(json!({"tags": ["docs", "bug"], "days": []}))).is_empty());
+        let v = violations(&s, &answer(json!({"tags": ["docs", "nope"]})));
+        assert_eq!(v.len(), 1, "{v:?}");
+        assert!(v[0].starts_with("/tags/1: "), "{v:?}");
+        let v = violations(&s, &answer(json!({"tags": [], "days": ["sun"]})));
+        assert_eq!(v.len(), 2, "too few tags and a day outside the enum: {v:?}");
+        assert_eq!(violations(&s, &answer(json!({"tags": "bug"}))).len(), 1, "not an array");
     }
 
     #[test]
