@@ -64,7 +64,8 @@ pub struct SampleAnswer {
 pub trait Interaction: Send + Sync {
     /// Whether prompts can be shown (stdin and stderr are terminals).
     fn is_terminal(&self) -> bool;
-    /// A form for `schema` (a flat object of primitive fields); the answer is validated by the caller.
+    /// A form for `schema` (a flat object of primitive fields and multi-select enum arrays); the
+    /// answer is validated by the caller.
     fn elicit_form(&self, server: &str, message: &str, schema: &Value, problems: &[String]) -> Decision;
     /// Shows `url` and the server's reason, offers to open it, waits for the user's confirmation.
     fn elicit_url(&self, server: &str, message: &str, url: &str) -> Decision;
