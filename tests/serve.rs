@@ -373,6 +373,36 @@ async fn a_cancelled_proxied_call_cancels_the_upstream_request() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cancelled_execute_code_cancels_the_upstream_call_its_script_waits_on() {
+    let p = Project::with_fixture();
+    let client = rmcp_client(&p, Recorder::default()).await;
+    let code = "await callMCPTool('fixture', 'sleep', {ms: 60001}); console.log('finished')";
+    let handle = client
+        .peer()
+        .send_request_with_option(
+            call_request("execute_code", serde_json::json!({"code": code})),
+            rmcp::service::PeerRequestOptions::no_options(),
+        )
+        .await
+        .unwrap();
+    let mut id = None;
+    assert!(
+        wait_until(Duration::from_secs(30), || {
+            id = logged_sleep_id(&p, 60001);
+            id.is_some()
+        }),
+        "the script's call never started"
+    );
+    handle.cancel(Some("test".into())).await.unwrap();
+    let id = id.unwrap();
+    assert!(
+        wait_until(Duration::from_secs(20), || p.server_logged("fixture", &format!("fixture: cancelled {id}"))),
+        "the upstream server was not told (request {id})"
+    );
+    client.cancel().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn concurrent_calls_to_one_server_each_get_only_their_own_progress() {
     let p = Project::with_fixture();
     let rec = Recorder::default();
@@ -416,6 +446,11 @@ fn an_upstream_elicitation_goes_to_the_downstream_client_that_can_answer_it() {
     let content: Value =
         serde_json::from_str(text.strip_prefix("accept: ").unwrap_or_else(|| panic!("{out}"))).unwrap();
     assert_eq!(content, serde_json::json!({"name": "Grace", "count": 7}), "the client's answer went upstream");
+    // A script's tool call asks the client that runs the script.
+    let code = &out["code_with_callback"];
+    assert_eq!(code["is_error"], false, "{out}");
+    assert!(code["text"].as_str().unwrap().contains(r#"accept: {"name":"Grace","count":7}"#), "{out}");
+    assert_eq!(with["asked"].as_array().unwrap().len(), 2, "{out}");
     // A client without the capability: the server's policy (no terminal: decline).
     assert_eq!(out["without_callback"]["text"], "decline: null", "{out}");
 }

@@ -429,7 +429,7 @@ impl Server {
         let e = self.inner.expose;
         let work = async {
             match name {
-                EXECUTE_CODE if e.code => self.execute_code(args).await,
+                EXECUTE_CODE if e.code => self.execute_code(args, ct, peer).await,
                 SEARCH_TOOLS if e.search => self.search_tools(args).await,
                 DESCRIBE_TOOL if e.search => self.describe_tool(args).await,
                 _ if e.proxy => self.proxy_call(name, args, ct, progress, peer).await,
@@ -482,14 +482,22 @@ impl Server {
         }
     }
 
-    async fn execute_code(&self, args: Map<String, Value>) -> CallToolResult {
+    async fn execute_code(
+        &self,
+        args: Map<String, Value>,
+        ct: &tokio_util::sync::CancellationToken,
+        peer: Option<&Peer<RoleServer>>,
+    ) -> CallToolResult {
         let Some(code) = args.get("code").and_then(Value::as_str) else {
             return error_result("execute_code: `code` (a string) is required");
         };
         let Some(pool) = &self.inner.code else { return error_result("code execution is not exposed") };
         let guard = pool.acquire().await;
         let Some(mode) = guard.as_ref() else { return error_result("the server is stopping") };
-        let outcome = mode.run(Script::Inline(code.to_string())).await;
+        // The script's tool calls: cancelled with this request, eliciting through its client
+        // (their progress is not forwarded: several calls would share one token).
+        let (cx, _) = call_context(ct, None, peer);
+        let outcome = mode.run_with(Script::Inline(code.to_string()), cx).await;
         drop(guard);
         let (text, is_error) = crate::agent::code_host::script_result(&outcome);
         let mut r = CallToolResult::success(vec![ContentBlock::text(text)]);

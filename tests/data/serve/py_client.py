@@ -5,7 +5,8 @@ usage: py_client.py stdio CWD CMD [ARGS...] | py_client.py http URL | py_client.
 Prints one JSON object: what each step saw. `listchanged` calls `fixture_echo` (on a fixture
 run with --echo-retires), waits for `notifications/tools/list_changed`, and lists again.
 `elicit` calls `fixture_elicit_form` (a fixture run with --host-tools) from a session whose
-`elicitation_callback` answers, then from one without the callback.
+`elicitation_callback` answers (directly and from an `execute_code` script), then from one
+without the callback.
 """
 import asyncio
 import json
@@ -81,6 +82,9 @@ async def elicit(params):
             await session.initialize()
             r = await session.call_tool("fixture_elicit_form", {})
             out["with_callback"] = {"text": text_of(r), "is_error": bool(r.is_error), "asked": asked}
+            code = "console.log(await callMCPTool('fixture', 'elicit_form', {}))"
+            r = await session.call_tool("execute_code", {"code": code})
+            out["code_with_callback"] = {"text": text_of(r), "is_error": bool(r.is_error)}
     async with stdio_client(params) as (read, write):
         async with ClientSession(read, write) as session:
             await session.initialize()
