@@ -242,7 +242,8 @@ async fn ask_host(
     params: serde_json::Value,
 ) -> Asked {
     use rmcp::model::ProtocolVersion;
-    let mrtr = cx.peer.peer_info().is_some_and(|i| i.protocol_version >= ProtocolVersion::V_2026_07_28);
+    // The request names its version on 2026-07-28 sessions (which have no `initialize`).
+    let mrtr = cx.protocol_version().is_some_and(|v| v >= ProtocolVersion::V_2026_07_28);
     if mrtr {
         if let Some(v) = responses.as_ref().and_then(|r| r.get(key)) {
             return Asked::Got(v.clone());
