@@ -167,6 +167,7 @@ pub async fn drive(
     let calls = handler.calls();
     let _in_flight = calls.enter(cx.clone());
     let mut refused: HashMap<String, ErrorData> = HashMap::new();
+    let mut state_only = 0u32;
     for _ in 0..MAX_ROUNDS {
         let request = ClientRequest::CallToolRequest(CallToolRequest::new(params.clone()));
         let handle = service.peer().send_request_with_option(request, PeerRequestOptions::no_options()).await?;
@@ -187,8 +188,16 @@ pub async fn drive(
             _ => return Err(ServiceError::UnexpectedResponse),
         };
         let requests = required.input_requests.unwrap_or_default();
-        if requests.is_empty() && required.request_state.is_none() {
-            return Err(ServiceError::UnexpectedResponse);
+        if requests.is_empty() {
+            if required.request_state.is_none() {
+                return Err(ServiceError::UnexpectedResponse);
+            }
+            // Only state to echo (the server is still working): back off as rmcp does.
+            let ms = (50u64 << state_only.min(3)).min(250);
+            state_only += 1;
+            tokio::time::sleep(std::time::Duration::from_millis(ms)).await;
+        } else {
+            state_only = 0;
         }
         let mut responses = BTreeMap::new();
         for (key, request) in requests {
