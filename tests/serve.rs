@@ -293,3 +293,164 @@ fn the_mcp_inspector_cli_lists_and_calls_over_stdio() {
     ]);
     assert_eq!(call["content"][0]["text"], "18", "{call}");
 }
+
+// ---------------------------------------------------------------------------------------------
+// Per-call context, driven by an rmcp client over stdio
+
+/// A downstream rmcp client that records every progress notification by its token.
+#[derive(Clone, Default)]
+struct Recorder {
+    progress: Arc<Mutex<std::collections::HashMap<String, Vec<f64>>>>,
+}
+
+impl rmcp::ClientHandler for Recorder {
+    async fn on_progress(
+        &self,
+        p: rmcp::model::ProgressNotificationParam,
+        _cx: rmcp::service::NotificationContext<rmcp::RoleClient>,
+    ) {
+        self.progress.lock().unwrap().entry(p.progress_token.0.to_string()).or_default().push(p.progress);
+    }
+}
+
+/// `agent mcp serve` on stdio in `p`, with an rmcp client connected to it.
+async fn rmcp_client(p: &Project, rec: Recorder) -> rmcp::service::RunningService<rmcp::RoleClient, Recorder> {
+    use rmcp::ServiceExt;
+    let mut cmd = tokio::process::Command::new(agent_bin());
+    cmd.args(["mcp", "serve"]).current_dir(p.path()).env("HOME", p.path().join("home"));
+    let transport = rmcp::transport::TokioChildProcess::new(cmd).unwrap();
+    rec.serve(transport).await.unwrap()
+}
+
+fn call_request(name: &str, args: Value) -> rmcp::model::ClientRequest {
+    let params =
+        rmcp::model::CallToolRequestParams::new(name.to_string()).with_arguments(args.as_object().unwrap().clone());
+    rmcp::model::ClientRequest::CallToolRequest(rmcp::model::CallToolRequest::new(params))
+}
+
+/// The request id the fixture logged for its `sleep ms` call, once it arrived.
+fn logged_sleep_id(p: &Project, ms: u64) -> Option<String> {
+    let log = std::fs::read_to_string(p.path().join(".kodelet/mcp/logs/fixture.stderr.log")).ok()?;
+    let needle = format!("sleep {ms} ms started (request ");
+    let line = log.lines().find(|l| l.contains(&needle))?;
+    Some(line.split(&needle).nth(1)?.trim_end_matches(')').to_string())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cancelled_proxied_call_cancels_the_upstream_request() {
+    let p = Project::with_fixture();
+    let client = rmcp_client(&p, Recorder::default()).await;
+    let handle = client
+        .peer()
+        .send_request_with_option(
+            call_request("fixture_sleep", serde_json::json!({"ms": 60000})),
+            rmcp::service::PeerRequestOptions::no_options(),
+        )
+        .await
+        .unwrap();
+    let mut id = None;
+    assert!(
+        wait_until(Duration::from_secs(20), || {
+            id = logged_sleep_id(&p, 60000);
+            id.is_some()
+        }),
+        "the upstream call never started"
+    );
+    handle.cancel(Some("test".into())).await.unwrap();
+    let id = id.unwrap();
+    assert!(
+        wait_until(Duration::from_secs(20), || p.server_logged("fixture", &format!("fixture: cancelled {id}"))),
+        "the upstream server was not told (request {id})"
+    );
+    // The connection still serves the next call.
+    let r = client
+        .peer()
+        .send_request(call_request("fixture_echo", serde_json::json!({"message": "after"})))
+        .await
+        .unwrap();
+    assert!(format!("{r:?}").contains("after"), "{r:?}");
+    client.cancel().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cancelled_execute_code_cancels_the_upstream_call_its_script_waits_on() {
+    let p = Project::with_fixture();
+    let client = rmcp_client(&p, Recorder::default()).await;
+    let code = "await callMCPTool('fixture', 'sleep', {ms: 60001}); console.log('finished')";
+    let handle = client
+        .peer()
+        .send_request_with_option(
+            call_request("execute_code", serde_json::json!({"code": code})),
+            rmcp::service::PeerRequestOptions::no_options(),
+        )
+        .await
+        .unwrap();
+    let mut id = None;
+    assert!(
+        wait_until(Duration::from_secs(30), || {
+            id = logged_sleep_id(&p, 60001);
+            id.is_some()
+        }),
+        "the script's call never started"
+    );
+    handle.cancel(Some("test".into())).await.unwrap();
+    let id = id.unwrap();
+    assert!(
+        wait_until(Duration::from_secs(20), || p.server_logged("fixture", &format!("fixture: cancelled {id}"))),
+        "the upstream server was not told (request {id})"
+    );
+    client.cancel().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_calls_to_one_server_each_get_only_their_own_progress() {
+    let p = Project::with_fixture();
+    let rec = Recorder::default();
+    let client = rmcp_client(&p, rec.clone()).await;
+    let send = |steps: u32| {
+        let peer = client.peer().clone();
+        async move {
+            let handle = peer
+                .send_request_with_option(
+                    call_request("fixture_progress", serde_json::json!({"steps": steps, "delay_ms": 40})),
+                    rmcp::service::PeerRequestOptions::no_options(),
+                )
+                .await
+                .unwrap();
+            let token = handle.progress_token.0.to_string();
+            let answer = handle.await_response().await.unwrap();
+            (token, format!("{answer:?}"))
+        }
+    };
+    let ((ta, ra), (tb, rb)) = tokio::join!(send(3), send(6));
+    assert!(ra.contains("done after 3 steps") && rb.contains("done after 6 steps"), "{ra}\n{rb}");
+    let seen = rec.progress.lock().unwrap().clone();
+    assert_eq!(seen.get(&ta), Some(&vec![1.0, 2.0, 3.0]), "{seen:?}");
+    assert_eq!(seen.get(&tb), Some(&vec![1.0, 2.0, 3.0, 4.0, 5.0, 6.0]), "{seen:?}");
+    client.cancel().await.unwrap();
+}
+
+#[test]
+fn an_upstream_elicitation_goes_to_the_downstream_client_that_can_answer_it() {
+    let Some(python) = python_mcp_or_skip("serve forwards elicitation") else { return };
+    // The upstream asks with a classic `elicitation/create` request (agent's connections use the
+    // `initialize` lifecycle, so 2025-11-25); the request is tied to the one call in flight.
+    let p = Project::with_servers(&fixture_stdio_yaml("fixture", &["--host-tools"]));
+    let agent = agent_bin().display().to_string();
+    let dir = p.path().display().to_string();
+    let out = run_json(python_client(&python, &p, &["elicit", &dir, &agent, "mcp", "serve"]));
+    let with = &out["with_callback"];
+    assert_eq!(with["is_error"], false, "{out}");
+    assert_eq!(with["asked"][0]["message"], "Tell me about the order", "{out}");
+    let text = with["text"].as_str().unwrap();
+    let content: Value =
+        serde_json::from_str(text.strip_prefix("accept: ").unwrap_or_else(|| panic!("{out}"))).unwrap();
+    assert_eq!(content, serde_json::json!({"name": "Grace", "count": 7}), "the client's answer went upstream");
+    // A script's tool call asks the client that runs the script.
+    let code = &out["code_with_callback"];
+    assert_eq!(code["is_error"], false, "{out}");
+    assert!(code["text"].as_str().unwrap().contains(r#"accept: {"name":"Grace","count":7}"#), "{out}");
+    assert_eq!(with["asked"].as_array().unwrap().len(), 2, "{out}");
+    // A client without the capability: the server's policy (no terminal: decline).
+    assert_eq!(out["without_callback"]["text"], "decline: null", "{out}");
+}

@@ -3,12 +3,13 @@
 //! Serves over stdio (default) or Streamable HTTP (`--http 127.0.0.1:0`, prints
 //! `listening on http://ADDR/mcp` on stdout). Its tools exercise what a client must handle:
 //! `echo`, `add` (outputSchema + structuredContent), `big` (~5 MB of text), `fail` (isError),
-//! `sleep` (ms), `crash` (exits mid-call), `progress` (progress notifications), `complex`
+//! `sleep` (ms; logs `sleep N ms started (request ID)`), `crash` (exits mid-call), `progress` (progress notifications), `complex`
 //! (`$defs`/`$ref`, `anyOf` with null, enums, nested arrays and objects, recursion),
 //! `image` (image content), `headers` (the HTTP request headers it received), `profile` (JSON
 //! text without an output schema, for learned types) and `text.upper`
 //! (a dot in the name). `tools/list` is paginated
-//! (`--page-size`, default 3) so clients must follow `nextCursor`.
+//! (`--page-size`, default 3) so clients must follow `nextCursor`. A `notifications/cancelled`
+//! is logged as `cancelled ID`.
 //!
 //! Start-failure modes for tests: `--exit-on-start` (writes to stderr and exits 3) and
 //! `--hang-on-start` (never answers `initialize`). `--tag X` is ignored (tests find their processes by it).
@@ -33,7 +34,7 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use rmcp::handler::server::router::tool::ToolRouter;
-use rmcp::handler::server::tool::InputResponses;
+use rmcp::handler::server::tool::{InputResponses, RequestState};
 use rmcp::handler::server::wrapper::Parameters;
 use rmcp::model::{
     CallToolResult, ContentBlock, Implementation, ListToolsResult, PaginatedRequestParams, ProgressNotificationParam,
@@ -218,6 +219,10 @@ struct SampleArgs {
     /// Send image content instead of text (a request the host cannot sample).
     #[serde(default)]
     image: bool,
+    /// On 2026-07-28 sessions: when the host leaves the request unanswered (it refused), answer
+    /// without the model instead of asking again.
+    #[serde(default)]
+    optional: bool,
 }
 
 #[derive(Debug, Deserialize, schemars::JsonSchema)]
@@ -245,13 +250,14 @@ async fn ask_host(
     params: serde_json::Value,
 ) -> Asked {
     use rmcp::model::ProtocolVersion;
-    let mrtr = cx.peer.peer_info().is_some_and(|i| i.protocol_version >= ProtocolVersion::V_2026_07_28);
+    // The request names its version on 2026-07-28 sessions (which have no `initialize`).
+    let mrtr = cx.protocol_version().is_some_and(|v| v >= ProtocolVersion::V_2026_07_28);
     if mrtr {
         if let Some(v) = responses.as_ref().and_then(|r| r.get(key)) {
             return Asked::Got(v.clone());
         }
         let request = serde_json::json!({"method": method, "params": params});
-        let doc = serde_json::json!({"resultType": "input_required", "inputRequests": {key: request}});
+        let doc = serde_json::json!({"resultType": "input_required", "inputRequests": {key: request}, "requestState": format!("asked:{key}")});
         return match serde_json::from_value::<rmcp::model::InputRequiredResult>(doc) {
             Ok(r) => Asked::Pending(r.into()),
             Err(e) => Asked::Failed(format!("cannot build the input request: {e}")),
@@ -364,9 +370,9 @@ impl Fixture {
     }
 
     #[tool(description = "Sleep for `ms` milliseconds, then answer.", annotations(read_only_hint = true))]
-    async fn sleep(&self, Parameters(a): Parameters<SleepArgs>) -> String {
+    async fn sleep(&self, Parameters(a): Parameters<SleepArgs>, cx: RequestContext<RoleServer>) -> String {
         // Tests wait for this line in the server's stderr log to know a call is in flight.
-        eprintln!("fixture: sleep {} ms started", a.ms);
+        eprintln!("fixture: sleep {} ms started (request {})", a.ms, cx.id);
         tokio::time::sleep(Duration::from_millis(a.ms)).await;
         format!("slept {} ms", a.ms)
     }
@@ -533,8 +539,13 @@ impl Fixture {
         &self,
         Parameters(a): Parameters<SampleArgs>,
         InputResponses(r): InputResponses,
+        RequestState(state): RequestState,
         cx: RequestContext<RoleServer>,
     ) -> rmcp::model::CallToolResponse {
+        let answered = r.as_ref().is_some_and(|r| r.contains_key("sample"));
+        if a.optional && state.as_deref() == Some("asked:sample") && !answered {
+            return text_result("no sample: the host refused; answered without the model".into(), false);
+        }
         let content = if a.image {
             serde_json::json!({"type": "image", "data": "iVBORw0KGgo=", "mimeType": "image/png"})
         } else {
@@ -626,6 +637,16 @@ impl ServerHandler for Fixture {
             Some(v) => info.with_protocol_version(v.clone()),
             None => info,
         }
+    }
+
+    async fn on_cancelled(
+        &self,
+        n: rmcp::model::CancelledNotificationParam,
+        _cx: rmcp::service::NotificationContext<RoleServer>,
+    ) {
+        // Tests wait for this line to know a client's cancellation arrived.
+        let id = n.request_id.map(|i| i.to_string()).unwrap_or_default();
+        eprintln!("fixture: cancelled {id}");
     }
 
     fn supported_protocol_versions(&self) -> std::borrow::Cow<'static, [rmcp::model::ProtocolVersion]> {

@@ -24,7 +24,7 @@ use super::protocol::{
     ToolDescription, decode_component, query_pairs,
 };
 use crate::mcp::catalog::signature;
-use crate::mcp::{McpError, McpManager, ToolInfo};
+use crate::mcp::{CallContext, McpError, McpManager, ToolInfo};
 
 /// Renders a tool's TypeScript for `GET /tools/<server>/<tool>`, given the tool and every tool of
 /// its server (generated names depend on the whole server). Code mode passes the generator's
@@ -46,13 +46,18 @@ pub struct BridgeServer {
     cancel: CancellationToken,
     task: Option<tokio::task::JoinHandle<()>>,
     calls: Arc<AtomicU64>,
+    context: CurrentContext,
 }
+
+/// The context `POST /call` gives its calls (see [`BridgeServer::set_context`]).
+type CurrentContext = Arc<std::sync::RwLock<Option<CallContext>>>;
 
 struct State {
     manager: Arc<McpManager>,
     token: String,
     calls: Arc<AtomicU64>,
     describer: Option<Describer>,
+    context: CurrentContext,
 }
 
 impl BridgeServer {
@@ -106,7 +111,14 @@ impl BridgeServer {
         let token = random_hex(32);
         let cancel = CancellationToken::new();
         let calls = Arc::new(AtomicU64::new(0));
-        let state = Arc::new(State { manager, token: token.clone(), calls: calls.clone(), describer });
+        let context = CurrentContext::default();
+        let state = Arc::new(State {
+            manager,
+            token: token.clone(),
+            calls: calls.clone(),
+            describer,
+            context: context.clone(),
+        });
         let task = tokio::spawn(accept_loop(listener, state, cancel.clone()));
         Ok(BridgeServer {
             endpoint: BridgeEndpoint { socket: socket.to_path_buf(), token },
@@ -114,7 +126,17 @@ impl BridgeServer {
             cancel,
             task: Some(task),
             calls,
+            context,
         })
+    }
+
+    /// The context of the tool calls served from now on (`None`: plain calls): who made the
+    /// script's request (`serve`'s downstream client, asked when a server elicits) and the
+    /// token that cancels its calls. For a bridge that serves one script at a time.
+    pub fn set_context(&self, cx: Option<CallContext>) {
+        if let Ok(mut c) = self.context.write() {
+            *c = cx;
+        }
     }
 
     pub fn endpoint(&self) -> &BridgeEndpoint {
@@ -262,7 +284,8 @@ async fn call(req: Request<Incoming>, state: &State) -> Resp {
         }
     };
     state.calls.fetch_add(1, Ordering::Relaxed);
-    match state.manager.call_tool(&request.server, &request.tool, request.arguments).await {
+    let cx = state.context.read().ok().and_then(|c| c.clone()).unwrap_or_default();
+    match state.manager.call_tool_with(&request.server, &request.tool, request.arguments, &cx).await {
         Ok(result) => json_response(StatusCode::OK, &crate::mcp::tools::result_json(&result)),
         Err(e) => mcp_error(e),
     }

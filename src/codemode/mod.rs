@@ -23,7 +23,7 @@ use crate::bridge::server::Describer;
 use crate::codegen::{self, GenerateOptions, GenerateReport};
 use crate::config::Config;
 use crate::learn::Recorder;
-use crate::mcp::{McpError, McpManager, ToolInfo};
+use crate::mcp::{CallContext, McpError, McpManager, ToolInfo};
 use crate::runtime::{ExecFailure, ExecOutcome, ExecRequest, Executor, FailureKind, Limits, Script, scan};
 
 /// How a [`CodeMode`] is set up.
@@ -273,6 +273,25 @@ impl CodeMode {
             self.bridge = Some(bridge);
         }
         Ok(())
+    }
+
+    /// [`CodeMode::run`] with the context of the request that runs the script: its tool calls
+    /// carry `cx` (who is asked when a server elicits, the token that cancels them). The caller
+    /// runs one script at a time on this code mode.
+    pub async fn run_with(&self, script: Script, cx: CallContext) -> ExecOutcome {
+        struct Clear<'a>(Option<&'a BridgeServer>);
+        impl Drop for Clear<'_> {
+            fn drop(&mut self) {
+                if let Some(b) = self.0 {
+                    b.set_context(None);
+                }
+            }
+        }
+        if let Some(b) = &self.bridge {
+            b.set_context(Some(cx));
+        }
+        let _clear = Clear(self.bridge.as_ref());
+        self.run(script).await
     }
 
     /// Runs one script in a fresh isolate. A script whose import of a server's module failed

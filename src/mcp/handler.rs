@@ -21,6 +21,7 @@ use rmcp::{ClientHandler, ErrorData, RoleClient};
 use serde_json::{Value, json};
 use tokio::sync::broadcast;
 
+use super::call::{CallContext, ProgressUpdate};
 use super::host::{
     Decision, Host, PauseClock, SampleMessage, SampleRequest, accept_defaults, fill_defaults, violations,
 };
@@ -64,6 +65,8 @@ pub struct McpClientHandler {
     host: Arc<Host>,
     entry: Arc<Entry>,
     clock: Arc<PauseClock>,
+    /// The calls in flight on this connection (progress routes, who an elicitation goes to).
+    calls: Arc<super::call::Calls>,
 }
 
 impl McpClientHandler {
@@ -75,7 +78,18 @@ impl McpClientHandler {
             host: Default::default(),
             entry: Default::default(),
             clock: Default::default(),
+            calls: Default::default(),
         }
+    }
+
+    /// The calls in flight on this connection.
+    pub fn calls(&self) -> &super::call::Calls {
+        &self.calls
+    }
+
+    /// Says on stderr that a server's request was refused (an `input_required` round).
+    pub(crate) fn refused(&self, why: &str) {
+        self.notice(&format!("refused: {why}"));
     }
 
     /// Answers elicitation and sampling with `host` under the policies of `entry`, pausing `clock`
@@ -113,7 +127,23 @@ impl McpClientHandler {
         }
     }
 
-    async fn elicit(&self, request: ElicitRequestParams) -> Result<ElicitResult, ErrorData> {
+    /// Answers an elicitation: asked of whoever made the call (`cx`'s asker) when they can be,
+    /// else under the server's `elicitation` policy.
+    pub(crate) async fn elicit(
+        &self,
+        request: ElicitRequestParams,
+        cx: Option<&Arc<CallContext>>,
+    ) -> Result<ElicitResult, ErrorData> {
+        if let Some(asker) = cx.and_then(|c| c.asker.as_ref()) {
+            let _paused = (self.clock.pause(), super::host::user_wait().pause());
+            match asker.elicit(&self.server, request.clone()).await {
+                Some(Ok(answer)) => return Ok(answer),
+                Some(Err(e)) => {
+                    tracing::warn!(server = %self.server, "forwarding an elicitation failed ({e}); the policy answers")
+                }
+                None => {}
+            }
+        }
         let policy = self.elicitation_policy();
         let interaction = self.host.interaction().filter(|_| policy == ElicitationPolicy::Ask);
         let server = self.server.clone();
@@ -174,7 +204,7 @@ impl McpClientHandler {
         serde_json::from_value(result).map_err(|e| ErrorData::internal_error(e.to_string(), None))
     }
 
-    async fn sample(&self, params: CreateMessageRequestParams) -> Result<CreateMessageResult, ErrorData> {
+    pub(crate) async fn sample(&self, params: CreateMessageRequestParams) -> Result<CreateMessageResult, ErrorData> {
         let server = &self.server;
         let entry = &self.entry;
         if entry.sampling == SamplingPolicy::Deny {
@@ -235,6 +265,21 @@ impl McpClientHandler {
             result["stopReason"] = Value::String(s);
         }
         serde_json::from_value(result).map_err(|e| ErrorData::internal_error(e.to_string(), None))
+    }
+
+    /// The configured roots (`roots` on the server's entry).
+    pub(crate) fn roots(&self) -> Result<ListRootsResult, ErrorData> {
+        let roots: Vec<Value> = self
+            .entry
+            .roots
+            .iter()
+            .map(|d| {
+                let abs = std::fs::canonicalize(d).unwrap_or_else(|_| d.clone());
+                let name = abs.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+                json!({"uri": format!("file://{}", abs.display()), "name": name})
+            })
+            .collect();
+        serde_json::from_value(json!({ "roots": roots })).map_err(|e| ErrorData::internal_error(e.to_string(), None))
     }
 }
 
@@ -305,7 +350,8 @@ impl ClientHandler for McpClientHandler {
         request: ElicitRequestParams,
         _cx: RequestContext<RoleClient>,
     ) -> Result<ElicitResult, ErrorData> {
-        self.elicit(request).await
+        let cx = self.calls.for_request();
+        self.elicit(request, cx.as_ref()).await
     }
 
     async fn create_message(
@@ -317,20 +363,13 @@ impl ClientHandler for McpClientHandler {
     }
 
     async fn list_roots(&self, _cx: RequestContext<RoleClient>) -> Result<ListRootsResult, ErrorData> {
-        let roots: Vec<Value> = self
-            .entry
-            .roots
-            .iter()
-            .map(|d| {
-                let abs = std::fs::canonicalize(d).unwrap_or_else(|_| d.clone());
-                let name = abs.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-                json!({"uri": format!("file://{}", abs.display()), "name": name})
-            })
-            .collect();
-        serde_json::from_value(json!({ "roots": roots })).map_err(|e| ErrorData::internal_error(e.to_string(), None))
+        self.roots()
     }
 
     async fn on_progress(&self, p: ProgressNotificationParam, _cx: NotificationContext<RoleClient>) {
+        if let Some(sink) = self.calls.by_token(&p.progress_token).and_then(|c| c.progress.clone()) {
+            sink(ProgressUpdate { progress: p.progress, total: p.total, message: p.message.clone() });
+        }
         self.events.send(ClientEvent::Progress {
             server: self.server.clone(),
             progress: p.progress,

@@ -26,6 +26,7 @@ use serde_json::{Map, Value};
 use tokio::sync::Mutex;
 
 use super::approval::{Approvals, Approver};
+use super::call::CallContext;
 use super::catalog::{Catalog, SearchResult};
 use super::handler::{ClientEvents, McpClientHandler};
 use super::stdio::{ChildTransport, ResultCap, all_in_flight_failed, size_label};
@@ -453,6 +454,19 @@ impl McpManager {
         tool: &str,
         args: Map<String, Value>,
     ) -> Result<CallToolResult, McpError> {
+        self.call_tool_with(server, tool, args, &CallContext::default()).await
+    }
+
+    /// [`Self::call_tool`] with the call's own context: its progress goes to `cx.progress` (as
+    /// well as to [`Self::events`]), an elicitation during it asks `cx.asker` first, and
+    /// `cx.cancel` stops it (the server is told, as when the returned future is dropped).
+    pub async fn call_tool_with(
+        &self,
+        server: &str,
+        tool: &str,
+        args: Map<String, Value>,
+        cx: &CallContext,
+    ) -> Result<CallToolResult, McpError> {
         let conn = self.connection(server).await?;
         let tools = self.current_tools(server, &conn).await?;
         let info = find_tool(server, tool, &tools)?;
@@ -468,8 +482,9 @@ impl McpManager {
         let timeout = slot.config.call_timeout;
         let params = CallToolRequestParams::new(tool.to_string()).with_arguments(args);
         let too_large = || McpError::ResultTooLarge { server: server.into(), tool: tool.into(), limit: conn.cap.limit };
-        // `RunningService::call_tool` (not `Peer::call_tool`): it drives `input_required` rounds.
-        let call = capped(&conn.cap, conn.service.call_tool(params));
+        // Every round through `call::drive`: per-call progress, `input_required` rounds answered
+        // with the call's context, `notifications/cancelled` when dropped.
+        let call = capped(&conn.cap, super::call::drive(&conn.service, params, Arc::new(cx.clone())));
         match conn.clock.timeout(timeout, call).await.ok_or(()) {
             Ok(Ok(result)) => {
                 if result.is_error != Some(true) {

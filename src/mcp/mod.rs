@@ -1,9 +1,11 @@
 //! MCP client side: the connection manager (rmcp), its notification handler, the stdio
 //! transport that caps message size, the tool index entry every other module consumes, the
-//! searchable tool catalog over it, and the approval check of destructive tools (`approval`).
+//! searchable tool catalog over it, the approval check of destructive tools (`approval`), and
+//! the per-call context and the loop that drives every call (`call`).
 //! Knows `config` and `search`; knows nothing of codegen, bridge or agent.
 
 pub mod approval;
+pub mod call;
 pub mod catalog;
 pub mod handler;
 pub mod host;
@@ -12,5 +14,6 @@ pub mod stdio;
 pub mod tools;
 pub mod usage;
 
+pub use call::{Asker, CallContext, ProgressSink, ProgressUpdate};
 pub use manager::{CallObserver, McpError, McpManager, Started};
 pub use tools::ToolInfo;

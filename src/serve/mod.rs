@@ -11,8 +11,10 @@
 //!   [`CodeMode`]s (one executor runs one script at a time);
 //! - **search**: `search_tools` / `describe_tool` over [`McpManager::search`] and the describer.
 //!
-//! Upstream `tools/list_changed` reaches every downstream peer; downstream cancellation drops
-//! the upstream call. [`http`] serves it over Streamable HTTP at `/mcp` (loopback, `Host` and
+//! Upstream `tools/list_changed` reaches every downstream peer. Each proxied call carries its
+//! own [`CallContext`]: upstream progress reaches the downstream request that asked for it, an
+//! upstream elicitation goes to the downstream client when it declared `elicitation` (else the
+//! server's policy answers), and a downstream cancellation cancels the upstream request. [`http`] serves it over Streamable HTTP at `/mcp` (loopback, `Host` and
 //! `Origin` checks, optional bearer token); stdio is [`Server::serve_stdio`].
 
 pub mod http;
@@ -21,10 +23,12 @@ use std::collections::{BTreeMap, HashSet};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
+use futures::future::BoxFuture;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation, JsonObject, ListToolsResult,
     PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
 };
+use rmcp::model::{ElicitRequestParams, ElicitResult};
 use rmcp::service::{NotificationContext, RequestContext};
 use rmcp::{ErrorData, Peer, RoleServer, ServerHandler, ServiceExt};
 use serde_json::{Map, Value, json};
@@ -34,7 +38,7 @@ use crate::codemode::{CodeMode, Options};
 use crate::config::Config;
 use crate::handler::{Handler, HandlerRunner};
 use crate::mcp::handler::ClientEvent;
-use crate::mcp::{McpError, McpManager, ToolInfo};
+use crate::mcp::{Asker, CallContext, McpError, McpManager, ProgressUpdate, ToolInfo};
 use crate::runtime::Script;
 
 /// The code-execution tool.
@@ -169,8 +173,6 @@ struct Inner {
     /// Downstream peers to tell about tool list changes.
     peers: Mutex<Vec<Peer<RoleServer>>>,
     forwarder: Mutex<Option<tokio::task::JoinHandle<()>>>,
-    /// Proxied calls in flight per upstream server (progress is forwarded only for a lone one).
-    in_flight: Mutex<BTreeMap<String, Arc<AtomicUsize>>>,
 }
 
 /// The MCP server `agent mcp serve` runs; cheap to clone (one per HTTP session).
@@ -232,7 +234,6 @@ impl Server {
             names: Mutex::new(None),
             peers: Mutex::new(Vec::new()),
             forwarder: Mutex::new(None),
-            in_flight: Mutex::new(BTreeMap::new()),
         });
         let server = Server { inner };
         server.forward_events();
@@ -423,14 +424,15 @@ impl Server {
         args: Map<String, Value>,
         ct: &tokio_util::sync::CancellationToken,
         progress: Option<Progress>,
+        peer: Option<&Peer<RoleServer>>,
     ) -> CallToolResult {
         let e = self.inner.expose;
         let work = async {
             match name {
-                EXECUTE_CODE if e.code => self.execute_code(args).await,
+                EXECUTE_CODE if e.code => self.execute_code(args, ct, peer).await,
                 SEARCH_TOOLS if e.search => self.search_tools(args).await,
                 DESCRIBE_TOOL if e.search => self.describe_tool(args).await,
-                _ if e.proxy => self.proxy_call(name, args, progress).await,
+                _ if e.proxy => self.proxy_call(name, args, ct, progress, peer).await,
                 _ => error_result(format!("unknown tool `{name}`")),
             }
         };
@@ -440,7 +442,14 @@ impl Server {
         }
     }
 
-    async fn proxy_call(&self, name: &str, mut args: Map<String, Value>, progress: Option<Progress>) -> CallToolResult {
+    async fn proxy_call(
+        &self,
+        name: &str,
+        mut args: Map<String, Value>,
+        ct: &tokio_util::sync::CancellationToken,
+        progress: Option<Progress>,
+        peer: Option<&Peer<RoleServer>>,
+    ) -> CallToolResult {
         let (names, _) = self.proxy_names().await;
         let Some((server, tool)) = names.resolve(name) else {
             let hint = crate::util::suggest::did_you_mean(&crate::util::suggest::suggest(name, names.names()));
@@ -457,10 +466,12 @@ impl Server {
                 Err(e) => return error_result(format!("{e} (the tool was not called)")),
             }
         }
-        let forwarding = progress.map(|p| self.forward_progress(server, p));
-        let called = self.inner.manager.call_tool(server, tool, args).await;
+        let (cx, forwarding) = call_context(ct, progress, peer);
+        let called = self.inner.manager.call_tool_with(server, tool, args, &cx).await;
+        drop(cx);
         if let Some(f) = forwarding {
-            f.finish().await;
+            // Ends when the call's progress sink is gone: what arrived before the answer goes first.
+            let _ = f.await;
         }
         match called {
             Ok(r) => match &handler {
@@ -471,14 +482,22 @@ impl Server {
         }
     }
 
-    async fn execute_code(&self, args: Map<String, Value>) -> CallToolResult {
+    async fn execute_code(
+        &self,
+        args: Map<String, Value>,
+        ct: &tokio_util::sync::CancellationToken,
+        peer: Option<&Peer<RoleServer>>,
+    ) -> CallToolResult {
         let Some(code) = args.get("code").and_then(Value::as_str) else {
             return error_result("execute_code: `code` (a string) is required");
         };
         let Some(pool) = &self.inner.code else { return error_result("code execution is not exposed") };
         let guard = pool.acquire().await;
         let Some(mode) = guard.as_ref() else { return error_result("the server is stopping") };
-        let outcome = mode.run(Script::Inline(code.to_string())).await;
+        // The script's tool calls: cancelled with this request, eliciting through its client
+        // (their progress is not forwarded: several calls would share one token).
+        let (cx, _) = call_context(ct, None, peer);
+        let outcome = mode.run_with(Script::Inline(code.to_string()), cx).await;
         drop(guard);
         let (text, is_error) = crate::agent::code_host::script_result(&outcome);
         let mut r = CallToolResult::success(vec![ContentBlock::text(text)]);
@@ -540,55 +559,6 @@ impl Server {
         CallToolResult::success(vec![ContentBlock::text(text)])
     }
 
-    /// Forwards `server`'s progress notifications to the downstream request while the guard
-    /// lives. Upstream progress carries no link to our call, so this forwards only while this
-    /// is serve's one call in flight to `server` (otherwise progress could reach the wrong
-    /// client; it is dropped instead).
-    fn forward_progress(&self, server: &str, p: Progress) -> ProgressGuard {
-        let count = {
-            let mut map = self.inner.in_flight.lock().unwrap_or_else(|e| e.into_inner());
-            map.entry(server.to_string()).or_insert_with(|| Arc::new(AtomicUsize::new(0))).clone()
-        };
-        count.fetch_add(1, Ordering::AcqRel);
-        let mut rx = self.inner.manager.events().subscribe();
-        let server_name = server.to_string();
-        let alone = count.clone();
-        let (done_tx, mut done_rx) = tokio::sync::oneshot::channel::<()>();
-        let task = tokio::spawn(async move {
-            let forward = |ev: ClientEvent| {
-                let p = &p;
-                let server_name = &server_name;
-                let alone = &alone;
-                async move {
-                    if let ClientEvent::Progress { server, progress, total, message } = ev
-                        && &server == server_name
-                        && alone.load(Ordering::Acquire) == 1
-                    {
-                        let mut n = rmcp::model::ProgressNotificationParam::new(p.token.clone(), progress);
-                        n.total = total;
-                        n.message = message;
-                        let _ = p.peer.notify_progress(n).await;
-                    }
-                }
-            };
-            loop {
-                tokio::select! {
-                    ev = rx.recv() => match ev {
-                        Ok(ev) => forward(ev).await,
-                        Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {}
-                        Err(_) => return,
-                    },
-                    _ = &mut done_rx => break,
-                }
-            }
-            // The call answered: what arrived before its answer still goes out, first.
-            while let Ok(ev) = rx.try_recv() {
-                forward(ev).await;
-            }
-        });
-        ProgressGuard { task: Some(task), done: Some(done_tx), count }
-    }
-
     fn remember_peer(&self, peer: Peer<RoleServer>) {
         if let Ok(mut p) = self.inner.peers.lock() {
             p.push(peer);
@@ -602,31 +572,69 @@ pub struct Progress {
     pub peer: Peer<RoleServer>,
 }
 
-/// Stops forwarding progress (and counts the call as finished) when dropped.
-struct ProgressGuard {
-    task: Option<tokio::task::JoinHandle<()>>,
-    done: Option<tokio::sync::oneshot::Sender<()>>,
-    count: Arc<AtomicUsize>,
-}
-
-impl ProgressGuard {
-    /// Sends what is still queued, then stops.
-    async fn finish(mut self) {
-        if let Some(done) = self.done.take() {
-            let _ = done.send(());
-        }
-        if let Some(task) = self.task.take() {
-            let _ = task.await;
-        }
+/// The context of one proxied call: its progress goes to the downstream request that asked for
+/// it (in order, through one task that ends when the call's sink is dropped), an elicitation
+/// during it goes to the downstream client when that client can answer it, and the downstream
+/// cancellation stops it (the upstream server is told).
+fn call_context(
+    ct: &tokio_util::sync::CancellationToken,
+    progress: Option<Progress>,
+    peer: Option<&Peer<RoleServer>>,
+) -> (CallContext, Option<tokio::task::JoinHandle<()>>) {
+    let mut cx = CallContext { cancel: Some(ct.clone()), ..Default::default() };
+    let mut task = None;
+    if let Some(p) = progress {
+        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<ProgressUpdate>();
+        task = Some(tokio::spawn(async move {
+            while let Some(u) = rx.recv().await {
+                let mut n = rmcp::model::ProgressNotificationParam::new(p.token.clone(), u.progress);
+                n.total = u.total;
+                n.message = u.message;
+                let _ = p.peer.notify_progress(n).await;
+            }
+        }));
+        cx.progress = Some(Arc::new(move |u| {
+            let _ = tx.send(u);
+        }));
     }
+    if let Some(peer) = peer {
+        cx.asker = Some(Arc::new(Downstream(peer.clone())));
+    }
+    (cx, task)
 }
 
-impl Drop for ProgressGuard {
-    fn drop(&mut self) {
-        if let Some(task) = self.task.take() {
-            task.abort();
-        }
-        self.count.fetch_sub(1, Ordering::AcqRel);
+/// The downstream client, asked when an upstream server elicits during its call.
+struct Downstream(Peer<RoleServer>);
+
+impl Asker for Downstream {
+    fn elicit<'a>(
+        &'a self,
+        _server: &'a str,
+        request: ElicitRequestParams,
+    ) -> BoxFuture<'a, Option<Result<ElicitResult, String>>> {
+        Box::pin(async move {
+            let info = self.0.peer_info()?;
+            // rmcp refuses server-to-client requests on 2026-07-28 sessions.
+            if info.protocol_version >= rmcp::model::ProtocolVersion::V_2026_07_28 {
+                return None;
+            }
+            let caps = info.capabilities.elicitation.as_ref()?;
+            if matches!(request, ElicitRequestParams::UrlElicitationParams { .. }) && caps.url.is_none() {
+                return None;
+            }
+            // `Peer::create_elicitation` needs rmcp's `elicitation` feature; this is its body.
+            let asked = rmcp::model::ServerRequest::ElicitRequest(rmcp::model::ElicitRequest::new(request));
+            Some(match self.0.send_request(asked).await {
+                Ok(rmcp::model::ClientResult::ElicitResult(r)) => Ok(r),
+                Ok(_) => Err("the client answered an elicitation with something else".into()),
+                Err(e) => Err(e.to_string()),
+            })
+        })
+    }
+
+    fn origin(&self) -> u64 {
+        // One downstream session: its client info is one allocation for the session's life.
+        self.0.peer_info().map(|i| Arc::as_ptr(&i) as usize as u64).unwrap_or(0)
     }
 }
 
@@ -680,7 +688,7 @@ impl ServerHandler for Server {
     ) -> Result<CallToolResponse, ErrorData> {
         let args = request.arguments.unwrap_or_default();
         let progress = cx.meta.get_progress_token().map(|token| Progress { token, peer: cx.peer.clone() });
-        Ok(CallToolResponse::Complete(self.call(&request.name, args, &cx.ct, progress).await))
+        Ok(CallToolResponse::Complete(self.call(&request.name, args, &cx.ct, progress, Some(&cx.peer)).await))
     }
 }
 

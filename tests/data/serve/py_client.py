@@ -1,8 +1,12 @@
 """Drives `agent mcp serve` with the official Python MCP SDK (tests/serve.rs).
 
 usage: py_client.py stdio CWD CMD [ARGS...] | py_client.py http URL | py_client.py listchanged CWD CMD [ARGS...]
+       | py_client.py elicit CWD CMD [ARGS...]
 Prints one JSON object: what each step saw. `listchanged` calls `fixture_echo` (on a fixture
 run with --echo-retires), waits for `notifications/tools/list_changed`, and lists again.
+`elicit` calls `fixture_elicit_form` (a fixture run with --host-tools) from a session whose
+`elicitation_callback` answers (directly and from an `execute_code` script), then from one
+without the callback.
 """
 import asyncio
 import json
@@ -10,7 +14,7 @@ import sys
 
 import anyio
 
-from mcp import ClientSession
+from mcp import ClientSession, types
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 
@@ -65,9 +69,35 @@ async def list_changed(session, changed):
     return {"before": before, "after": after}
 
 
+async def elicit(params):
+    asked = []
+
+    async def answer(context, p):
+        asked.append({"message": p.message, "fields": sorted(p.requested_schema.get("properties", {}))})
+        return types.ElicitResult(action="accept", content={"name": "Grace", "count": 7})
+
+    out = {}
+    async with stdio_client(params) as (read, write):
+        async with ClientSession(read, write, elicitation_callback=answer) as session:
+            await session.initialize()
+            r = await session.call_tool("fixture_elicit_form", {})
+            out["with_callback"] = {"text": text_of(r), "is_error": bool(r.is_error), "asked": asked}
+            code = "console.log(await callMCPTool('fixture', 'elicit_form', {}))"
+            r = await session.call_tool("execute_code", {"code": code})
+            out["code_with_callback"] = {"text": text_of(r), "is_error": bool(r.is_error)}
+    async with stdio_client(params) as (read, write):
+        async with ClientSession(read, write) as session:
+            await session.initialize()
+            r = await session.call_tool("fixture_elicit_form", {})
+            out["without_callback"] = {"text": text_of(r), "is_error": bool(r.is_error)}
+    return out
+
+
 async def main():
     mode = sys.argv[1]
-    if mode == "listchanged":
+    if mode == "elicit":
+        out = await elicit(StdioServerParameters(command=sys.argv[3], args=sys.argv[4:], cwd=sys.argv[2]))
+    elif mode == "listchanged":
         changed = anyio.Event()
 
         async def on_message(message):
