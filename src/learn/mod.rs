@@ -2,18 +2,24 @@
 //! [`CallObserver`], so every successful call (`agent mcp call`, direct mode, the bridge's calls
 //! from scripts) is observed, whatever the command.
 //!
-//! The call path only clones the result onto a queue, without waking anyone: on this kind of
-//! machine waking a sleeping thread per call costs more than the call's own work (measured: +30 %
-//! of a fixture call). A background thread takes the queue every [`BATCH`] (or sooner when it
-//! grows long), decodes each result the way scripts see it (`structuredContent`, else text parsed
-//! as JSON when it parses, else the text), infers its shape and keeps it pending. Pending observations are merged into the registry file
-//! at [`Recorder::flush`] (commands flush before they exit, code mode after each script), every
-//! few seconds in the background, and when the recorder is dropped: nothing observed is lost.
+//! The call path only clones the result onto a queue and bumps a counter, without waking anyone:
+//! on this kind of machine waking a sleeping thread per call costs more than the call's own work
+//! (measured: +30 % of a fixture call). Whoever flushes does the rest in its own thread: it takes
+//! the queue, decodes each result the way scripts see it (`structuredContent`, else text parsed
+//! as JSON when it parses, else the text), infers its shape and merges it into the registry
+//! file. [`Recorder::flush`] is called by commands before they exit and by code mode after each
+//! script; a background thread flushes every few seconds (and at once when the queue grows long),
+//! and the last flush happens when the recorder is dropped: nothing observed is lost.
+//!
+//! A flush with nothing observed since the last one returns at once (one atomic load): a script
+//! that called no tool pays nothing. Nobody ever waits for a low-priority thread: a first version
+//! flushed through a `SCHED_IDLE` thread and, under load (`agent mcp serve` with 16 clients), each
+//! script waited for the CPU to go idle.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::mpsc;
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Condvar, Mutex};
 use std::time::Duration;
 
 use rmcp::model::{CallToolResult, ContentBlock};
@@ -25,8 +31,6 @@ use crate::types::{Change, Pending, Registry, Thresholds, definition_hash};
 
 /// Pending observations are written at least this often.
 const AUTO_FLUSH: Duration = Duration::from_secs(5);
-/// How often the background thread takes the queue of observed results.
-const BATCH: Duration = Duration::from_millis(100);
 /// A queue this long wakes the background thread at once (bounds the memory it holds).
 const WAKE_AT: usize = 256;
 
@@ -55,20 +59,70 @@ pub fn load_registry_at(path: &Path, t: &Thresholds) -> Registry {
     reg.with_thresholds(t)
 }
 
-enum Msg {
-    /// The queue is long: take it now.
-    Wake,
-    Flush(mpsc::SyncSender<Vec<Change>>),
+/// Results observed and not yet taken by a flush.
+type Queue = Mutex<Vec<(Arc<ToolInfo>, CallToolResult)>>;
+
+/// The definition hash per tool, recomputed only when the definition changes.
+type Hashes = HashMap<(String, String), (Arc<ToolInfo>, String)>;
+
+/// What the call path, the flushers and the background thread share.
+struct Shared {
+    queue: Queue,
+    /// Results pushed and not yet written (0: a flush has nothing to do).
+    unwritten: AtomicUsize,
+    /// Held by a flush from taking the queue to writing the file, so flushes write in order.
+    hashes: Mutex<Hashes>,
+    path: PathBuf,
+    thresholds: Thresholds,
+    /// The background thread's alarm: `(woken, stopping)`.
+    alarm: Mutex<(bool, bool)>,
+    bell: Condvar,
 }
 
-/// Results observed and not yet taken by the background thread.
-type Queue = Mutex<Vec<(Arc<ToolInfo>, CallToolResult)>>;
+impl Shared {
+    fn flush(&self) -> Vec<Change> {
+        if self.unwritten.load(Ordering::Acquire) == 0 {
+            return Vec::new();
+        }
+        let Ok(mut hashes) = self.hashes.lock() else { return Vec::new() };
+        let batch = self.queue.lock().map(|mut q| std::mem::take(&mut *q)).unwrap_or_default();
+        if batch.is_empty() {
+            return Vec::new();
+        }
+        let taken = batch.len();
+        let mut pending = Pending::default();
+        for (tool, result) in batch {
+            let k = (tool.server.clone(), tool.name.clone());
+            let def = match hashes.get(&k) {
+                Some((known, hash)) if Arc::ptr_eq(known, &tool) || **known == *tool => hash.clone(),
+                _ => {
+                    let hash = definition_hash(&serde_json::to_vec(&*tool).unwrap_or_default());
+                    hashes.insert(k, (tool.clone(), hash.clone()));
+                    hash
+                }
+            };
+            pending.add(&tool.server, &tool.name, &def, &decoded(&result));
+        }
+        let mut warnings = Vec::new();
+        let changes = match Registry::record(&self.path, &pending, &self.thresholds, &mut warnings) {
+            Ok(changes) => changes,
+            Err(e) => {
+                tracing::warn!("the type registry was not updated: {e}");
+                Vec::new()
+            }
+        };
+        for w in warnings {
+            tracing::warn!("{w}");
+        }
+        self.unwritten.fetch_sub(taken, Ordering::AcqRel);
+        changes
+    }
+}
 
 /// Records the shapes of the results of a manager's calls (see the module doc).
 pub struct Recorder {
-    tx: Mutex<Option<mpsc::Sender<Msg>>>,
+    shared: Arc<Shared>,
     thread: Mutex<Option<std::thread::JoinHandle<()>>>,
-    queue: Arc<Queue>,
     /// The last definition seen per tool, shared so the call path clones a tool only when its
     /// definition changed.
     known: Mutex<HashMap<String, HashMap<String, Arc<ToolInfo>>>>,
@@ -89,40 +143,41 @@ impl Recorder {
 
     /// A recorder writing to `path`.
     pub fn start(path: PathBuf, t: Thresholds) -> Recorder {
-        let (tx, rx) = mpsc::channel::<Msg>();
-        let queue: Arc<Queue> = Arc::default();
-        let q = queue.clone();
+        let shared = Arc::new(Shared {
+            queue: Mutex::default(),
+            unwritten: AtomicUsize::new(0),
+            hashes: Mutex::default(),
+            path,
+            thresholds: t,
+            alarm: Mutex::new((false, false)),
+            bell: Condvar::new(),
+        });
+        let s = shared.clone();
         let thread = std::thread::Builder::new()
             .name("agent-types".into())
-            .spawn(move || background(rx, &q, &path, &t))
-            .map_err(|e| tracing::warn!("cannot start the type recorder: {e}"))
+            .spawn(move || background(&s))
+            .map_err(|e| tracing::warn!("cannot start the type recorder's background flush: {e}"))
             .ok();
-        Recorder {
-            tx: Mutex::new(thread.as_ref().map(|_| tx)),
-            thread: Mutex::new(thread),
-            queue,
-            known: Mutex::default(),
-        }
+        Recorder { shared, thread: Mutex::new(thread), known: Mutex::default() }
     }
 
     /// Writes every observation made so far to the registry and returns the tools whose quality
-    /// changed. Blocks until it is written.
+    /// changed. Runs in the caller's thread; returns at once when nothing was observed since the
+    /// last flush.
     pub fn flush(&self) -> Vec<Change> {
-        let (reply, answer) = mpsc::sync_channel(1);
-        let sent = self.tx.lock().ok().and_then(|tx| tx.as_ref().map(|tx| tx.send(Msg::Flush(reply)).is_ok()));
-        if sent != Some(true) {
-            return Vec::new();
-        }
-        answer.recv().unwrap_or_default()
+        self.shared.flush()
     }
 
     /// Flushes and stops the background thread (also done on drop).
     pub fn finish(&self) {
-        let tx = self.tx.lock().ok().and_then(|mut tx| tx.take());
-        drop(tx);
+        if let Ok(mut a) = self.shared.alarm.lock() {
+            a.1 = true;
+        }
+        self.shared.bell.notify_all();
         if let Some(handle) = self.thread.lock().ok().and_then(|mut t| t.take()) {
             let _ = handle.join();
         }
+        self.shared.flush();
     }
 }
 
@@ -149,96 +204,38 @@ impl CallObserver for Recorder {
             }
         };
         drop(known);
-        let len = match self.queue.lock() {
+        let len = match self.shared.queue.lock() {
             Ok(mut q) => {
+                // Counted under the queue's lock: a flush never takes more than it counts.
+                self.shared.unwritten.fetch_add(1, Ordering::AcqRel);
                 q.push((info, result.clone()));
                 q.len()
             }
             Err(_) => return,
         };
-        if len == WAKE_AT
-            && let Ok(tx) = self.tx.lock()
-            && let Some(tx) = tx.as_ref()
-        {
-            let _ = tx.send(Msg::Wake);
+        if len == WAKE_AT {
+            if let Ok(mut a) = self.shared.alarm.lock() {
+                a.0 = true;
+            }
+            self.shared.bell.notify_one();
         }
     }
 }
 
-fn background(rx: mpsc::Receiver<Msg>, queue: &Queue, path: &Path, t: &Thresholds) {
-    lowest_priority();
-    let mut pending = Pending::default();
-    // The definition hash per tool, recomputed only when the definition changes.
-    let mut hashes: HashMap<(String, String), (Arc<ToolInfo>, String)> = HashMap::new();
-    let mut take = |pending: &mut Pending| {
-        let batch = queue.lock().map(|mut q| std::mem::take(&mut *q)).unwrap_or_default();
-        for (tool, result) in batch {
-            let k = (tool.server.clone(), tool.name.clone());
-            let def = match hashes.get(&k) {
-                Some((known, hash)) if Arc::ptr_eq(known, &tool) || **known == *tool => hash.clone(),
-                _ => {
-                    let hash = definition_hash(&serde_json::to_vec(&*tool).unwrap_or_default());
-                    hashes.insert(k, (tool.clone(), hash.clone()));
-                    hash
-                }
-            };
-            pending.add(&tool.server, &tool.name, &def, &decoded(&result));
-        }
-    };
-    let write = |pending: &mut Pending| -> Vec<Change> {
-        if pending.is_empty() {
-            return Vec::new();
-        }
-        let mut warnings = Vec::new();
-        let out = match Registry::record(path, pending, t, &mut warnings) {
-            Ok(changes) => {
-                *pending = Pending::default();
-                changes
-            }
-            Err(e) => {
-                tracing::warn!("the type registry was not updated: {e}");
-                Vec::new()
-            }
-        };
-        for w in warnings {
-            tracing::warn!("{w}");
-        }
-        out
-    };
-    let mut written = std::time::Instant::now();
+/// Flushes every [`AUTO_FLUSH`], when the queue grows long, and stops when told.
+fn background(shared: &Shared) {
     loop {
-        let msg = rx.recv_timeout(BATCH);
-        take(&mut pending);
-        match msg {
-            Ok(Msg::Wake) => {}
-            Ok(Msg::Flush(reply)) => {
-                let _ = reply.send(write(&mut pending));
-                written = std::time::Instant::now();
-            }
-            Err(mpsc::RecvTimeoutError::Timeout) => {
-                if written.elapsed() >= AUTO_FLUSH {
-                    write(&mut pending);
-                    written = std::time::Instant::now();
-                }
-            }
-            Err(mpsc::RecvTimeoutError::Disconnected) => {
-                write(&mut pending);
+        let stopping = {
+            let Ok(alarm) = shared.alarm.lock() else { return };
+            let Ok((mut alarm, _)) = shared.bell.wait_timeout_while(alarm, AUTO_FLUSH, |a| !a.0 && !a.1) else {
                 return;
-            }
-        }
-    }
-}
-
-/// Runs this thread only when a CPU would otherwise idle (Linux `SCHED_IDLE`), so learning never
-/// competes with tool calls for a core; elsewhere, or if refused, it runs at normal priority.
-fn lowest_priority() {
-    #[cfg(target_os = "linux")]
-    {
-        let param = libc::sched_param { sched_priority: 0 };
-        // SAFETY: plain syscall on the calling thread (pid 0) with a valid, initialised param.
-        let rc = unsafe { libc::sched_setscheduler(0, libc::SCHED_IDLE, &param) };
-        if rc != 0 {
-            tracing::debug!("the type recorder runs at normal priority: {}", std::io::Error::last_os_error());
+            };
+            alarm.0 = false;
+            alarm.1
+        };
+        shared.flush();
+        if stopping {
+            return;
         }
     }
 }
