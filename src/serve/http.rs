@@ -74,6 +74,9 @@ impl HttpServer {
         let mut config = StreamableHttpServerConfig::default()
             .with_allowed_origins(LOOPBACK_ORIGINS.iter().copied())
             .enforce_origin_validation()
+            // A plain JSON answer where nothing comes before it (SSE only when progress or a
+            // request precedes the result): one response body instead of an event stream.
+            .with_json_response(true)
             .with_cancellation_token(cancel.clone());
         if !loopback {
             // Behind a token, a rebinding page cannot authenticate; the Host may be any name.

@@ -318,8 +318,9 @@ impl Server {
         }
     }
 
-    /// The current proxied names (rebuilt when a tool list changed).
-    async fn proxy_names(&self) -> (Arc<ProxyNames>, Vec<ToolInfo>) {
+    /// The current proxied names (rebuilt when a tool list changed) and the tool lists they
+    /// were made from (shared, not copied: this runs on every proxied call).
+    async fn proxy_names(&self) -> (Arc<ProxyNames>, Vec<Arc<Vec<ToolInfo>>>) {
         let manager = &self.inner.manager;
         let mut lists = Vec::new();
         for (server, r) in manager.tools_of(&manager.server_names()).await {
@@ -328,19 +329,18 @@ impl Server {
                 Err(e) => tracing::warn!("`{server}` is left out of the tool list: {e}"),
             }
         }
-        let tools: Vec<ToolInfo> = lists.iter().flat_map(|l| l.iter().cloned()).collect();
         if let Ok(cache) = self.inner.names.lock()
             && let Some((from, names)) = cache.as_ref()
             && from.len() == lists.len()
             && from.iter().zip(&lists).all(|(a, b)| Arc::ptr_eq(a, b))
         {
-            return (names.clone(), tools);
+            return (names.clone(), lists);
         }
-        let names = Arc::new(ProxyNames::build(&tools));
+        let names = Arc::new(ProxyNames::build(lists.iter().flat_map(|l| l.iter())));
         if let Ok(mut cache) = self.inner.names.lock() {
-            *cache = Some((lists, names.clone()));
+            *cache = Some((lists.clone(), names.clone()));
         }
-        (names, tools)
+        (names, lists)
     }
 
     /// The tools serve offers right now.
@@ -383,8 +383,8 @@ impl Server {
             ));
         }
         if e.proxy {
-            let (names, tools) = self.proxy_names().await;
-            for t in &tools {
+            let (names, lists) = self.proxy_names().await;
+            for t in lists.iter().flat_map(|l| l.iter()) {
                 let Some(name) = names.name_of(&t.server, &t.name) else { continue };
                 out.push(self.proxied_tool(name, t));
             }
