@@ -365,6 +365,10 @@ pub struct ServerConfig {
     pub sampling_budget: Option<u64>,
     /// Directories offered as roots (the roots capability only when set).
     pub roots: Vec<PathBuf>,
+    /// How a connection starts: `initialize` (default; a 2025-11-25 session), `discover`
+    /// (`server/discover`, a 2026-07-28 session: servers ask by `input_required` results) or
+    /// `auto` (discover, falling back to initialize for a server that does not know it).
+    pub handshake: Handshake,
     /// Errors from `$VAR` expansion inside this server's keys, reported when it is started.
     #[serde(skip)]
     pub unresolved: Vec<String>,
@@ -390,6 +394,7 @@ impl Default for ServerConfig {
             sampling_model: None,
             sampling_budget: None,
             roots: Vec::new(),
+            handshake: Handshake::Initialize,
             unresolved: Vec::new(),
         }
     }
@@ -412,6 +417,20 @@ pub enum SamplingPolicy {
     Deny,
     Ask,
     Allow,
+}
+
+/// `mcp.servers.X.handshake`: how a connection starts.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Handshake {
+    /// `initialize` / `notifications/initialized`: every server knows it.
+    #[default]
+    Initialize,
+    /// `server/discover` and per-request metadata (MCP 2026-07-28).
+    Discover,
+    /// `server/discover` first; `initialize` when the server says it is older (or stays silent
+    /// for rmcp's 10 s probe).
+    Auto,
 }
 
 /// How to reach a server, after validation.
@@ -1298,6 +1317,26 @@ mod tests {
         std::fs::create_dir(dir.path().join("imports")).unwrap();
         let err = load(dir.path(), "mcp:\n  import: [imports]\n", &[]).unwrap_err();
         assert!(err.0.starts_with("mcp.import: ") && err.0.ends_with("imports is a directory, not a file"), "{err}");
+    }
+
+    #[test]
+    fn the_sample_config_loads_and_every_handshake_parses() {
+        let dir = tempfile::tempdir().unwrap();
+        let sample = include_str!("../config.sample.yaml");
+        let c = load(dir.path(), sample, &[]).unwrap();
+        assert_eq!(c.mcp.servers["everything"].handshake, Handshake::Initialize);
+        for (word, h) in [("discover", Handshake::Discover), ("auto", Handshake::Auto)] {
+            let c = load(
+                dir.path(),
+                &format!("mcp:\n  servers:\n    x:\n      command: x\n      handshake: {word}\n"),
+                &[],
+            )
+            .unwrap();
+            assert_eq!(c.mcp.servers["x"].handshake, h);
+        }
+        let err =
+            load(dir.path(), "mcp:\n  servers:\n    x:\n      command: x\n      handshake: hello\n", &[]).unwrap_err();
+        assert!(err.0.contains("handshake") && err.0.contains("discover"), "{err}");
     }
 
     #[test]

@@ -22,11 +22,15 @@ use support::{Project, Run, everything_yaml, fixture_stdio_yaml, node_or_skip};
 const PATHS: [(&str, &[&str]); 2] = [("classic", &["--protocol", "2025-11-25"]), ("mrtr", &[])];
 
 /// A project with the fixture (`--host-tools` + `args`) and `keys` on its entry (YAML lines
-/// without indentation), and the fake LLM as provider when given.
+/// without indentation), and the fake LLM as provider when given. The `mrtr` path connects with
+/// `handshake: discover`, so `agent` and the fixture really hold a 2026-07-28 session.
 fn project(fake: Option<&FakeLlm>, args: &[&str], keys: &[&str]) -> Project {
     let mut all = vec!["--host-tools"];
     all.extend_from_slice(args);
     let mut server = fixture_stdio_yaml("fixture", &all);
+    if !args.contains(&"2025-11-25") {
+        server.push_str("      handshake: discover\n");
+    }
     for k in keys {
         server.push_str(&format!("      {k}\n"));
     }

@@ -526,7 +526,11 @@ impl Fixture {
         InputResponses(r): InputResponses,
         cx: RequestContext<RoleServer>,
     ) -> rmcp::model::CallToolResponse {
-        let advertised = cx.peer.peer_info().is_some_and(|i| i.capabilities.roots.is_some());
+        // A 2026-07-28 request carries the client's capabilities in its `_meta` (no handshake info).
+        let advertised = match cx.peer.peer_info() {
+            Some(i) => i.capabilities.roots.is_some(),
+            None => cx.meta.client_capabilities().is_some_and(|c| c.roots.is_some()),
+        };
         match ask_host(&cx, &r, "roots", "roots/list", serde_json::json!({})).await {
             Asked::Pending(p) => p,
             Asked::Failed(e) => text_result(format!("roots failed: {e}"), true),

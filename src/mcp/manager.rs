@@ -17,11 +17,11 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex as StdMutex};
 use std::time::{Duration, Instant};
 
+use rmcp::RoleClient;
 use rmcp::model::{CallToolRequestParams, CallToolResult};
-use rmcp::service::RunningService;
+use rmcp::service::{ClientServiceExt, RunningService};
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
-use rmcp::{RoleClient, ServiceExt};
 use serde_json::{Map, Value};
 use tokio::sync::Mutex;
 
@@ -598,7 +598,12 @@ impl McpManager {
                     .max_json_response_size(self.max_result_bytes)
                     .max_sse_event_size(self.max_result_bytes);
                 let transport = StreamableHttpClientTransport::from_config(tcfg);
-                let service = match tokio::time::timeout(timeout, handler.serve(transport)).await {
+                let service = match tokio::time::timeout(
+                    timeout,
+                    handler.serve_with_lifecycle(transport, lifecycle(cfg.handshake)),
+                )
+                .await
+                {
                     Ok(Ok(s)) => s,
                     Ok(Err(e)) => return Err(fail(format!("cannot connect to {url}: {}", init_error(&e)), Vec::new())),
                     Err(_) => {
@@ -631,7 +636,8 @@ impl McpManager {
                     fail(reason, Vec::new())
                 })?;
                 let pgid = child.id().map(|p| p as i32);
-                let served = tokio::time::timeout(timeout, handler.serve(child)).await;
+                let served =
+                    tokio::time::timeout(timeout, handler.serve_with_lifecycle(child, lifecycle(cfg.handshake))).await;
                 let service = match served {
                     Ok(Ok(s)) => s,
                     other => {
@@ -718,6 +724,22 @@ impl McpManager {
     /// Path of a server's stderr log (for messages that point the user at it).
     pub fn log_file(&self, server: &str) -> PathBuf {
         self.log_path(server)
+    }
+}
+
+/// rmcp's lifecycle for a server's `handshake` key.
+fn lifecycle(h: crate::config::Handshake) -> rmcp::service::ClientLifecycleMode {
+    use crate::config::Handshake;
+    use rmcp::model::ProtocolVersion;
+    use rmcp::service::ClientLifecycleMode;
+    match h {
+        Handshake::Initialize => ClientLifecycleMode::Initialize,
+        Handshake::Discover => {
+            ClientLifecycleMode::Discover { preferred_versions: vec![ProtocolVersion::V_2026_07_28] }
+        }
+        Handshake::Auto => {
+            ClientLifecycleMode::Auto { preferred_versions: vec![ProtocolVersion::V_2026_07_28], legacy_version: None }
+        }
     }
 }
 
