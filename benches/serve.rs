@@ -6,11 +6,14 @@
 //!   queueing, not service time); (b) together offering 200 executions/s (each client on its own
 //!   schedule, 12.5/s): p50/p99 at the target rate (targets: ≥ 200/s sustained, p50 ≤ 10 ms);
 //!   (c) one client alone, back to back: the latency of one execution;
-//! - one client calling the proxied `fixture_add` vs the same call straight to the upstream
-//!   fixture server (also Streamable HTTP): mean latency and the ratio (target ≤ 1.5×).
+//! - one client calling a proxied fixture tool vs the same call straight to the upstream fixture
+//!   server (also Streamable HTTP), in alternating rounds: `add` (no work: pure protocol
+//!   overhead) and `sleep 5 ms` (a tool that does a little work): mean latency, the ratio
+//!   (target ≤ 1.5×) and what serve adds per call.
 //!
 //! Run: `cargo bench --bench serve` (BENCH_QUICK=1 for fewer iterations; `SERVE_WORKERS=N`
-//! for `--workers N`).
+//! for `--workers N`; `SERVE_RATES=200,100` for the offered rates; `SERVE_ONLY=proxy` and
+//! `SERVE_PROXIED_CALLS=N` to profile the proxied path).
 
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
@@ -66,7 +69,10 @@ fn ms(d: Duration) -> f64 {
 fn main() {
     let quick = std::env::var_os("BENCH_QUICK").is_some();
     let per_client = if quick { 10 } else { 100 };
-    let proxied_calls = if quick { 50 } else { 500 };
+    let proxied_calls: usize =
+        std::env::var("SERVE_PROXIED_CALLS").ok().and_then(|n| n.parse().ok()).unwrap_or(if quick { 50 } else { 500 });
+    // `SERVE_ONLY=proxy` skips the execute_code rows (e.g. to profile the proxied path).
+    let only_proxy = std::env::var("SERVE_ONLY").is_ok_and(|v| v == "proxy");
 
     let upstream = Command::new(env!("CARGO_BIN_EXE_agent-fixture-server"))
         .args(["--http", "127.0.0.1:0"])
@@ -94,10 +100,21 @@ fn main() {
 
     let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("runtime");
     rt.block_on(async {
+        if !only_proxy {
+            execute_code_rows(&url, per_client).await;
+        }
+        proxied_rows(&url, &upstream_url, proxied_calls).await;
+    });
+    drop(serve);
+    drop(upstream);
+}
+
+async fn execute_code_rows(url: &str, per_client: usize) {
+    {
         // Warm-up: one execution per client connection.
         let mut clients = Vec::new();
         for _ in 0..CLIENTS {
-            clients.push(client(&url).await);
+            clients.push(client(url).await);
         }
         let code =
             || CallToolRequestParams::new("execute_code").with_arguments(args(json!({"code": "console.log(1)"})));
@@ -126,42 +143,11 @@ fn main() {
             ms(percentile(&lat, 0.99))
         );
 
-        // (b) 200/s offered: client i starts at i/200 s and then every 16/200 s.
-        let rate = 200.0;
-        let period = Duration::from_secs_f64(CLIENTS as f64 / rate);
-        let started = tokio::time::Instant::now();
-        let runs = clients.iter().enumerate().map(|(i, c)| async move {
-            let mut lat = Vec::with_capacity(per_client);
-            let mut late = 0usize;
-            let first = started + Duration::from_secs_f64(i as f64 / rate);
-            for k in 0..per_client {
-                let due = first + period * k as u32;
-                if tokio::time::Instant::now() > due {
-                    late += 1;
-                }
-                tokio::time::sleep_until(due).await;
-                let t = Instant::now();
-                let r = c.call_tool(code()).await.expect("execute_code");
-                assert_ne!(r.is_error, Some(true), "{r:?}");
-                lat.push(t.elapsed());
-            }
-            (lat, late)
-        });
-        let done = futures::future::join_all(runs).await;
-        let took = started.elapsed();
-        let late: usize = done.iter().map(|(_, l)| l).sum();
-        let mut lat: Vec<Duration> = done.into_iter().flat_map(|(l, _)| l).collect();
-        lat.sort();
-        let per_s = lat.len() as f64 / took.as_secs_f64();
-        let p50 = percentile(&lat, 0.5);
-        println!(
-            "execute_code, {CLIENTS} clients offering {rate:.0}/s: {per_s:.0} executions/s done, p50 {:.2} ms (target \
-             <= 10: {}), p99 {:.2} ms, {late} of {} started late",
-            ms(p50),
-            if p50 <= Duration::from_millis(10) && per_s >= 0.95 * rate { "met" } else { "MISSED" },
-            ms(percentile(&lat, 0.99)),
-            lat.len()
-        );
+        // (b) offered load: at 200/s (the target), then at rates this machine can keep up with.
+        let rates = std::env::var("SERVE_RATES").unwrap_or_else(|_| "200,100,50".into());
+        for rate in rates.split(',').filter_map(|r| r.trim().parse::<f64>().ok()) {
+            offered(&clients, &code, rate, per_client).await;
+        }
 
         // (c) one client alone.
         let mut lat = Vec::with_capacity(per_client);
@@ -179,34 +165,92 @@ fn main() {
         for c in clients {
             let _ = c.cancel().await;
         }
+    }
+}
 
-        let add = || CallToolRequestParams::new("add").with_arguments(args(json!({"a": 1, "b": 2})));
-        let proxied = || CallToolRequestParams::new("fixture_add").with_arguments(args(json!({"a": 1, "b": 2})));
-        let direct = client(&upstream_url).await;
-        let via = client(&url).await;
+/// The 16 clients together offer `rate` executions/s: client i starts at i/rate s and then
+/// every 16/rate s (a late client does not catch up in a burst: the next one is simply late).
+async fn offered(
+    clients: &[rmcp::service::RunningService<rmcp::RoleClient, ()>],
+    code: &impl Fn() -> CallToolRequestParams,
+    rate: f64,
+    per_client: usize,
+) {
+    let period = Duration::from_secs_f64(CLIENTS as f64 / rate);
+    let started = tokio::time::Instant::now();
+    let runs = clients.iter().enumerate().map(|(i, c)| async move {
+        let mut lat = Vec::with_capacity(per_client);
+        let mut late = 0usize;
+        let first = started + Duration::from_secs_f64(i as f64 / rate);
+        for k in 0..per_client {
+            let due = first + period * k as u32;
+            if tokio::time::Instant::now() > due {
+                late += 1;
+            }
+            tokio::time::sleep_until(due).await;
+            let t = Instant::now();
+            let r = c.call_tool(code()).await.expect("execute_code");
+            assert_ne!(r.is_error, Some(true), "{r:?}");
+            lat.push(t.elapsed());
+        }
+        (lat, late)
+    });
+    let done = futures::future::join_all(runs).await;
+    let took = started.elapsed();
+    let late: usize = done.iter().map(|(_, l)| l).sum();
+    let mut lat: Vec<Duration> = done.into_iter().flat_map(|(l, _)| l).collect();
+    lat.sort();
+    let per_s = lat.len() as f64 / took.as_secs_f64();
+    let p50 = percentile(&lat, 0.5);
+    println!(
+        "execute_code, {CLIENTS} clients offering {rate:.0}/s: {per_s:.0} executions/s done, p50 {:.2} ms, p99 {:.2} ms, \
+         {late} of {} started late; target (>= 200/s with p50 <= 10 ms): {}",
+        ms(p50),
+        ms(percentile(&lat, 0.99)),
+        lat.len(),
+        if rate >= 200.0 && p50 <= Duration::from_millis(10) && per_s >= 0.95 * rate { "met" } else { "not met" }
+    );
+}
+
+async fn proxied_rows(url: &str, upstream_url: &str, proxied_calls: usize) {
+    let direct = client(upstream_url).await;
+    let via = client(url).await;
+    // `add` does no work: the ratio is pure protocol overhead. `sleep 5 ms` stands for a tool
+    // that does a little work (a fast local API), where what serve adds is what a user notices.
+    let rows: [(&str, Value, usize); 2] =
+        [("add", json!({"a": 1, "b": 2}), proxied_calls), ("sleep", json!({"ms": 5}), proxied_calls.min(200))];
+    for (tool, a, n) in rows {
+        let straight = || CallToolRequestParams::new(tool).with_arguments(args(a.clone()));
+        let proxied = || CallToolRequestParams::new(format!("fixture_{tool}")).with_arguments(args(a.clone()));
         for _ in 0..10 {
-            direct.call_tool(add()).await.expect("direct");
+            direct.call_tool(straight()).await.expect("direct");
             via.call_tool(proxied()).await.expect("proxied");
         }
-        let t = Instant::now();
-        for _ in 0..proxied_calls {
-            direct.call_tool(add()).await.expect("direct");
+        // Alternating rounds, so drift on a shared machine hits both sides alike.
+        let (mut d, mut p) = (Duration::ZERO, Duration::ZERO);
+        for _ in 0..10 {
+            let t = Instant::now();
+            for _ in 0..n / 10 {
+                direct.call_tool(straight()).await.expect("direct");
+            }
+            d += t.elapsed();
+            let t = Instant::now();
+            for _ in 0..n / 10 {
+                via.call_tool(proxied()).await.expect("proxied");
+            }
+            p += t.elapsed();
         }
-        let d = t.elapsed() / proxied_calls as u32;
-        let t = Instant::now();
-        for _ in 0..proxied_calls {
-            via.call_tool(proxied()).await.expect("proxied");
-        }
-        let p = t.elapsed() / proxied_calls as u32;
+        let calls = (n / 10 * 10).max(1) as u32;
+        let (d, p) = (d / calls, p / calls);
         println!(
-            "add: straight to the fixture {:.3} ms, through serve {:.3} ms: {:.2}x (target <= 1.5x)",
+            "{tool} {a}: straight to the fixture {:.3} ms, through serve {:.3} ms: {:.2}x, +{:.3} ms per call \
+             (target <= 1.5x)",
             ms(d),
             ms(p),
-            p.as_secs_f64() / d.as_secs_f64()
+            p.as_secs_f64() / d.as_secs_f64(),
+            ms(p.saturating_sub(d))
         );
-        let _ = direct.cancel().await;
-        let _ = via.cancel().await;
-    });
-    drop(serve);
-    drop(upstream);
+    }
+    let _ = direct.cancel().await;
+    let _ = via.cancel().await;
 }

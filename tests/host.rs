@@ -44,6 +44,13 @@ fn call(p: &Project, tool: &str, args: Value) -> Run {
     p.run(&["mcp", "call", &format!("fixture.{tool}"), "--args", &args.to_string()])
 }
 
+/// The content of the fixture's `accept: {..}` line.
+fn accepted(r: &Run, path: &str) -> Value {
+    let line =
+        r.stdout.lines().find(|l| l.starts_with("accept: ")).unwrap_or_else(|| panic!("{path}: {}", all_output(r)));
+    serde_json::from_str(&line["accept: ".len()..]).unwrap()
+}
+
 fn all_output(r: &Run) -> String {
     format!("{}\n{}", r.stdout, r.stderr)
 }
@@ -72,12 +79,7 @@ fn accept_defaults_fills_every_field_from_its_default() {
         let p = project(None, args, &["elicitation: accept_defaults"]);
         let r = call(&p, "elicit_form", json!({}));
         r.assert_ok();
-        let line = r
-            .stdout
-            .lines()
-            .find(|l| l.starts_with("accept: "))
-            .unwrap_or_else(|| panic!("{path}: {}", all_output(&r)));
-        let content: Value = serde_json::from_str(&line["accept: ".len()..]).unwrap();
+        let content = accepted(&r, path);
         assert_eq!(
             content,
             json!({"name": "Ada", "count": 3, "ratio": 0.5, "color": "g", "size": "l", "subscribe": true}),
@@ -107,12 +109,7 @@ fn accept_defaults_sends_the_default_array_of_a_multi_select() {
         let p = project(None, args, &["elicitation: accept_defaults"]);
         let r = call(&p, "elicit_form", json!({"multi": true}));
         r.assert_ok();
-        let line = r
-            .stdout
-            .lines()
-            .find(|l| l.starts_with("accept: "))
-            .unwrap_or_else(|| panic!("{path}: {}", all_output(&r)));
-        let content: Value = serde_json::from_str(&line["accept: ".len()..]).unwrap();
+        let content = accepted(&r, path);
         assert_eq!(content, json!({"tags": ["docs"], "days": ["mon", "wed"]}), "{path}");
     }
 }

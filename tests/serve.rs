@@ -340,28 +340,13 @@ fn logged_sleep_id(p: &Project, ms: u64) -> Option<String> {
 async fn a_cancelled_proxied_call_cancels_the_upstream_request() {
     let p = Project::with_fixture();
     let client = rmcp_client(&p, Recorder::default()).await;
-    let handle = client
-        .peer()
-        .send_request_with_option(
-            call_request("fixture_sleep", serde_json::json!({"ms": 60000})),
-            rmcp::service::PeerRequestOptions::no_options(),
-        )
-        .await
-        .unwrap();
-    let mut id = None;
-    assert!(
-        wait_until(Duration::from_secs(20), || {
-            id = logged_sleep_id(&p, 60000);
-            id.is_some()
-        }),
-        "the upstream call never started"
-    );
-    handle.cancel(Some("test".into())).await.unwrap();
-    let id = id.unwrap();
-    assert!(
-        wait_until(Duration::from_secs(20), || p.server_logged("fixture", &format!("fixture: cancelled {id}"))),
-        "the upstream server was not told (request {id})"
-    );
+    cancel_once_the_upstream_sleep_started(
+        &p,
+        &client,
+        call_request("fixture_sleep", serde_json::json!({"ms": 60000})),
+        60000,
+    )
+    .await;
     // The connection still serves the next call.
     let r = client
         .peer()
@@ -377,21 +362,33 @@ async fn a_cancelled_execute_code_cancels_the_upstream_call_its_script_waits_on(
     let p = Project::with_fixture();
     let client = rmcp_client(&p, Recorder::default()).await;
     let code = "await callMCPTool('fixture', 'sleep', {ms: 60001}); console.log('finished')";
-    let handle = client
-        .peer()
-        .send_request_with_option(
-            call_request("execute_code", serde_json::json!({"code": code})),
-            rmcp::service::PeerRequestOptions::no_options(),
-        )
-        .await
-        .unwrap();
+    cancel_once_the_upstream_sleep_started(
+        &p,
+        &client,
+        call_request("execute_code", serde_json::json!({"code": code})),
+        60001,
+    )
+    .await;
+    client.cancel().await.unwrap();
+}
+
+/// Sends `request` (which makes the fixture sleep `ms`), cancels it once the fixture logged the
+/// sleep's start, and waits until the fixture logged that it was told.
+async fn cancel_once_the_upstream_sleep_started(
+    p: &Project,
+    client: &rmcp::service::RunningService<rmcp::RoleClient, Recorder>,
+    request: rmcp::model::ClientRequest,
+    ms: u64,
+) {
+    let handle =
+        client.peer().send_request_with_option(request, rmcp::service::PeerRequestOptions::no_options()).await.unwrap();
     let mut id = None;
     assert!(
         wait_until(Duration::from_secs(30), || {
-            id = logged_sleep_id(&p, 60001);
+            id = logged_sleep_id(p, ms);
             id.is_some()
         }),
-        "the script's call never started"
+        "the upstream call never started"
     );
     handle.cancel(Some("test".into())).await.unwrap();
     let id = id.unwrap();
@@ -399,7 +396,6 @@ async fn a_cancelled_execute_code_cancels_the_upstream_call_its_script_waits_on(
         wait_until(Duration::from_secs(20), || p.server_logged("fixture", &format!("fixture: cancelled {id}"))),
         "the upstream server was not told (request {id})"
     );
-    client.cancel().await.unwrap();
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
