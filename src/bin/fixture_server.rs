@@ -29,7 +29,6 @@
 //! justified the call as JSON, validated and cached per argument set). They ask with a classic
 //! server-to-client request on sessions before 2026-07-28 and with an `input_required` result
 //! (MRTR) on 2026-07-28 sessions; `--protocol 2025-11-25` makes the server offer that older version.
-//! `--connections-file F` (with `--http`): the number of TCP connections accepted so far, in F.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -695,7 +694,6 @@ fn main() -> std::process::ExitCode {
     let mut echo_retires = false;
     let mut host_tools = false;
     let mut protocol: Option<rmcp::model::ProtocolVersion> = None;
-    let mut connections_file: Option<String> = None;
     while let Some(a) = args.next() {
         match a.as_str() {
             "--http" => http = args.next(),
@@ -716,7 +714,6 @@ fn main() -> std::process::ExitCode {
             "--tools-file" => tools_file = args.next(),
             "--echo-retires" => echo_retires = true,
             "--host-tools" => host_tools = true,
-            "--connections-file" => connections_file = args.next(),
             "--protocol" => {
                 protocol = args.next().and_then(|v| serde_json::from_value(serde_json::Value::String(v)).ok())
             }
@@ -793,7 +790,7 @@ fn main() -> std::process::ExitCode {
                     Ok(())
                 }
             },
-            Some(addr) => serve_http(fixture, &addr, connections_file).await,
+            Some(addr) => serve_http(fixture, &addr).await,
         }
     });
     match result {
@@ -864,12 +861,7 @@ async fn move_response_ids(from: tokio::io::DuplexStream, last: bool) {
     }
 }
 
-/// `--connections-file F`: the number of TCP connections accepted so far is written to F.
-async fn serve_http(
-    fixture: Fixture,
-    addr: &str,
-    connections_file: Option<String>,
-) -> Result<(), Box<dyn std::error::Error>> {
+async fn serve_http(fixture: Fixture, addr: &str) -> Result<(), Box<dyn std::error::Error>> {
     use hyper_util::rt::{TokioExecutor, TokioIo};
     use hyper_util::service::TowerToHyperService;
     use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
@@ -885,13 +877,8 @@ async fn serve_http(
         LocalSessionManager::default().into(),
         StreamableHttpServerConfig::default(),
     );
-    let mut accepted = 0usize;
     loop {
         let (stream, _) = listener.accept().await?;
-        accepted += 1;
-        if let Some(f) = &connections_file {
-            std::fs::write(f, accepted.to_string())?;
-        }
         let svc = TowerToHyperService::new(service.clone());
         tokio::spawn(async move {
             let _ = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new())

@@ -174,14 +174,8 @@ pub struct HttpFixture {
 
 impl HttpFixture {
     pub fn start() -> HttpFixture {
-        HttpFixture::start_with(&[])
-    }
-
-    /// With extra fixture arguments.
-    pub fn start_with(extra: &[&str]) -> HttpFixture {
         let mut child = Command::new(fixture_bin())
             .args(["--http", "127.0.0.1:0"])
-            .args(extra)
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
             .spawn()
