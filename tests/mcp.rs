@@ -467,6 +467,39 @@ fn http_connection_failures_are_one_line_with_the_cause() {
 // server-everything (npm)
 
 #[test]
+fn handshake_auto_holds_a_2026_session_with_a_new_server_and_falls_back_for_an_old_one() {
+    let fixture = |handshake: &str| {
+        let mut y = fixture_stdio_yaml("fixture", &["--host-tools"]);
+        y.push_str(&format!("      roots: [.]\n{handshake}"));
+        y
+    };
+    // The fixture knows `server/discover`: `auto` holds a 2026-07-28 session, the default does not.
+    for (key, protocol) in [("      handshake: auto\n", "2026-07-28"), ("", "2025-11-25")] {
+        let p = Project::with_servers(&fixture(key));
+        let r = p.run(&["mcp", "call", "fixture.roots"]);
+        r.assert_ok();
+        assert!(r.stdout.contains(&format!("protocol: {protocol}")), "{key:?}: {}", r.stdout);
+    }
+    if !support::node_or_skip("handshake auto with server-everything") {
+        return;
+    }
+    // server-everything answers `server/discover` as an unknown method: `initialize` at once,
+    // not after rmcp's 10 s probe.
+    let mut y = everything_yaml("everything");
+    y.push_str("      handshake: auto\n");
+    let p = Project::with_servers(&y);
+    let started = std::time::Instant::now();
+    let r = p.run(&["mcp", "call", "everything.echo", "--args", r#"{"message": "old"}"#]);
+    r.assert_ok();
+    assert_eq!(r.stdout, "Echo: old\n");
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(9),
+        "fell back only after the probe: {:?}",
+        started.elapsed()
+    );
+}
+
+#[test]
 fn server_everything_list_and_call() {
     if !support::node_or_skip("server-everything over stdio") {
         return;

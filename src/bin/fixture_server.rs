@@ -534,7 +534,10 @@ impl Fixture {
         match ask_host(&cx, &r, "roots", "roots/list", serde_json::json!({})).await {
             Asked::Pending(p) => p,
             Asked::Failed(e) => text_result(format!("roots failed: {e}"), true),
-            Asked::Got(v) => text_result(format!("advertised: {advertised}; roots: {}", v["roots"]), false),
+            Asked::Got(v) => {
+                let protocol = cx.protocol_version().map(|v| v.to_string()).unwrap_or_else(|| "?".into());
+                text_result(format!("advertised: {advertised}; roots: {}; protocol: {protocol}", v["roots"]), false)
+            }
         }
     }
 
