@@ -82,11 +82,7 @@ impl Field {
 
     /// `, 1 to 2`, `, at least 1`, `, at most 2` or nothing: how many of a `Many` to pick.
     fn bounds(&self) -> String {
-        let max = match self.kind {
-            Kind::Many { max, .. } => max,
-            _ => None,
-        };
-        match (self.min_picks(), max) {
+        match (self.min_picks(), self.max_picks()) {
             (0, None) => String::new(),
             (lo, None) => format!(", at least {lo}"),
             (0, Some(hi)) => format!(", at most {hi}"),
@@ -104,14 +100,18 @@ impl Field {
         }
     }
 
-    /// Whether `n` choices of a `Many` are allowed; `Err` says how many to pick.
-    pub fn check_picks(&self, n: usize) -> Result<(), String> {
-        let max = match self.kind {
+    /// The most choices of a `Many` (`maxItems`), when bounded.
+    fn max_picks(&self) -> Option<usize> {
+        match self.kind {
             Kind::Many { max, .. } => max,
             _ => None,
-        };
+        }
+    }
+
+    /// Whether `n` choices of a `Many` are allowed; `Err` says how many to pick.
+    pub fn check_picks(&self, n: usize) -> Result<(), String> {
         let lo = self.min_picks();
-        match max {
+        match self.max_picks() {
             Some(hi) if n > hi => Err(format!("`{}`: choose at most {hi} (got {n})", self.name)),
             _ if n < lo => Err(format!("`{}`: choose at least {lo} (got {n})", self.name)),
             _ => Ok(()),

@@ -11,7 +11,7 @@
 //! only when the server asks for it again); and a call that is dropped or cancelled tells the
 //! server with `notifications/cancelled`. Nothing here knows who the caller is.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
@@ -166,7 +166,8 @@ pub async fn drive(
     let handler = service.service();
     let calls = handler.calls();
     let _in_flight = calls.enter(cx.clone());
-    let mut refused: HashMap<String, ErrorData> = HashMap::new();
+    // Keys of input requests already refused once.
+    let mut refused: HashSet<String> = HashSet::new();
     let mut state_only = 0u32;
     for _ in 0..MAX_ROUNDS {
         let request = ClientRequest::CallToolRequest(CallToolRequest::new(params.clone()));
@@ -212,11 +213,11 @@ pub async fn drive(
                     responses.insert(key, v);
                 }
                 // Refused again after the server saw the first refusal: the call fails with why.
-                Err(e) if refused.contains_key(&key) => return Err(ServiceError::McpError(e)),
+                Err(e) if refused.contains(&key) => return Err(ServiceError::McpError(e)),
                 // A refusal has no place in `inputResponses`: left out, the server decides.
                 Err(e) => {
                     handler.refused(&e.message);
-                    refused.insert(key, e);
+                    refused.insert(key);
                 }
             }
         }
