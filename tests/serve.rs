@@ -449,4 +449,7 @@ fn an_upstream_elicitation_goes_to_the_downstream_client_that_can_answer_it() {
     assert_eq!(with["asked"].as_array().unwrap().len(), 2, "{out}");
     // A client without the capability: the server's policy (no terminal: decline).
     assert_eq!(out["without_callback"]["text"], "decline: null", "{out}");
+    // A client whose answer is an error: the policy answers, the call still completes.
+    assert_eq!(out["failing_callback"]["text"], "decline: null", "{out}");
+    assert_eq!(out["failing_callback"]["is_error"], false, "{out}");
 }

@@ -6,7 +6,7 @@ Prints one JSON object: what each step saw. `listchanged` calls `fixture_echo` (
 run with --echo-retires), waits for `notifications/tools/list_changed`, and lists again.
 `elicit` calls `fixture_elicit_form` (a fixture run with --host-tools) from a session whose
 `elicitation_callback` answers (directly and from an `execute_code` script), then from one
-without the callback.
+without the callback, then from one whose callback fails (the server's policy answers in both).
 """
 import asyncio
 import json
@@ -90,6 +90,15 @@ async def elicit(params):
             await session.initialize()
             r = await session.call_tool("fixture_elicit_form", {})
             out["without_callback"] = {"text": text_of(r), "is_error": bool(r.is_error)}
+
+    async def fail(context, p):
+        return types.ErrorData(code=-32603, message="the form could not be shown")
+
+    async with stdio_client(params) as (read, write):
+        async with ClientSession(read, write, elicitation_callback=fail) as session:
+            await session.initialize()
+            r = await session.call_tool("fixture_elicit_form", {})
+            out["failing_callback"] = {"text": text_of(r), "is_error": bool(r.is_error)}
     return out
 
 
