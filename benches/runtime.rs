@@ -84,26 +84,35 @@ async fn recording_cost(dir: &Path, n: usize) {
     let mut config = Config::load_with_env(&opts, &Default::default()).expect("config");
     config.mcp.code_execution.workspace_dir = dir.join(".kodelet/mcp-types");
     // One manager and one server process for both measurements (two processes differ by more
-    // than what is measured): "off" swaps in an observer that does nothing.
-    struct Off;
-    impl agent::mcp::CallObserver for Off {
-        fn finished(&self, _: &agent::mcp::ToolInfo, _: &rmcp::model::CallToolResult) {}
+    // than what is measured): "off" passes no call on to the recorder.
+    struct Switch {
+        on: std::sync::atomic::AtomicBool,
+        recorder: agent::learn::Recorder,
+    }
+    impl agent::mcp::CallObserver for Switch {
+        fn finished(&self, tool: &agent::mcp::ToolInfo, result: &rmcp::model::CallToolResult) {
+            if self.on.load(std::sync::atomic::Ordering::Relaxed) {
+                agent::mcp::CallObserver::finished(&self.recorder, tool, result);
+            }
+        }
     }
     let learning = McpManager::new(&config);
-    let recorder = Arc::new(agent::learn::Recorder::start(
-        agent::learn::registry_path(&config),
-        agent::learn::thresholds(&config),
-    ));
-    let off_observer: Arc<dyn agent::mcp::CallObserver> = Arc::new(Off);
-    learning.set_observer(off_observer.clone());
+    let switch = Arc::new(Switch {
+        on: false.into(),
+        recorder: agent::learn::Recorder::start(
+            agent::learn::registry_path(&config),
+            agent::learn::thresholds(&config),
+        ),
+    });
+    learning.add_observer(switch.clone());
     profile_calls(&learning, n).await;
     // Many short alternating rounds, medians: this VM's per-call time drifts by more than the
     // effect between runs of a few seconds.
     let (mut offs, mut ons) = (Vec::new(), Vec::new());
     for _ in 0..20 {
-        learning.set_observer(off_observer.clone());
+        switch.on.store(false, std::sync::atomic::Ordering::Relaxed);
         offs.push(profile_calls(&learning, n / 4).await);
-        learning.set_observer(recorder.clone());
+        switch.on.store(true, std::sync::atomic::Ordering::Relaxed);
         ons.push(profile_calls(&learning, n / 4).await);
     }
     let median = |v: &mut Vec<f64>| {
@@ -112,7 +121,7 @@ async fn recording_cost(dir: &Path, n: usize) {
     };
     let (off, on) = (median(&mut offs), median(&mut ons));
     let start = Instant::now();
-    recorder.flush();
+    switch.recorder.flush();
     let flush = start.elapsed();
     let ratio = (on - off) / off;
     println!("learn off  {off:.4} ms per call");
@@ -120,7 +129,7 @@ async fn recording_cost(dir: &Path, n: usize) {
     println!("flush of the last batch into type_registry.json: {}", ms(flush));
     println!("target < 5% of a fixture call: {}", verdict(ratio < 0.05));
     learning.shutdown().await;
-    recorder.finish();
+    switch.recorder.finish();
 }
 
 /// Section 6: what a result handler adds to one tool call (compile before + apply after), over a

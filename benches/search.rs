@@ -17,9 +17,9 @@ use std::collections::HashMap;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use agent::cli::search::doc_for;
 use agent::codegen::load_tools_file;
 use agent::mcp::ToolInfo;
+use agent::mcp::catalog::doc_for;
 use agent::search::{Index, Ranking, text};
 
 /// (query, acceptable tools as `server.tool`).

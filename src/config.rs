@@ -352,7 +352,7 @@ pub struct ServerConfig {
     pub connect_timeout: Duration,
     #[serde(with = "duration")]
     pub call_timeout: Duration,
-    /// Elicitation requests from this server (issue 16): `ask` (a terminal form), `accept_defaults`
+    /// Elicitation requests from this server: `ask` (a terminal form), `accept_defaults`
     /// or `decline`; absent: `ask` when stdin and stderr are terminals, else `decline`.
     pub elicitation: Option<ElicitationPolicy>,
     /// Sampling requests from this server: `deny` (default; capability not advertised), `ask`, `allow`.
@@ -710,16 +710,8 @@ fn yaml_file(path: &Path) -> Result<config::File<config::FileSourceString, confi
 /// The text of `path`, refused past [`MAX_CONFIG_BYTES`] (so `/dev/zero` or a runaway file
 /// cannot exhaust memory). `what` names the file in errors ("config file").
 fn read_capped(path: &Path, what: &str) -> Result<String, ConfigError> {
-    use crate::util::read::{CapError, read_capped};
-    let cannot = |e: std::io::Error| ConfigError::new(format!("cannot read {what} {}: {e}", path.display()));
-    let file = std::fs::File::open(path).map_err(cannot)?;
-    let bytes = read_capped(file, MAX_CONFIG_BYTES as u64).map_err(|e| match e {
-        CapError::TooLarge => {
-            ConfigError::new(format!("{what} {} is larger than {} MB", path.display(), MAX_CONFIG_BYTES >> 20))
-        }
-        CapError::Io(e) => cannot(e),
-    })?;
-    String::from_utf8(bytes).map_err(|_| ConfigError::new(format!("{what} {} is not valid UTF-8", path.display())))
+    crate::util::read::read_text_file(path, MAX_CONFIG_BYTES as u64)
+        .map_err(|e| ConfigError::new(e.message(&format!("{what} {}", path.display()))))
 }
 
 /// Whether the YAML document would take more than `max` bytes once every alias is replaced by

@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 
 use crate::util::fs::{Access, write_atomic};
-use crate::util::read::{CapError, read_capped};
+use crate::util::read::{FileError, read_text_file};
 
 /// The directory of skills inside the workspace.
 pub const SKILLS_DIR: &str = "skills";
@@ -144,15 +144,12 @@ pub fn read(workspace: &Path, name: &str) -> Result<String, String> {
 }
 
 fn read_file(path: &Path, name: &str) -> Result<String, String> {
-    let file = std::fs::File::open(path).map_err(|e| match e.kind() {
-        std::io::ErrorKind::NotFound => format!("no skill named `{name}`"),
-        _ => format!("cannot read {}: {e}", path.display()),
-    })?;
-    let bytes = read_capped(file, MAX_SKILL_BYTES).map_err(|e| match e {
-        CapError::TooLarge => format!("skill `{name}` is larger than {} MB", MAX_SKILL_BYTES >> 20),
-        CapError::Io(e) => format!("cannot read {}: {e}", path.display()),
-    })?;
-    String::from_utf8(bytes).map_err(|_| format!("skill `{name}` is not UTF-8 text"))
+    read_text_file(path, MAX_SKILL_BYTES).map_err(|e| match e {
+        FileError::Missing(_) => format!("no skill named `{name}`"),
+        FileError::NotUtf8 => format!("skill `{name}` is not UTF-8 text"),
+        FileError::TooLarge(_) => e.message(&format!("skill `{name}`")),
+        FileError::Io(_) => e.message(&path.display().to_string()),
+    })
 }
 
 /// The skills in `<workspace>/skills/`, sorted by name. Files whose name is not a valid skill

@@ -9,8 +9,9 @@ mod support;
 use std::sync::Arc;
 
 use agent::config::ServerConfig;
-use agent::mcp::call::{Asker, CallContext, drive};
+use agent::mcp::call::drive;
 use agent::mcp::handler::{ClientEvents, McpClientHandler};
+use agent::mcp::{Asker, CallContext};
 use futures::future::BoxFuture;
 use rmcp::RoleClient;
 use rmcp::model::{CallToolRequestParams, CallToolResult, ElicitRequestParams, ElicitResult, ProtocolVersion};

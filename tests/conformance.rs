@@ -92,8 +92,7 @@ fn sse_retry() {
     scenario("sse-retry");
 }
 
-/// Needs `elicitation: accept_defaults` on the server entry (SEP-1034 defaults; the
-/// elicitation part of issue 16).
+/// Needs `elicitation: accept_defaults` on the server entry (SEP-1034 defaults).
 #[test]
 fn elicitation_sep1034_client_defaults() {
     scenario("elicitation-sep1034-client-defaults");

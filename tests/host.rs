@@ -1,4 +1,4 @@
-//! The user and the host's model in the loop (issue 16), end to end: the real binary and the
+//! The user and the host's model in the loop (elicitation and sampling), end to end: the real binary and the
 //! fixture server's `--host-tools` (`elicit_form`, `elicit_url`, `sample`, `reflect`), each over
 //! both paths a server can ask by: a classic server-to-client request (a 2025-11-25 session,
 //! `--protocol 2025-11-25`) and an `input_required` result (a 2026-07-28 session). Policies

@@ -14,7 +14,7 @@ use serde_json::{Value, json};
 
 use super::provider::ToolSpec;
 pub use crate::codegen::ServerEntry;
-use crate::config::CodeExecutionConfig;
+use crate::codemode::tool::LimitsText;
 use crate::runtime::confine::{self, Confined, Refusal};
 
 pub const CODE_EXECUTION: &str = "code_execution";
@@ -31,37 +31,19 @@ const MAX_LIST_ENTRIES: usize = 1000;
 /// Largest file `read_file` and `grep_files` read (generated files are a few KB).
 const MAX_FILE_BYTES: u64 = 8 * 1024 * 1024;
 
-/// The limits the `code_execution` description states.
-#[derive(Debug, Clone)]
-pub struct LimitsText {
-    pub timeout: String,
-    pub memory_mb: u64,
-    pub max_output: String,
-}
-
-impl LimitsText {
-    pub fn from_config(c: &CodeExecutionConfig) -> LimitsText {
-        LimitsText {
-            timeout: humantime::format_duration(c.timeout).to_string(),
-            memory_mb: c.memory_limit_mb,
-            max_output: crate::util::size::human_bytes(c.max_output_bytes as u64),
-        }
-    }
-}
-
 /// `code_execution` plus the discovery tools. Descriptions are terse on purpose: they are sent
 /// with every request, and code mode's point is a small fixed cost.
 pub fn tool_specs(limits: &LimitsText) -> Vec<ToolSpec> {
     vec![
         ToolSpec {
             name: CODE_EXECUTION.into(),
-            description: code_execution_description(limits),
+            description: crate::codemode::tool::description(limits),
             input_schema: json!({
                 "type": "object",
                 "properties": {
                     "code": {
                         "type": "string",
-                        "description": "TypeScript module; runs as ./main.ts at the API tree root."
+                        "description": crate::codemode::tool::CODE_ARG_DESCRIPTION
                     },
                     "description": {"type": "string", "description": "What the code does, in a few words."}
                 },
@@ -112,28 +94,6 @@ pub fn tool_specs(limits: &LimitsText) -> Vec<ToolSpec> {
             }),
         },
     ]
-}
-
-fn code_execution_description(l: &LimitsText) -> String {
-    format!(
-        "Run a TypeScript module in a sandbox; you get back exactly what it prints.\n\
-         - Import tools from the generated API: `import {{ someTool }} from \"./servers/<server>/index.ts\";`. \
-         Each tool is an async function taking one input object; it resolves to the tool's structured result, \
-         else its text parsed as JSON, else the text.\n\
-         - Only printed output (console.log) comes back. Keep large results in variables, filter and aggregate \
-         them in code, and print only what you need.\n\
-         - Run independent calls concurrently: `await Promise.all([...])`.\n\
-         - A tool error throws `MCPToolError` (from \"./client.ts\"); use try/catch when a failure should not \
-         end the script.\n\
-         - Top-level await works. No network, process or env access; each run is a fresh module.\n\
-         - Kept for later runs: `store(key, value)`/`load(key)`, `readText`/`writeText`/`readJson`/`writeJson`/\
-         `list` on paths in data/; `saveSkill(name, source, description)` makes \"./skills/<name>.ts\".\n\
-         - Limits: {} wall-clock, {} MB memory, {} of output (the rest is cut).\n\
-         - Uncaught errors and limits come back as an error result with message and stack.\n\
-         - `searchTools(query, {{ limit }})` ranks the tools of every server; `describeTool(\"server.tool\")` \
-         shows one's TypeScript.",
-        l.timeout, l.memory_mb, l.max_output
-    )
 }
 
 /// The built-in system prompt of code mode.

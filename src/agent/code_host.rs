@@ -12,7 +12,7 @@ use super::code::{CODE_EXECUTION, Discovery, GREP_FILES, LIST_FILES, READ_FILE};
 use super::provider::{ToolCall, ToolSpec, short};
 use super::session::{ToolHost, ToolOutcome};
 use crate::codemode::CodeMode;
-use crate::runtime::{ExecOutcome, Script};
+use crate::runtime::Script;
 
 /// Code mode's tools, bound to one [`CodeMode`] (its tree, runtime and bridge).
 pub struct CodeHost<'a> {
@@ -35,7 +35,7 @@ impl<'a> CodeHost<'a> {
             };
         };
         let outcome = self.code.run(Script::Inline(code.to_string())).await;
-        let (content, is_error) = script_result(&outcome);
+        let (content, is_error) = crate::codemode::tool::script_result(&outcome);
         ToolOutcome {
             content,
             is_error,
@@ -59,38 +59,6 @@ impl<'a> CodeHost<'a> {
             Err(content) => ToolOutcome { content, is_error: true, ..Default::default() },
         }
     }
-}
-
-/// The tool result of a script: exactly its stdout, then (only when present) its stderr, its
-/// default export and its failure, each after a labelled line.
-pub fn script_result(o: &ExecOutcome) -> (String, bool) {
-    let mut out = o.stdout.clone();
-    let mut section = |label: &str, body: &str| {
-        if !out.is_empty() && !out.ends_with('\n') {
-            out.push('\n');
-        }
-        out.push_str(label);
-        out.push_str(body);
-    };
-    if !o.stderr.is_empty() {
-        section("[stderr]\n", &o.stderr);
-    }
-    if let Some(v) = o.value.as_ref().filter(|v| !v.is_null()) {
-        section("[default export] ", &v.to_string());
-    }
-    let is_error = o.error.is_some();
-    if let Some(e) = &o.error {
-        let text = match &e.stack {
-            Some(stack) if stack.contains(&e.message) => stack.clone(),
-            Some(stack) => format!("{}\n{stack}", e.message),
-            None => e.message.clone(),
-        };
-        section("error: ", &text);
-    }
-    if out.is_empty() {
-        out.push_str("(the script printed nothing)");
-    }
-    (out, is_error)
 }
 
 impl ToolHost for CodeHost<'_> {
@@ -131,49 +99,5 @@ impl ToolHost for CodeHost<'_> {
             }
             _ => format!("{} {}", call.name, short(&call.input.to_string(), 120)),
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::runtime::{ExecFailure, FailureKind};
-
-    fn outcome(stdout: &str, stderr: &str, value: Option<Value>, error: Option<ExecFailure>) -> ExecOutcome {
-        ExecOutcome {
-            stdout: stdout.into(),
-            stderr: stderr.into(),
-            value,
-            error,
-            tool_calls: 0,
-            duration_ms: 1.0,
-            output_truncated_bytes: 0,
-            skills_saved: Vec::new(),
-        }
-    }
-
-    #[test]
-    fn the_result_is_exactly_the_printed_output_plus_labelled_extras() {
-        assert_eq!(script_result(&outcome("a\nb\n", "", None, None)), ("a\nb\n".to_string(), false));
-        assert_eq!(script_result(&outcome("no newline", "", None, None)), ("no newline".to_string(), false));
-        assert_eq!(
-            script_result(&outcome("out", "warn\n", Some(serde_json::json!([1])), None)),
-            ("out\n[stderr]\nwarn\n[default export] [1]".to_string(), false)
-        );
-        assert_eq!(script_result(&outcome("", "", Some(Value::Null), None)).0, "(the script printed nothing)");
-        let failure = ExecFailure {
-            kind: FailureKind::Script,
-            message: "Error: boom".into(),
-            stack: Some("Error: boom\n    at main.ts:2:7".into()),
-        };
-        assert_eq!(
-            script_result(&outcome("before\n", "", None, Some(failure))),
-            ("before\nerror: Error: boom\n    at main.ts:2:7".to_string(), true)
-        );
-        let timeout = ExecFailure { kind: FailureKind::Timeout, message: "timed out after 2s".into(), stack: None };
-        assert_eq!(
-            script_result(&outcome("", "", None, Some(timeout))),
-            ("error: timed out after 2s".to_string(), true)
-        );
     }
 }

@@ -17,14 +17,11 @@ use serde_json::{Map, Value, json};
 
 use super::provider::{ToolCall, ToolSpec};
 use super::session::{ToolHost, ToolOutcome};
-use crate::handler::{Handler, HandlerRunner};
+use crate::handler::{self, CallError, HandlerRunner, Source};
 use crate::mcp::tools::Reader;
-use crate::mcp::{McpManager, ToolInfo};
+use crate::mcp::{CallContext, McpManager, ToolInfo};
 use crate::util::json::{ref_name, resolve_local_ref};
 use crate::util::suggest::{did_you_mean, suggest};
-
-/// Longest tool name Anthropic and OpenAI accept.
-pub const MAX_NAME_LEN: usize = 64;
 
 /// Which provider's schema rules to satisfy.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -42,7 +39,7 @@ pub struct MappedTool {
     pub tool: String,
     /// What [`adapt_schema`] changed, for `-v` logs.
     pub adaptations: Vec<String>,
-    /// The tool was given the [`RESULT_HANDLER_ARG`] argument ([`ToolMap::with_result_handlers`]).
+    /// The tool was given the [`handler::ARG`](crate::handler::ARG) argument ([`ToolMap::with_result_handlers`]).
     pub result_handler: bool,
 }
 
@@ -92,15 +89,15 @@ impl ToolMap {
         self.tools.iter().map(|t| t.llm_name.as_str())
     }
 
-    /// Adds the optional [`RESULT_HANDLER_ARG`] to every tool (`mcp.result_handlers.enabled`;
-    /// the contract is in [`RESULT_HANDLER_PROMPT`], once). A tool with its own argument of
+    /// Adds the optional [`handler::ARG`](crate::handler::ARG) to every tool (`mcp.result_handlers.enabled`;
+    /// the contract is in [`handler::PROMPT`](crate::handler::PROMPT), once). A tool with its own argument of
     /// that name keeps it, without a handler.
     pub fn with_result_handlers(mut self) -> ToolMap {
         for (spec, tool) in self.specs.iter_mut().zip(self.tools.iter_mut()) {
             if let Some(Value::Object(props)) = spec.input_schema.get_mut("properties")
-                && !props.contains_key(RESULT_HANDLER_ARG)
+                && !props.contains_key(handler::ARG)
             {
-                props.insert(RESULT_HANDLER_ARG.into(), result_handler_schema());
+                props.insert(handler::ARG.into(), handler::arg_schema_short());
                 tool.result_handler = true;
             }
         }
@@ -108,56 +105,9 @@ impl ToolMap {
     }
 }
 
-/// The argument direct mode adds to every tool for a result handler.
-pub const RESULT_HANDLER_ARG: &str = "result_handler";
-
-/// The system prompt's one explanation of `result_handler` (added when handlers are enabled).
-pub const RESULT_HANDLER_PROMPT: &str = "Every mcp_ tool takes an optional `result_handler`: a JavaScript expression or \
-function body over `tool_output` (the parsed result) and `result` (the raw MCP result), or {\"language\": \"jq\", \
-\"script\": FILTER}. It runs on the tool's result and only its value comes back, so use it to keep large results \
-small (counts, fields, a filtered list). A handler that does not parse fails before the tool is called.\n";
-
-/// The schema of [`RESULT_HANDLER_ARG`]: short on purpose (the prompt explains it once).
-pub fn result_handler_schema() -> Value {
-    json!({"type": ["string", "object"], "description": "Optional; see the system prompt"})
-}
-
 /// `mcp_<server>_<tool>`, sanitised, at most 64 characters, unique within `taken`.
 pub fn unique_name(server: &str, tool: &str, taken: &mut HashSet<String>) -> String {
-    prefixed_unique_name("mcp_", server, tool, taken)
-}
-
-/// `<prefix><server>_<tool>`, sanitised, at most [`MAX_NAME_LEN`] characters (a long one keeps
-/// a prefix plus a hash of the original names), unique within `taken` (`_2`, `_3`, ...).
-pub fn prefixed_unique_name(prefix: &str, server: &str, tool: &str, taken: &mut HashSet<String>) -> String {
-    let base = sanitize(&format!("{prefix}{server}_{tool}"));
-    let base = if base.len() > MAX_NAME_LEN {
-        // Keep it recognisable and still distinct: a prefix plus a hash of the original names.
-        let hash = format!("{:08x}", fnv1a(format!("{server}\0{tool}").as_bytes()));
-        format!("{}_{hash}", &base[..MAX_NAME_LEN - 9])
-    } else {
-        base
-    };
-    let mut name = base.clone();
-    let mut n = 2;
-    while taken.contains(&name) {
-        let suffix = format!("_{n}");
-        let keep = base.len().min(MAX_NAME_LEN - suffix.len());
-        name = format!("{}{suffix}", &base[..keep]);
-        n += 1;
-    }
-    taken.insert(name.clone());
-    name
-}
-
-/// Every character outside `[a-zA-Z0-9_-]` becomes `_` (the result is ASCII).
-pub fn sanitize(s: &str) -> String {
-    s.chars().map(|c| if c.is_ascii_alphanumeric() || c == '_' || c == '-' { c } else { '_' }).collect()
-}
-
-/// 32-bit FNV-1a: a stable hash (std's hasher may change between releases).
-fn fnv1a(bytes: &[u8]) -> u32 {
-    bytes.iter().fold(0x811c9dc5u32, |h, &b| (h ^ b as u32).wrapping_mul(0x01000193))
+    crate::mcp::naming::unique_name("mcp_", server, tool, taken)
 }
 
 /// Adapts an MCP input schema to what providers accept, and says what it changed:
@@ -376,33 +326,23 @@ impl DirectHost {
                 ..Default::default()
             };
         };
-        let mut args = call.input.as_object().cloned().unwrap_or_default();
-        let mut handler = None;
-        if let Some(runner) = &self.handlers
-            && m.result_handler
-            && let Some(spec) = args.remove(RESULT_HANDLER_ARG)
-            && !spec.is_null()
-        {
-            match Handler::parse(&spec).and_then(|h| runner.compile(&h)) {
-                Ok(c) => handler = Some((runner, c)),
-                Err(e) => {
-                    return ToolOutcome {
-                        content: format!("{e} (the tool was not called)"),
-                        is_error: true,
-                        server: Some(m.server.clone()),
-                        tool: Some(m.tool.clone()),
-                        ..Default::default()
-                    };
-                }
-            }
-        }
-        let (content, is_error) = match self.manager.call_tool(&m.server, &m.tool, args).await {
-            Ok(r) => {
-                let r = match &handler {
-                    Some((runner, c)) => runner.apply_to_result(c, &m.server, &m.tool, r).await,
-                    None => r,
-                };
+        let args = call.input.as_object().cloned().unwrap_or_default();
+        let source = if m.result_handler { Source::Argument } else { Source::None };
+        let cx = CallContext::default();
+        let called = handler::call(self.handlers.as_ref(), &self.manager, &m.server, &m.tool, args, source, &cx);
+        let (content, is_error) = match called.await {
+            Ok(called) => {
+                let r = called.into_result();
                 (result_text(&r), r.is_error == Some(true))
+            }
+            Err(e @ CallError::Handler(_)) => {
+                return ToolOutcome {
+                    content: e.to_string(),
+                    is_error: true,
+                    server: Some(m.server.clone()),
+                    tool: Some(m.tool.clone()),
+                    ..Default::default()
+                };
             }
             Err(e) => (e.to_string(), true),
         };
@@ -525,7 +465,7 @@ mod tests {
         ];
         let map = ToolMap::build(&tools, SchemaFlavor::Anthropic).with_result_handlers();
         // (server, tool) order: `own`, then `plain`.
-        assert_eq!(map.specs[1].input_schema["properties"]["result_handler"], result_handler_schema());
+        assert_eq!(map.specs[1].input_schema["properties"]["result_handler"], handler::arg_schema_short());
         assert!(map.tools[1].result_handler);
         assert_eq!(map.specs[0].input_schema["properties"]["result_handler"], json!({"type": "integer"}));
         assert!(!map.tools[0].result_handler);

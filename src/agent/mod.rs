@@ -1,12 +1,14 @@
-//! `agent run`'s engine: LLM providers, the agent loop, and the three ways tools reach the model.
+//! `agent run`'s engine: LLM providers, the agent loop, and the ways tools reach the model.
 //!
+//! - [`run`]: one run, the chosen mode set up (direct, code, progressive, or `auto` choosing)
+//!   and the loop run over it.
 //! - [`provider`]: the provider-neutral conversation and the [`provider::LlmProvider`] trait, with
 //!   retries and readable HTTP errors; [`anthropic`] and [`openai`] speak the two wire formats.
 //! - [`session`]: the loop both modes share, and the [`session::Transcript`] it records.
 //! - [`direct`]: direct mode (one LLM tool per MCP tool, schema adaptation, result cutting).
 //! - [`code`]: code mode's model-facing tools (`code_execution`, tree discovery) and prompt.
 //! - [`progressive`]: progressive mode (`search_tools`, `call_tool`, pinned direct tools).
-//! - [`tokens`]: offline token estimates of direct vs code mode.
+//! - [`tokens`]: offline token estimates of direct vs code vs progressive mode, and `auto`'s choice.
 //! - [`provider_from_config`]: the factory that picks a provider; it lives here, above the
 //!   trait's module and both implementations, so none of them imports another.
 //!
@@ -20,6 +22,7 @@ pub mod direct;
 pub mod openai;
 pub mod progressive;
 pub mod provider;
+pub mod run;
 pub mod session;
 pub mod tokens;
 

@@ -58,6 +58,8 @@ pub trait Observer: Sync {
     fn turn_done(&self, _turn: &TurnRecord) {}
     fn tool_started(&self, _label: &str) {}
     fn tool_finished(&self, _record: &ToolCallRecord, _several: bool) {}
+    /// A note about the run itself (which mode `auto` chose, the tree generated).
+    fn note(&self, _text: &str) {}
 }
 
 /// An observer that shows nothing.

@@ -8,9 +8,10 @@
 
 use serde::Serialize;
 
-use super::code::{LimitsText, ServerEntry};
+use super::code::ServerEntry;
 use super::direct::{SchemaFlavor, ToolMap};
 use super::provider::ToolSpec;
+use crate::codemode::tool::LimitsText;
 use crate::config::{ExecutionMode, Provider};
 use crate::mcp::ToolInfo;
 

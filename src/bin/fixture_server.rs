@@ -22,7 +22,7 @@
 //! `called NAME with ARGS` (a real server for a real catalog, e.g. tests/data/github-mcp-server.json).
 //! `--destructive` adds `delete_item` (annotated `destructiveHint: true`; approvals).
 //! `--echo-retires`: `echo` announces `tools/list_changed`, after which tools/list leaves `echo` out.
-//! `--host-tools` adds the tools that ask the host (issue 16): `elicit_form` (defaults, enums with
+//! `--host-tools` adds the tools that ask the host (elicitation, sampling, roots): `elicit_form` (defaults, enums with
 //! `enumNames` and `oneOf` titles; `require_note` adds a required field without default; `multi`
 //! asks multi-select fields instead, `bad_default` with a default outside the enum),
 //! `elicit_url`, `sample` (the host's model), `roots` and `reflect` (runs only after the host's model

@@ -245,18 +245,7 @@ async fn handle(req: Request<Incoming>, state: Arc<State>) -> Result<Resp, Infal
 }
 
 fn authorized(req: &Request<Incoming>, token: &str) -> bool {
-    let Some(value) = req.headers().get(hyper::header::AUTHORIZATION).and_then(|v| v.to_str().ok()) else {
-        return false;
-    };
-    let Some(given) = value.strip_prefix("Bearer ") else { return false };
-    constant_time_eq(given.trim().as_bytes(), token.as_bytes())
-}
-
-fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
-    if a.len() != b.len() {
-        return false;
-    }
-    a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+    crate::util::bearer::matches(req.headers().get(hyper::header::AUTHORIZATION).map(|v| v.as_bytes()), token)
 }
 
 async fn call(req: Request<Incoming>, state: &State) -> Resp {

@@ -10,10 +10,10 @@ use serde_json::{Map, Value};
 
 use super::output::write_stdout;
 use super::{Context, EXIT_FAILURE, EXIT_OK, usage};
-use crate::handler::{Handler, HandlerRunner};
+use crate::handler::{CallError, Called, Handler, HandlerRunner, Source};
 use crate::mcp::handler::ClientEvent;
 use crate::mcp::tools::{Reader, result_text};
-use crate::mcp::{McpError, McpManager};
+use crate::mcp::{CallContext, McpError, McpManager};
 use crate::util::fs::{Access, write_atomic};
 use crate::util::json::json_kind;
 use crate::util::read::{CapError, read_capped};
@@ -104,11 +104,9 @@ pub async fn run(ctx: Context, args: &CallArgs) -> anyhow::Result<u8> {
     }
     let arguments = if args.interactive { Map::new() } else { parse_args(&args.args)? };
     let handler = read_handler(args)?;
-    let manager = std::sync::Arc::new(McpManager::new(&ctx.config));
-    super::host::install(&manager, &ctx.config);
+    let session = super::session::Session::open(&ctx.config, args.yes);
+    let manager = session.manager().clone();
     manager.check_server(server).map_err(|e| usage(e.to_string()))?;
-    super::approve::install(&manager, args.yes);
-    let recorder = crate::learn::Recorder::install(&ctx.config, &manager);
     let runner = match &handler {
         Some(_) => Some(HandlerRunner::from_config(&ctx.config, Some(manager.clone()))?),
         None => None,
@@ -125,25 +123,24 @@ pub async fn run(ctx: Context, args: &CallArgs) -> anyhow::Result<u8> {
         let started = manager.connection(server).await;
         spinner.finish();
         if let Err(e) = started {
-            return Ok((Err(e), None));
+            return Ok(Some(Err(CallError::Mcp(e))));
         }
         let asked = if args.interactive {
             match ask_arguments(&manager, server, tool).await? {
                 Ok(asked) => asked,
-                Err(e) => return Ok((Err(e), None)),
+                Err(e) => return Ok(Some(Err(CallError::Mcp(e)))),
             }
         } else {
             Asked::Call(arguments)
         };
-        let result = match asked {
-            Asked::Call(arguments) => manager.call_tool(server, tool, arguments).await.map(Some),
-            Asked::Declined => Ok(None),
-        };
-        let handled = match (&runner, &compiled, &result) {
-            (Some(r), Some(c), Ok(Some(res))) => Some(r.apply(c, server, tool, res).await),
-            _ => None,
-        };
-        Ok::<_, anyhow::Error>((result, handled))
+        let source = compiled.as_ref().map_or(Source::None, Source::Compiled);
+        let cx = CallContext::default();
+        Ok::<_, anyhow::Error>(match asked {
+            Asked::Call(arguments) => {
+                Some(crate::handler::call(runner.as_ref(), &manager, server, tool, arguments, source, &cx).await)
+            }
+            Asked::Declined => None,
+        })
     };
     let outcome = tokio::select! {
         r = call => Ok(r),
@@ -156,12 +153,8 @@ pub async fn run(ctx: Context, args: &CallArgs) -> anyhow::Result<u8> {
     if let Some(r) = runner {
         r.stop().await;
     }
-    super::save_usage(&manager);
-    manager.shutdown().await;
-    if let Some(r) = recorder {
-        r.finish();
-    }
-    let (result, handled) = match outcome {
+    session.close().await;
+    let called = match outcome {
         Ok(Ok(r)) => r,
         Ok(Err(e)) if is_interrupt(&e) => return Ok(super::signal::exit_after(libc::SIGINT)),
         Ok(Err(e)) => return Err(e),
@@ -174,46 +167,41 @@ pub async fn run(ctx: Context, args: &CallArgs) -> anyhow::Result<u8> {
             return Ok(super::signal::exit_after(signal));
         }
     };
-    let result = match result {
-        Ok(Some(r)) => Ok(r),
-        Ok(None) => {
+    let called = match called {
+        Some(c) => c,
+        None => {
             eprintln!("not called: `{server}.{tool}` was not confirmed");
             return Ok(EXIT_FAILURE);
         }
-        Err(e) => Err(e),
     };
-    let result = match result {
-        Ok(r) => r,
-        Err(
-            e @ (McpError::UnknownServer { .. }
-            | McpError::UnknownTool { .. }
-            | McpError::InvalidArguments { .. }
-            | McpError::Disabled(_)),
-        ) => {
-            return Err(usage(e.to_string()));
-        }
-        Err(e) => {
-            if let McpError::Start { server, .. } | McpError::Call { server, .. } = &e {
-                tracing::info!("stderr of `{server}` is in {}", manager.log_file(server).display());
-            }
-            return Err(e.into());
-        }
-    };
-
-    let result = match handled {
-        Some(Err(e)) => {
-            eprintln!("error: {e}");
-            return Ok(EXIT_FAILURE);
-        }
-        Some(Ok(Some(value))) if !args.json => {
+    let result = match called {
+        Ok(Called::Result(r)) => r,
+        Ok(Called::Value(value)) if !args.json => {
             let mut text = crate::handler::value_text(&value);
             if !text.ends_with('\n') {
                 text.push('\n');
             }
             return emit(args, &text).map(|()| EXIT_OK);
         }
-        Some(Ok(Some(value))) => crate::handler::value_result(value),
-        Some(Ok(None)) | None => result,
+        Ok(Called::Value(value)) => crate::handler::value_result(value),
+        Err(CallError::After(e) | CallError::Handler(e)) => {
+            eprintln!("error: {e}");
+            return Ok(EXIT_FAILURE);
+        }
+        Err(CallError::Mcp(
+            e @ (McpError::UnknownServer { .. }
+            | McpError::UnknownTool { .. }
+            | McpError::InvalidArguments { .. }
+            | McpError::Disabled(_)),
+        )) => {
+            return Err(usage(e.to_string()));
+        }
+        Err(CallError::Mcp(e)) => {
+            if let McpError::Start { server, .. } | McpError::Call { server, .. } = &e {
+                tracing::info!("stderr of `{server}` is in {}", manager.log_file(server).display());
+            }
+            return Err(e.into());
+        }
     };
     let is_error = result.is_error == Some(true);
     if let Some(denied) = crate::mcp::approval::denied(&result).filter(|_| !args.json) {

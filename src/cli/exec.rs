@@ -7,7 +7,6 @@
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 
 use anyhow::Context as _;
 use clap::Args;
@@ -15,7 +14,6 @@ use clap::Args;
 use super::output::write_stdout;
 use super::{Context, EXIT_FAILURE, EXIT_OK, usage};
 use crate::codemode::{CodeMode, Options};
-use crate::mcp::McpManager;
 use crate::runtime::{ExecOutcome, FailureKind, Limits, Script};
 use crate::util::read::{CapError, read_capped};
 use crate::util::size::{human_bytes, parse_bytes, parse_memory_mb, parse_timeout};
@@ -81,13 +79,10 @@ pub async fn run(ctx: Context, args: &ExecArgs) -> anyhow::Result<u8> {
     options.limits = limits_from(args, options.limits)?;
     options.typecheck |= args.check;
     let limits = options.limits.clone();
-    let manager = Arc::new(McpManager::new(&ctx.config));
-    super::host::install(&manager, &ctx.config);
-    super::approve::install(&manager, false);
+    let session = super::session::Session::open(&ctx.config, false);
     // Bootstrapping the isolate (~25 ms) overlaps with everything below.
-    let mut code = CodeMode::new(manager.clone(), options);
-    let recorder = crate::learn::Recorder::install(&ctx.config, &manager);
-    code.set_recorder(recorder.clone());
+    let mut code = CodeMode::new(session.manager().clone(), options);
+    code.set_recorder(session.recorder().clone());
     if let Some(why) = code.typecheck_notice() {
         eprintln!("warning: {why}");
     }
@@ -101,11 +96,7 @@ pub async fn run(ctx: Context, args: &ExecArgs) -> anyhow::Result<u8> {
         signal = ctx.signals.received() => Err(signal),
     };
     code.stop().await;
-    super::save_usage(&manager);
-    manager.shutdown().await;
-    if let Some(r) = recorder {
-        r.finish();
-    }
+    session.close().await;
     match outcome {
         Ok(outcome) => print_outcome(&outcome?, args.json, ctx.verbose > 0, &limits),
         Err(signal) => Ok(super::signal::exit_after(signal)),
@@ -182,12 +173,10 @@ fn read_script(file: &str, cwd: &Path, workspace: &Path) -> anyhow::Result<(Scri
     if !path.is_file() {
         return Err(usage(format!("not a file: {file}")));
     }
-    let opened = std::fs::File::open(&path).map_err(|e| usage(format!("cannot read {file}: {e}")))?;
-    let source = read_capped(opened, MAX_SCRIPT_BYTES).map_err(|e| match e {
-        CapError::TooLarge => too_large(file),
-        CapError::Io(e) => usage(format!("cannot read {file}: {e}")),
+    let source = crate::util::read::read_text_file(&path, MAX_SCRIPT_BYTES).map_err(|e| match e {
+        crate::util::read::FileError::TooLarge(_) => too_large(file),
+        e => usage(e.message(file)),
     })?;
-    let source = String::from_utf8(source).map_err(|_| usage(format!("{file} is not valid UTF-8")))?;
     Ok((Script::File(path.clone()), source, path))
 }
 

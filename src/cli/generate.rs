@@ -9,7 +9,7 @@ use clap::Args;
 
 use super::{Context, EXIT_FAILURE, EXIT_OK, usage};
 use crate::codegen::{self, GenerateOptions, GenerateReport};
-use crate::mcp::{McpManager, ToolInfo};
+use crate::mcp::ToolInfo;
 use crate::util::suggest::{did_you_mean, suggest};
 
 pub const AFTER_HELP: &str = "\
@@ -68,8 +68,9 @@ pub async fn run(ctx: Context, args: &GenerateArgs) -> anyhow::Result<u8> {
             (tools, Vec::new(), only)
         }
         None => {
-            let manager = McpManager::new(&ctx.config);
-            let servers = super::select_servers(&manager, &args.filter)?;
+            let session = super::session::Session::open(&ctx.config, false);
+            let manager = session.manager();
+            let servers = super::select_servers(manager, &args.filter)?;
             if servers.is_empty() {
                 eprintln!(
                     "no MCP servers configured: add some under `mcp.servers` (see config.sample.yaml) or in .mcp.json; \
@@ -77,10 +78,10 @@ pub async fn run(ctx: Context, args: &GenerateArgs) -> anyhow::Result<u8> {
                 );
             }
             let collected = tokio::select! {
-                r = super::list::collect_tools(&manager, &servers) => Ok(r),
+                r = super::list::collect_tools(manager, &servers) => Ok(r),
                 signal = ctx.signals.received() => Err(signal),
             };
-            manager.shutdown().await;
+            session.close().await;
             let (tools, failed) = match collected {
                 Ok(r) => r,
                 Err(signal) => return Ok(super::signal::exit_after(signal)),

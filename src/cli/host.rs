@@ -1,4 +1,4 @@
-//! The CLI's side of a server's requests (issue 16): the terminal prompts behind
+//! The CLI's side of a server's requests (elicitation and sampling): the terminal prompts behind
 //! `mcp::host::Interaction` (elicitation forms, URL mode, approval of sampling requests, notices
 //! on stderr) and the configured LLM provider behind `mcp::host::Sampler`. [`install`] puts both
 //! into a manager; every command that calls tools does so.
@@ -112,7 +112,7 @@ impl Interaction for Terminal {
 /// `xdg-open` (or `open` on macOS) when it is on PATH.
 fn browser_opener() -> Option<std::path::PathBuf> {
     let name = if cfg!(target_os = "macos") { "open" } else { "xdg-open" };
-    std::env::split_paths(&std::env::var_os("PATH")?).map(|d| d.join(name)).find(|p| p.is_file())
+    crate::util::dirs::find_on_path(name)
 }
 
 /// The configured provider answering sampling requests.

@@ -59,8 +59,9 @@ pub async fn collect_tools(manager: &McpManager, servers: &[String]) -> (Vec<Too
 }
 
 pub async fn run(ctx: Context, args: &ListArgs) -> anyhow::Result<u8> {
-    let manager = McpManager::new(&ctx.config);
-    let servers = super::select_servers(&manager, &args.filter)?;
+    let session = super::session::Session::open(&ctx.config, false);
+    let manager = session.manager();
+    let servers = super::select_servers(manager, &args.filter)?;
     if servers.is_empty() {
         eprintln!("no MCP servers configured: add some under `mcp.servers` (see config.sample.yaml) or in .mcp.json");
         if args.json {
@@ -69,10 +70,10 @@ pub async fn run(ctx: Context, args: &ListArgs) -> anyhow::Result<u8> {
         return Ok(EXIT_OK);
     }
     let collected = tokio::select! {
-        r = collect_tools(&manager, &servers) => Ok(r),
+        r = collect_tools(manager, &servers) => Ok(r),
         signal = ctx.signals.received() => Err(signal),
     };
-    manager.shutdown().await;
+    session.close().await;
     let (tools, failed) = match collected {
         Ok(r) => r,
         Err(signal) => return Ok(super::signal::exit_after(signal)),
@@ -142,7 +143,7 @@ fn human(servers: &[String], failed: &[String], tools: &[ToolInfo], detailed: bo
 /// `agent mcp list --tokens`: direct vs code vs progressive mode context cost of the listed tools.
 pub fn token_report(config: &Config, servers: &[String], tools: &[ToolInfo], json: bool) -> anyhow::Result<String> {
     let entries = crate::codegen::server_entries(servers, tools);
-    let limits = crate::agent::code::LimitsText::from_config(&config.mcp.code_execution);
+    let limits = crate::codemode::tool::LimitsText::from_config(&config.mcp.code_execution);
     let est = tokens::estimate_with(
         tools,
         &entries,

@@ -1,5 +1,7 @@
 //! Command-line interface: argument parsing (clap), exit codes and error printing. One module per
-//! command; they parse and print, and leave the work to `mcp`, `codegen`, `runtime` and `agent`.
+//! command; they parse, race the work against signals and print, and leave the work to `mcp`,
+//! `codegen`, `codemode`, `agent` and `serve`. Every command that starts servers runs inside a
+//! [`session::Session`] (the lifecycle in one right order).
 //!
 //! Exit codes (documented in `--help` and README): 0 success, 1 the tool or script reported an
 //! error or the call failed, 2 usage or configuration error.
@@ -17,6 +19,7 @@ pub mod prompt;
 pub mod run;
 pub mod search;
 pub mod serve;
+pub mod session;
 pub mod signal;
 pub mod skill;
 pub mod state;
@@ -227,12 +230,4 @@ async fn dispatch(cli: &Cli, ctx: Context) -> anyhow::Result<u8> {
 /// 2 for usage and configuration errors, 1 for everything else.
 pub fn exit_code_for(err: &anyhow::Error) -> u8 {
     if err.chain().any(|e| e.is::<UsageError>() || e.is::<ConfigError>()) { EXIT_USAGE } else { EXIT_FAILURE }
-}
-
-/// Merges the successful tool calls of this command into the workspace's usage counts (the
-/// search's usage prior); a failure is a warning.
-pub fn save_usage(manager: &crate::mcp::McpManager) {
-    if let Err(e) = manager.usage().save() {
-        eprintln!("warning: {e}");
-    }
 }

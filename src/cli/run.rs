@@ -1,5 +1,5 @@
-//! `agent run "task"`: flags onto config, the provider and the servers set up, the loop run
-//! (`crate::agent::session`), and what the user sees: streamed assistant text on stdout, one
+//! `agent run "task"`: flags onto config, the provider made, the run (`crate::agent::run`) raced
+//! against signals inside a command session, and what the user sees: streamed assistant text on stdout, one
 //! line per tool call on stderr, the final answer last, then a one-line summary; or the whole
 //! transcript as JSON (`--json`), or only the final answer (`--quiet`).
 
@@ -14,18 +14,13 @@ use tokio_util::sync::CancellationToken;
 
 use super::output::write_stdout;
 use super::{Context, EXIT_FAILURE, EXIT_OK, EXIT_USAGE, ServerFilter, usage};
-use crate::agent::code;
-use crate::agent::code_host::CodeHost;
-use crate::agent::direct::{DirectHost, ToolMap};
 use crate::agent::key_env_var;
-use crate::agent::progressive::{self, ProgressiveHost};
 use crate::agent::provider;
-use crate::agent::session::{self, Observer, Outcome, Settings, ToolCallRecord, ToolHost, Transcript, TurnRecord};
+use crate::agent::run::Run;
+use crate::agent::session::{Observer, Outcome, ToolCallRecord, Transcript, TurnRecord};
 use crate::agent::tokens;
-use crate::codemode::{CodeMode, Options};
+use crate::codemode::Options;
 use crate::config::{Config, ExecutionMode, Provider};
-use crate::handler::HandlerRunner;
-use crate::mcp::McpManager;
 use crate::util::read::{CapError, read_capped};
 use crate::util::size::{human_bytes, parse_bytes};
 
@@ -213,11 +208,8 @@ pub async fn run(ctx: Context, args: &RunArgs) -> anyhow::Result<u8> {
         }
     }
 
-    let manager = Arc::new(McpManager::new(&config));
-    let sampled = super::host::install(&manager, &config);
-    super::approve::install(&manager, false);
-    let servers = super::select_servers(&manager, &args.filter)?;
-    let recorder = crate::learn::Recorder::install(&config, &manager);
+    let session = super::session::Session::open(&config, false);
+    let servers = super::select_servers(session.manager(), &args.filter)?;
 
     // A signal cancels the loop (which returns what it has) or the set-up before it.
     let cancel = CancellationToken::new();
@@ -235,214 +227,25 @@ pub async fn run(ctx: Context, args: &RunArgs) -> anyhow::Result<u8> {
         config: &config,
         task: &task,
         servers: &servers,
-        manager: &manager,
+        manager: session.manager(),
         llm: llm.as_ref(),
-        printer: &printer,
+        observer: &printer,
         cancel: &cancel,
-        args,
-        recorder: &recorder,
+        stream: !args.no_stream,
+        recorder: session.recorder(),
     };
     let result = run.drive(&mut auto).await;
-    super::save_usage(&manager);
-    manager.shutdown().await;
-    if let Some(r) = recorder {
-        r.finish();
-    }
+    // Sampling requests the servers sent during the run count as the run's tokens.
+    let sampled = session.sampled();
+    session.close().await;
     watcher.abort();
     let signal = signal.load(Ordering::SeqCst);
     let mut transcript = match result? {
         Some(t) => t,
         None => return Ok(super::signal::exit_after(signal)),
     };
-    // Sampling requests the servers sent during the run count as the run's tokens.
-    if let Ok(u) = sampled.lock() {
-        transcript.usage.add(&u);
-    }
+    transcript.usage.add(&sampled);
     report(&transcript, auto.as_ref(), &printer, args, signal)
-}
-
-/// What one run works with, handed to each step (all borrowed; `Copy`, so a step can swap the
-/// config, as `auto` does).
-#[derive(Clone, Copy)]
-struct Run<'a> {
-    config: &'a Config,
-    task: &'a str,
-    servers: &'a [String],
-    manager: &'a Arc<McpManager>,
-    llm: &'a dyn provider::LlmProvider,
-    printer: &'a Printer,
-    cancel: &'a CancellationToken,
-    args: &'a RunArgs,
-    recorder: &'a Option<Arc<crate::learn::Recorder>>,
-}
-
-impl Run<'_> {
-    /// Sets up the chosen mode and runs the loop; `None` when interrupted before the loop
-    /// started. In `auto` mode the servers start first, the choice lands in `auto`, and the run
-    /// goes on in the mode chosen (its transcript names that mode).
-    async fn drive(self, auto: &mut Option<tokens::AutoChoice>) -> anyhow::Result<Option<Transcript>> {
-        let config = self.config;
-        if config.mcp.execution_mode == ExecutionMode::Code {
-            return self.code().await;
-        }
-        let started = tokio::select! {
-            s = self.manager.start_servers(self.servers) => s,
-            _ = self.cancel.cancelled() => return Ok(None),
-        };
-        warn_failed(&started.failed);
-        match config.mcp.execution_mode {
-            ExecutionMode::Auto => {
-                let choice = tokens::AutoChoice::for_tools(
-                    &started.tools,
-                    config.llm.provider,
-                    config.mcp.auto_threshold_tokens,
-                    config.mcp.result_handlers.enabled,
-                );
-                self.printer.note(&format!("mode: {} ({})", choice.mode, choice.reason()));
-                *auto = Some(choice);
-                let mut chosen = config.clone();
-                chosen.mcp.execution_mode = choice.mode;
-                let run = Run { config: &chosen, ..self };
-                if choice.mode == ExecutionMode::Code {
-                    return run.code().await;
-                }
-                run.direct(&started.tools).await
-            }
-            ExecutionMode::Progressive => self.progressive(&started).await,
-            _ => self.direct(&started.tools).await,
-        }
-    }
-
-    /// Direct mode over the tools of the servers that started.
-    async fn direct(self, tools: &[crate::mcp::ToolInfo]) -> anyhow::Result<Option<Transcript>> {
-        let config = self.config;
-        let mut map = ToolMap::build(tools, tokens::flavor(config.llm.provider));
-        let handlers = config.mcp.result_handlers.enabled;
-        if handlers {
-            map = map.with_result_handlers();
-        }
-        for t in &map.tools {
-            for note in &t.adaptations {
-                tracing::info!("{}.{} → {}: {note}", t.server, t.tool, t.llm_name);
-            }
-        }
-        let mut host = DirectHost::new(self.manager.clone(), map, config.agent.max_tool_result_bytes);
-        let mut prompt = direct_system_prompt(self.servers);
-        if handlers {
-            host = host.with_result_handlers(HandlerRunner::from_config(config, Some(self.manager.clone()))?);
-            prompt.push_str(crate::agent::direct::RESULT_HANDLER_PROMPT);
-        }
-        let transcript = self.run_loop(prompt, &host).await;
-        host.stop().await;
-        Ok(Some(transcript))
-    }
-
-    /// Progressive mode: `search_tools` + `call_tool`, plus the pinned tools.
-    async fn progressive(self, started: &crate::mcp::Started) -> anyhow::Result<Option<Transcript>> {
-        let config = self.config;
-        let (pins, warnings) = progressive::resolve_pins(&config.mcp.pinned_tools, &started.tools);
-        for w in warnings {
-            eprintln!("warning: {w}");
-        }
-        let pinned = ToolMap::build(&pins, tokens::flavor(config.llm.provider));
-        let pinned_names: Vec<String> = pinned.names().map(String::from).collect();
-        let prompt = progressive::system_prompt(&started.ok, started.tools.len(), &pinned_names);
-        let host =
-            ProgressiveHost::new(self.manager.clone(), started.ok.clone(), pinned, config.agent.max_tool_result_bytes);
-        Ok(Some(self.run_loop(prompt, &host).await))
-    }
-
-    /// Code mode: its own [`CodeMode`] for the run, stopped at the end.
-    async fn code(self) -> anyhow::Result<Option<Transcript>> {
-        let mut code = CodeMode::new(self.manager.clone(), Options::from_config(self.config)?);
-        code.set_recorder(self.recorder.clone());
-        let transcript = self.code_mode(&mut code).await;
-        code.stop().await;
-        transcript
-    }
-
-    /// Code mode: the tree refreshed for the servers that start, the bridge, then the loop.
-    async fn code_mode(self, code: &mut CodeMode) -> anyhow::Result<Option<Transcript>> {
-        let config = self.config;
-        let workspace = code.workspace().to_path_buf();
-        if let Some(why) = code.typecheck_notice() {
-            eprintln!("warning: {why}");
-        }
-        let tree_tools = if config.mcp.code_execution.regenerate_on_startup {
-            let prepared = tokio::select! {
-                p = code.prepare(self.servers, false) => p?,
-                _ = self.cancel.cancelled() => return Ok(None),
-            };
-            warn_failed(&prepared.failed);
-            if let Some(report) = &prepared.regenerated {
-                self.printer.note(&format!(
-                    "generated the TypeScript API in {} ({} tools, {} files written)",
-                    workspace.display(),
-                    report.tools,
-                    report.files_written
-                ));
-            }
-            code.tree_tools().unwrap_or(prepared.tools)
-        } else {
-            code.tree_tools().ok_or_else(|| {
-                usage(format!(
-                    "no generated API in {}: run `agent mcp generate` first, or set \
-                     mcp.code_execution.regenerate_on_startup: true",
-                    workspace.display()
-                ))
-            })?
-        };
-        // The servers the model is told about: the selected ones that the tree has.
-        let listed: Vec<String> =
-            self.servers.iter().filter(|s| tree_tools.iter().any(|t| &t.server == *s)).cloned().collect();
-        let entries = crate::codegen::server_entries(&listed, &tree_tools);
-        code.start_bridge().await?;
-        let specs = code::tool_specs(&code::LimitsText::from_config(&config.mcp.code_execution));
-        let host = CodeHost::new(specs, code);
-        Ok(Some(self.run_loop(code::system_prompt(&workspace, &entries), &host).await))
-    }
-
-    /// The loop over `host`, with `prompt` (+ `agent.system_prompt`) as the system prompt.
-    async fn run_loop(self, prompt: String, host: &dyn ToolHost) -> Transcript {
-        let config = self.config;
-        let settings = Settings {
-            model: config.llm.model.clone(),
-            system: with_extra(prompt, extra_prompt(config)),
-            max_turns: config.agent.max_turns,
-            max_tokens: config.llm.max_tokens,
-            stream: !self.args.no_stream,
-            mode: config.mcp.execution_mode.to_string(),
-        };
-        session::run(self.task, &settings, self.llm, host, self.printer, self.cancel).await
-    }
-}
-
-/// Says which servers failed to start; the run goes on without them.
-fn warn_failed(failed: &[(String, crate::mcp::McpError)]) {
-    for (name, e) in failed {
-        eprintln!("warning: {e} (continuing without `{name}`)");
-    }
-}
-
-fn extra_prompt(config: &Config) -> Option<&str> {
-    config.agent.system_prompt.as_deref().filter(|s| !s.trim().is_empty())
-}
-
-fn with_extra(base: String, extra: Option<&str>) -> String {
-    match extra {
-        Some(x) => format!("{base}\n{}\n", x.trim()),
-        None => base,
-    }
-}
-
-/// The built-in system prompt of direct mode.
-pub fn direct_system_prompt(servers: &[String]) -> String {
-    let list = if servers.is_empty() { "none are configured".to_string() } else { servers.join(", ") };
-    format!(
-        "You complete the user's task with tools. The tools named mcp_<server>_<tool> call MCP servers ({list}). \
-         Call tools when they help (independent calls can go in one turn), and when you are done, give the final \
-         answer as plain text without calling a tool.\n"
-    )
 }
 
 /// Prints the outcome and returns the exit code.
@@ -514,14 +317,6 @@ impl Printer {
         if self.color { format!("\x1b[2m{s}\x1b[0m") } else { s.to_string() }
     }
 
-    /// A dimmed note on stderr (not with --quiet).
-    fn note(&self, msg: &str) {
-        if self.activity {
-            self.end_line();
-            eprintln!("{}", self.dim(msg));
-        }
-    }
-
     /// Ends the current stdout line if text is pending on it.
     fn end_line(&self) {
         if self.stream_text && !self.at_line_start.swap(true, Ordering::SeqCst) {
@@ -536,6 +331,14 @@ fn duration_text(ms: f64) -> String {
 }
 
 impl Observer for Printer {
+    /// A dimmed note on stderr (not with --quiet).
+    fn note(&self, msg: &str) {
+        if self.activity {
+            self.end_line();
+            eprintln!("{}", self.dim(msg));
+        }
+    }
+
     fn text(&self, delta: &str) {
         if !self.stream_text || delta.is_empty() {
             return;

@@ -3,14 +3,16 @@
 //! from `mcp::catalog`, shared with the bridge's `GET /search` and progressive mode.
 
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use anyhow::Context as _;
 use clap::Args;
 
 use super::{Context, EXIT_FAILURE, EXIT_OK, ServerFilter, usage};
 use crate::codegen;
-use crate::mcp::catalog::Catalog;
-use crate::mcp::{McpManager, ToolInfo};
+use crate::mcp::ToolInfo;
+use crate::mcp::catalog::{Catalogs, SearchResult};
+use crate::mcp::usage::Usage;
 use crate::search::Index;
 use crate::util::suggest::{did_you_mean, suggest};
 
@@ -59,8 +61,6 @@ pub struct SearchArgs {
     pub from_tools: Option<PathBuf>,
 }
 
-pub use crate::mcp::catalog::{SearchResult, doc_for, first_sentence, signature};
-
 /// The workspace's skills as tools of the pseudo-server `skills` (name, description, exports
 /// as words), so a search finds them next to MCP tools.
 fn skill_tools(config: &crate::config::Config) -> Vec<ToolInfo> {
@@ -84,11 +84,6 @@ fn skill_tools(config: &crate::config::Config) -> Vec<ToolInfo> {
         .collect()
 }
 
-/// Ranks `tools` for `query`: the best `limit`, only of `servers` unless it is empty.
-pub fn search_tools(tools: &[ToolInfo], query: &str, limit: usize, servers: &[String]) -> Vec<SearchResult> {
-    Catalog::build(tools.to_vec()).search(query, limit, servers)
-}
-
 pub async fn run(ctx: Context, args: &SearchArgs) -> anyhow::Result<u8> {
     if args.query.trim().is_empty() {
         return Err(usage("the query is empty: say what the tool should do, e.g. agent mcp search \"list issues\""));
@@ -100,7 +95,8 @@ pub async fn run(ctx: Context, args: &SearchArgs) -> anyhow::Result<u8> {
         )));
     }
     let selected = &args.filter.servers;
-    let (tools, failed) = match &args.from_tools {
+    let limit = args.limit as usize;
+    let (results, searched, failed) = match &args.from_tools {
         Some(file) => {
             let default_server = match selected.as_slice() {
                 [one] => Some(one.as_str()),
@@ -120,65 +116,49 @@ pub async fn run(ctx: Context, args: &SearchArgs) -> anyhow::Result<u8> {
                     )));
                 }
             }
-            (tools, Vec::new())
+            // The same ranking as over live servers: usage prior, semantic ranking when set up.
+            let usage_file = ctx.config.mcp.code_execution.workspace_dir.join(crate::mcp::usage::FILE);
+            let counts = Arc::new(Usage::new(ctx.config.search.usage.then_some(usage_file)));
+            let catalogs = Catalogs::new(&ctx.config, counts);
+            let ranked = async {
+                let catalog = catalogs.of_lists(vec![Arc::new(tools)]).await;
+                (catalogs.search(&catalog, &args.query, limit, selected).await, catalog.tools().len())
+            };
+            let (results, searched) = tokio::select! {
+                r = ranked => r,
+                signal = ctx.signals.received() => return Ok(super::signal::exit_after(signal)),
+            };
+            (results, searched, Vec::new())
         }
         None => {
-            let manager = McpManager::new(&ctx.config);
-            let servers = super::select_servers(&manager, &args.filter)?;
+            let session = super::session::Session::open(&ctx.config, false);
+            let manager = session.manager();
+            let servers = super::select_servers(manager, &args.filter)?;
             if servers.is_empty() {
                 eprintln!(
                     "no MCP servers configured: add some under `mcp.servers` (see config.sample.yaml) or in .mcp.json"
                 );
             }
-            let collected = tokio::select! {
-                r = super::list::collect_tools(&manager, &servers) => Ok(r),
+            if selected.is_empty() {
+                manager.catalogs().add_extra(skill_tools(&ctx.config));
+            }
+            let ranked = async {
+                // Started under a spinner, failures said once; the catalog then skips them.
+                let (_, failed) = super::list::collect_tools(manager, &servers).await;
+                let (catalog, _) = manager.catalog_of(&servers).await;
+                let results = manager.catalogs().search(&catalog, &args.query, limit, selected).await;
+                (results, catalog.tools().len(), failed)
+            };
+            let ranked = tokio::select! {
+                r = ranked => Ok(r),
                 signal = ctx.signals.received() => Err(signal),
             };
-            manager.shutdown().await;
-            match collected {
-                Ok((mut tools, failed)) => {
-                    if selected.is_empty() {
-                        tools.extend(skill_tools(&ctx.config));
-                    }
-                    (tools, failed)
-                }
+            session.close().await;
+            match ranked {
+                Ok(r) => r,
                 Err(signal) => return Ok(super::signal::exit_after(signal)),
             }
         }
-    };
-    // The usage prior: calls counted by earlier runs in this workspace (`search.usage`).
-    let counts = if ctx.config.search.usage {
-        let path = ctx.config.mcp.code_execution.workspace_dir.join(crate::mcp::usage::FILE);
-        crate::mcp::usage::read(&path).unwrap_or_else(|e| {
-            eprintln!("warning: {e}; ignoring it");
-            Default::default()
-        })
-    } else {
-        Default::default()
-    };
-    let searched = tools.len();
-    let mut catalog = Catalog::build(tools).with_usage(&counts);
-    // Semantic ranking (`search.embeddings`); an endpoint that fails is one warning, then words only.
-    let ranked = async {
-        let mut embedder = crate::mcp::catalog::embedder(&ctx.config);
-        if let Some(e) = &embedder
-            && let Err(why) = catalog.embed(e).await
-        {
-            eprintln!("warning: the embeddings endpoint failed ({why}); searching by words only");
-            embedder = None;
-        }
-        let limit = args.limit as usize;
-        match crate::mcp::catalog::search_with(&catalog, embedder.as_ref(), &args.query, limit, selected).await {
-            Ok(r) => r,
-            Err((why, lexical)) => {
-                eprintln!("warning: the embeddings endpoint failed ({why}); searching by words only");
-                lexical
-            }
-        }
-    };
-    let results = tokio::select! {
-        r = ranked => r,
-        signal = ctx.signals.received() => return Ok(super::signal::exit_after(signal)),
     };
     let text = if args.json {
         let mut s = serde_json::to_string_pretty(&results).context("cannot serialise the results")?;

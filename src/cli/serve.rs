@@ -2,12 +2,9 @@
 //! server against signals and stdin close, then stopping every upstream server. In stdio mode
 //! nothing but the protocol goes to stdout.
 
-use std::sync::Arc;
-
 use clap::Args;
 
 use super::{Context, EXIT_OK, usage};
-use crate::mcp::McpManager;
 use crate::serve::http::{HttpServer, parse_addr};
 use crate::serve::{Expose, Server};
 
@@ -75,9 +72,10 @@ pub async fn run(ctx: Context, args: &ServeArgs) -> anyhow::Result<u8> {
         Some(n) => n,
         None => std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2).clamp(2, 8),
     };
-    let manager = Arc::new(McpManager::new(&ctx.config));
+    let session = super::session::Session::headless(&ctx.config);
+    let manager = session.manager().clone();
     let started = tokio::select! {
-        r = Server::start(&ctx.config, manager.clone(), expose, workers) => Ok(r),
+        r = Server::start(&ctx.config, manager, session.recorder().clone(), expose, workers) => Ok(r),
         signal = ctx.signals.received() => Err(signal),
     };
     let server = match started {
@@ -89,11 +87,11 @@ pub async fn run(ctx: Context, args: &ServeArgs) -> anyhow::Result<u8> {
             server
         }
         Ok(Err(e)) => {
-            manager.shutdown().await;
+            session.close().await;
             return Err(e);
         }
         Err(signal) => {
-            manager.shutdown().await;
+            session.close().await;
             return Ok(super::signal::exit_after(signal));
         }
     };
@@ -103,8 +101,7 @@ pub async fn run(ctx: Context, args: &ServeArgs) -> anyhow::Result<u8> {
     };
     // Bridges and executors first, then every upstream server with its process group.
     server.stop().await;
-    super::save_usage(&manager);
-    manager.shutdown().await;
+    session.close().await;
     match outcome {
         Ok(r) => r.map(|()| EXIT_OK),
         Err(signal) => Ok(super::signal::exit_after(signal)),

@@ -12,7 +12,6 @@ use super::{Context, EXIT_OK, usage};
 use crate::codegen;
 use crate::codemode::Options;
 use crate::skills::{self, MAX_SKILL_BYTES};
-use crate::util::read::{CapError, read_capped};
 use crate::util::suggest::{did_you_mean, suggest};
 
 pub const AFTER_HELP: &str = "\
@@ -83,17 +82,10 @@ pub async fn run(ctx: Context, cmd: &SkillCommand) -> anyhow::Result<u8> {
             };
             skills::validate_name(&name)
                 .map_err(|e| usage(if args.name.is_none() { format!("{e} (or pass --name)") } else { e }))?;
-            let file = std::fs::File::open(&args.file)
-                .map_err(|e| usage(format!("cannot read {}: {e}", args.file.display())))?;
-            let bytes = read_capped(file, MAX_SKILL_BYTES).map_err(|e| match e {
-                CapError::TooLarge => {
-                    usage(format!("{} is larger than {} MB", args.file.display(), MAX_SKILL_BYTES >> 20))
-                }
-                CapError::Io(e) => usage(format!("cannot read {}: {e}", args.file.display())),
-            })?;
-            let source =
-                String::from_utf8(bytes).map_err(|_| usage(format!("{} is not UTF-8 text", args.file.display())))?;
-            let replaced = crate::runtime::save_skill(&workspace, &name, &source, &args.description).map_err(usage)?;
+            let source = crate::util::read::read_text_file(&args.file, MAX_SKILL_BYTES)
+                .map_err(|e| usage(e.message(&args.file.display().to_string())))?;
+            let replaced =
+                crate::runtime::skill::save_skill(&workspace, &name, &source, &args.description).map_err(usage)?;
             refresh(&workspace);
             eprintln!(
                 "{} skill {name}: {}",

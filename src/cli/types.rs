@@ -92,14 +92,15 @@ pub async fn run(ctx: Context, args: &TypesArgs) -> anyhow::Result<u8> {
         return Ok(EXIT_OK);
     }
 
-    let manager = McpManager::new(&ctx.config);
-    let servers = super::select_servers(&manager, &args.filter)?;
-    let recorder = if args.discover { crate::learn::Recorder::install(&ctx.config, &manager) } else { None };
+    // `--yes` only skips the question before discovery; destructive tools still need approval.
+    let session = super::session::Session::open(&ctx.config, false);
+    let manager = session.manager();
+    let servers = super::select_servers(manager, &args.filter)?;
     let work = async {
         let started = manager.start_servers(&servers).await;
         let mut discover_failed = false;
         if args.discover {
-            discover_failed = discover(&ctx, &manager, &started.tools, args).await?;
+            discover_failed = discover(&ctx, manager, &started.tools, args).await?;
         }
         anyhow::Ok((started, discover_failed))
     };
@@ -107,10 +108,7 @@ pub async fn run(ctx: Context, args: &TypesArgs) -> anyhow::Result<u8> {
         r = work => Ok(r),
         signal = ctx.signals.received() => Err(signal),
     };
-    manager.shutdown().await;
-    if let Some(r) = recorder {
-        r.finish();
-    }
+    session.close().await;
     let (started, discover_failed) = match outcome {
         Ok(r) => r?,
         Err(signal) => return Ok(super::signal::exit_after(signal)),

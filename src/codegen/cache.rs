@@ -8,8 +8,8 @@
 //! agent build, `--clean`) renders it again. Only deterministic values are recorded (no mtimes):
 //! the manifest is part of the tree and must be byte-identical for the same tools.
 
+use crate::util::hash::stable_hex;
 use std::collections::BTreeMap;
-use std::hash::Hasher;
 use std::sync::OnceLock;
 
 use serde::{Deserialize, Serialize};
@@ -46,22 +46,6 @@ pub struct Head {
     pub files: BTreeMap<String, Entry>,
 }
 
-/// The manifest's hash: SipHash-1-3 with the keys (0, 0), each part fed as its length (u64,
-/// little-endian) then its bytes, the 64-bit result as 16 hex digits.
-///
-/// Stable by construction: the algorithm is the published one (the `siphasher` crate), unlike
-/// std's `DefaultHasher`, whose algorithm may change between Rust releases and would make every
-/// manifest churn. Not cryptographic: it only has to notice that a tool or a file changed; a
-/// false match needs a 2^-64 collision between two versions of the same file.
-pub fn hash_hex(parts: &[&[u8]]) -> String {
-    let mut h = siphasher::sip::SipHasher13::new_with_keys(0, 0);
-    for p in parts {
-        h.write(&(p.len() as u64).to_le_bytes());
-        h.write(p);
-    }
-    format!("{:016x}", h.finish())
-}
-
 /// Changes whenever anything that shapes a tool file may have changed: the agent version, the
 /// codegen sources (embedded at compile time) and the templates.
 pub fn salt() -> &'static str {
@@ -80,7 +64,7 @@ pub fn salt() -> &'static str {
         let mut parts: Vec<&[u8]> = sources.iter().map(|s| s.as_bytes()).collect();
         let templates = super::render::template_sources();
         parts.extend(templates.iter().map(|s| s.as_bytes()));
-        hash_hex(&parts)
+        stable_hex(&parts)
     })
 }
 
@@ -88,17 +72,8 @@ pub fn salt() -> &'static str {
 mod tests {
     use super::*;
 
-    const GOLDEN_EMPTY: &str = "d1fba762150c532c";
-    const GOLDEN_TWO: &str = "943d3cf601e1abc7";
-
     #[test]
-    fn hashes_are_stable_and_sensitive() {
-        assert_eq!(hash_hex(&[b"a", b"b"]), hash_hex(&[b"a", b"b"]));
-        assert_ne!(hash_hex(&[b"a", b"b"]), hash_hex(&[b"ab"]), "part boundaries count");
-        assert_eq!(hash_hex(&[b"x"]).len(), 16);
-        // Fixed values: a change here means every generated manifest changes.
-        assert_eq!(hash_hex(&[]), GOLDEN_EMPTY);
-        assert_eq!(hash_hex(&[b"agent", b"manifest"]), GOLDEN_TWO);
+    fn the_salt_is_stable_within_a_build() {
         assert_eq!(salt(), salt());
     }
 }

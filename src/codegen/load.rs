@@ -10,7 +10,7 @@
 
 use std::path::Path;
 
-use anyhow::{Context as _, anyhow, bail};
+use anyhow::{anyhow, bail};
 use serde_json::{Map, Value};
 
 use crate::mcp::ToolInfo;
@@ -20,13 +20,8 @@ use crate::mcp::tools::empty_object_schema;
 pub const MAX_TOOLS_FILE_BYTES: u64 = 64 << 20;
 
 pub fn load_tools_file(path: &Path, default_server: Option<&str>) -> anyhow::Result<Vec<ToolInfo>> {
-    use crate::util::read::{CapError, read_capped};
-    let file = std::fs::File::open(path).with_context(|| format!("cannot read {}", path.display()))?;
-    let bytes = read_capped(file, MAX_TOOLS_FILE_BYTES).map_err(|e| match e {
-        CapError::TooLarge => anyhow!("{} is larger than {} MB", path.display(), MAX_TOOLS_FILE_BYTES >> 20),
-        CapError::Io(e) => anyhow!("cannot read {}: {e}", path.display()),
-    })?;
-    let text = String::from_utf8(bytes).map_err(|_| anyhow!("{} is not valid UTF-8", path.display()))?;
+    let text = crate::util::read::read_text_file(path, MAX_TOOLS_FILE_BYTES)
+        .map_err(|e| anyhow!(e.message(&path.display().to_string())))?;
     let doc: Value = serde_json::from_str(&text).map_err(|e| anyhow!("{} is not valid JSON: {e}", path.display()))?;
     let stem = path.file_stem().and_then(|s| s.to_str()).filter(|s| !s.is_empty()).unwrap_or("tools");
     parse_tools(&doc, default_server, stem).map_err(|e| anyhow!("{}: {e}", path.display()))

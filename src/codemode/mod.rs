@@ -10,6 +10,7 @@
 //! starting servers. It is used from one task at a time (`&mut` for setup, `&` to run scripts).
 //! With type-checking on, [`CodeMode::run`] checks each script first ([`typecheck`]).
 
+pub mod tool;
 pub mod typecheck;
 
 use std::collections::BTreeMap;

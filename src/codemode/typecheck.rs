@@ -48,7 +48,7 @@ impl Checker {
                 "mcp.code_execution.tsc: {} is not a file; scripts run without a type check",
                 p.display()
             )),
-            None => match find_on_path("tsc") {
+            None => match crate::util::dirs::find_on_path("tsc") {
                 Some(p) => Checker::Tsc(p),
                 None => Checker::Missing(
                     "no TypeScript compiler (`tsc` on PATH or mcp.code_execution.tsc): scripts run without \
@@ -58,15 +58,6 @@ impl Checker {
             },
         }
     }
-}
-
-/// The first executable file called `name` in a `PATH` directory.
-fn find_on_path(name: &str) -> Option<PathBuf> {
-    use std::os::unix::fs::PermissionsExt as _;
-    let path = std::env::var_os("PATH")?;
-    std::env::split_paths(&path)
-        .map(|dir| dir.join(name))
-        .find(|p| std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0))
 }
 
 /// Checks `script` against the tree in `workspace`; the diagnostics, mapped to the script's

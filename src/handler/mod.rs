@@ -2,10 +2,12 @@
 //! of the connection, so only its output goes back (docs/handlers.md has the contract).
 //!
 //! One component for every caller (`agent mcp call --jq/--js/--handler`, direct mode's
-//! `result_handler` argument, and `agent mcp serve`): [`Handler::parse`] reads the handler,
-//! [`HandlerRunner::compile`] checks it **before** the tool is called, and
-//! [`HandlerRunner::apply`] runs it over the `CallToolResult` afterwards. A failure after the
-//! call says that the tool did run, with the handler's error and a preview of the raw result.
+//! `result_handler` argument, and `agent mcp serve`), and one entry point for a call with a
+//! handler, [`call`]: the handler taken out of the arguments ([`ARG`]) or given, parsed
+//! ([`Handler::parse`]) and compiled ([`HandlerRunner::compile`]) **before** the tool is called,
+//! the call through the manager, and the handler run over the `CallToolResult` afterwards
+//! ([`HandlerRunner::apply`]). A failure after the call says that the tool did run, with the
+//! handler's error and a preview of the raw result.
 //!
 //! jq runs through the `jaq` crates in a worker process ([`jq`]); JavaScript runs in a fresh
 //! isolate of the code-mode runtime with the code-mode limits, with `tool_output` and `result`
@@ -17,17 +19,128 @@ use std::path::PathBuf;
 use std::sync::{Arc, OnceLock};
 
 use rmcp::model::{CallToolResult, ContentBlock};
-use serde_json::Value;
+use serde_json::{Map, Value, json};
 
 use crate::bridge::BridgeServer;
 use crate::config::Config;
-use crate::mcp::McpManager;
+use crate::mcp::{CallContext, McpError, McpManager};
 use crate::runtime::{ExecRequest, Executor, Limits, Script};
 
 /// How much of the raw result an error after the call quotes.
 pub const PREVIEW_CHARS: usize = 300;
 /// What `callMCPTool` says in a handler when tool calls are off.
 pub const TOOL_CALLS_OFF: &str = "tool calls are off in result handlers (mcp.result_handlers.tool_calls)";
+
+/// The argument direct mode and `serve` add to every tool for a result handler.
+pub const ARG: &str = "result_handler";
+
+/// The one explanation of [`ARG`] for a system prompt (direct mode adds it when handlers are on).
+pub const PROMPT: &str = "Every mcp_ tool takes an optional `result_handler`: a JavaScript expression or \
+function body over `tool_output` (the parsed result) and `result` (the raw MCP result), or {\"language\": \"jq\", \
+\"script\": FILTER}. It runs on the tool's result and only its value comes back, so use it to keep large results \
+small (counts, fields, a filtered list). A handler that does not parse fails before the tool is called.\n";
+
+/// The schema of [`ARG`] where a system prompt explains it ([`PROMPT`]): short on purpose.
+pub fn arg_schema_short() -> Value {
+    json!({"type": ["string", "object"], "description": "Optional; see the system prompt"})
+}
+
+/// The schema of [`ARG`] with the contract in its description (for clients with no system
+/// prompt of ours, such as `serve`'s).
+pub fn arg_schema() -> Value {
+    json!({
+        "type": ["string", "object"],
+        "description": "Optional result handler: a JavaScript expression or function body over `tool_output` \
+                        (the parsed result) and `result` (the raw MCP result), or {\"language\": \"jq\", \"script\": \
+                        FILTER}. Only its value comes back. A handler that does not parse fails before the call."
+    })
+}
+
+/// Where the handler of one call comes from.
+#[derive(Debug, Clone, Copy)]
+pub enum Source<'a> {
+    /// No handler: the arguments go to the tool as they are.
+    None,
+    /// The [`ARG`] argument, taken out of the arguments (direct mode, `serve`).
+    Argument,
+    /// One compiled before (`agent mcp call --jq/--js/--handler`).
+    Compiled(&'a Compiled),
+}
+
+/// How a call with a handler ended well.
+#[derive(Debug)]
+pub enum Called {
+    /// The tool's result as it came: no handler ran, or the tool reported an error.
+    Result(CallToolResult),
+    /// The handler's value.
+    Value(Value),
+}
+
+impl Called {
+    /// As the result that goes back to the caller (a value shaped by [`value_result`]).
+    pub fn into_result(self) -> CallToolResult {
+        match self {
+            Called::Result(r) => r,
+            Called::Value(v) => value_result(v),
+        }
+    }
+}
+
+/// How a call with a handler failed.
+#[derive(Debug, thiserror::Error)]
+pub enum CallError {
+    /// The handler did not parse or compile: the tool was not called.
+    #[error("{0} (the tool was not called)")]
+    Handler(String),
+    /// The call itself failed.
+    #[error(transparent)]
+    Mcp(McpError),
+    /// The handler failed after the tool ran (the message says so and previews the result).
+    #[error("{0}")]
+    After(String),
+}
+
+impl CallError {
+    /// As an error result (its text the one-line message).
+    pub fn into_result(self) -> CallToolResult {
+        CallToolResult::error(vec![ContentBlock::text(self.to_string())])
+    }
+}
+
+/// Calls `server.tool` through `manager` with its handler: taken out of `args` or given
+/// (`source`), compiled before the call, run over the result after it. Without a `runner`
+/// nothing is taken out and no handler runs.
+pub async fn call(
+    runner: Option<&HandlerRunner>,
+    manager: &McpManager,
+    server: &str,
+    tool: &str,
+    mut args: Map<String, Value>,
+    source: Source<'_>,
+    cx: &CallContext,
+) -> Result<Called, CallError> {
+    let mut taken = None;
+    let handler = match (runner, source) {
+        (Some(runner), Source::Argument) => match args.remove(ARG).filter(|v| !v.is_null()) {
+            Some(spec) => {
+                let compiled = Handler::parse(&spec).and_then(|h| runner.compile(&h)).map_err(CallError::Handler)?;
+                Some(&*taken.insert(compiled))
+            }
+            None => None,
+        },
+        (Some(_), Source::Compiled(c)) => Some(c),
+        _ => None,
+    };
+    let result = manager.call_tool_with(server, tool, args, cx).await.map_err(CallError::Mcp)?;
+    match (runner, handler) {
+        (Some(runner), Some(c)) => match runner.apply(c, server, tool, &result).await {
+            Ok(Some(v)) => Ok(Called::Value(v)),
+            Ok(None) => Ok(Called::Result(result)),
+            Err(e) => Err(CallError::After(e)),
+        },
+        _ => Ok(Called::Result(result)),
+    }
+}
 
 /// The language of a handler.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -212,21 +325,6 @@ impl HandlerRunner {
         value.map(Some).map_err(|e| after_call_error(server, tool, &e, result))
     }
 
-    /// [`HandlerRunner::apply`] shaped as the tool result that goes back to the caller.
-    pub async fn apply_to_result(
-        &self,
-        handler: &Compiled,
-        server: &str,
-        tool: &str,
-        result: CallToolResult,
-    ) -> CallToolResult {
-        match self.apply(handler, server, tool, &result).await {
-            Ok(Some(v)) => value_result(v),
-            Ok(None) => result,
-            Err(e) => CallToolResult::error(vec![ContentBlock::text(e)]),
-        }
-    }
-
     async fn run_js(&self, body: &str, output: &Value, result: &CallToolResult) -> Result<Value, String> {
         let json_literal = |v: &Value| -> Result<String, String> {
             let text = serde_json::to_string(v).map_err(|e| format!("cannot encode the result: {e}"))?;
@@ -307,15 +405,10 @@ fn tool_calls_off_prelude() -> String {
     format!("const callMCPTool = async () => {{ throw new Error({msg}); }}; const __agentCallTool = callMCPTool; ")
 }
 
-/// The value a handler sees as `tool_output`: `structuredContent`, else the text content parsed
-/// as JSON, else the text itself (text blocks joined by newlines).
+/// The value a handler sees as `tool_output`: the value a script's `callMCPTool` gets for the
+/// same result (`mcp::tools::decode`, the mirror of `runtime-js/result.js`).
 pub fn tool_output(result: &CallToolResult) -> Value {
-    if let Some(s) = &result.structured_content {
-        return s.clone();
-    }
-    let text: Vec<&str> = result.content.iter().filter_map(|c| c.as_text().map(|t| t.text.as_str())).collect();
-    let text = text.join("\n");
-    serde_json::from_str(&text).unwrap_or(Value::String(text))
+    crate::mcp::tools::decode(result)
 }
 
 /// A handler's value as a tool result: a string as it is, anything else as JSON text, plus

@@ -22,8 +22,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::Duration;
 
-use rmcp::model::{CallToolResult, ContentBlock};
-use serde_json::Value;
+use rmcp::model::CallToolResult;
 
 use crate::config::Config;
 use crate::mcp::{CallObserver, McpManager, ToolInfo};
@@ -101,7 +100,7 @@ impl Shared {
                     hash
                 }
             };
-            pending.add(&tool.server, &tool.name, &def, &decoded(&result));
+            pending.add(&tool.server, &tool.name, &def, &crate::mcp::tools::decode(&result));
         }
         let mut warnings = Vec::new();
         let changes = match Registry::record(&self.path, &pending, &self.thresholds, &mut warnings) {
@@ -137,7 +136,7 @@ impl Recorder {
         }
         let workspace = std::path::absolute(&config.mcp.code_execution.workspace_dir).ok()?;
         let recorder = Arc::new(Recorder::start(crate::types::registry_path(&workspace), thresholds(config)));
-        manager.set_observer(recorder.clone());
+        manager.add_observer(recorder.clone());
         Some(recorder)
     }
 
@@ -238,24 +237,4 @@ fn background(shared: &Shared) {
             return;
         }
     }
-}
-
-/// The value a script sees for a successful result (as `runtime-js/result.js` decodes it).
-pub fn decoded(result: &CallToolResult) -> Value {
-    if let Some(sc) = result.structured_content.as_ref().filter(|v| !v.is_null()) {
-        return sc.clone();
-    }
-    let texts: Vec<&str> = result
-        .content
-        .iter()
-        .filter_map(|b| match b {
-            ContentBlock::Text(t) => Some(t.text.as_str()),
-            _ => None,
-        })
-        .collect();
-    if texts.is_empty() || texts.len() != result.content.len() {
-        return serde_json::to_value(&result.content).unwrap_or(Value::Null);
-    }
-    let text = texts.join("\n");
-    serde_json::from_str(&text).unwrap_or(Value::String(text))
 }

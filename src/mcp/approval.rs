@@ -114,7 +114,7 @@ impl Approvals {
             };
         };
         // Script timeouts stand still while the user decides (and while an earlier question is open).
-        let _paused = super::host::user_wait().pause();
+        let _paused = crate::util::clock::user_wait().pause();
         let _one_at_a_time = self.asking.lock().await;
         if approved(&self.for_run) {
             return None;

@@ -1,15 +1,19 @@
 //! The tool catalog: [`ToolInfo`]s as documents of the search index (`crate::search`, which knows
 //! nothing of MCP), and the records a search answers with. One home for what `agent mcp search`,
 //! the bridge's `GET /search` (code mode's `searchTools`) and progressive mode share, so all three
-//! rank and print tools the same way. [`McpManager::catalog`](super::McpManager::catalog) keeps
-//! one built over the enabled servers and rebuilds it when a tool list changes.
+//! rank and print tools the same way. [`Catalogs`] is the manager's cache of them: it keeps the
+//! last one built and builds again only when a tool list changed.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use super::error::McpError;
 use super::tools::{ToolInfo, param_summary};
+use super::usage::Usage;
 use crate::config::Config;
 use crate::search::embed::{self, Embedder};
 use crate::search::{Doc, Index, RRF_K, fuse};
@@ -190,6 +194,113 @@ pub async fn search_with(
     match embedder.embed(&[query.to_string()]).await {
         Ok(mut v) => Ok(catalog.search_fused(query, &v.pop().unwrap_or_default(), limit, servers)),
         Err(e) => Err((e, catalog.search(query, limit, servers))),
+    }
+}
+
+/// A catalog and the tool lists it was built from (kept, so their pointers identify them).
+type Built = (Vec<Arc<Vec<ToolInfo>>>, Arc<Catalog>);
+
+/// The servers left out of a catalog, and why.
+pub type LeftOut = Vec<(String, McpError)>;
+
+/// The manager's catalog cache: the last catalog built, the servers that failed to start for one
+/// (later catalogs skip them, so a broken server does not slow every search; a call still tries
+/// to start it), the embeddings client until it fails once (then words only, with one warning),
+/// and tools that are not any server's (`agent mcp search` adds the saved skills).
+pub struct Catalogs {
+    built: Mutex<Option<Built>>,
+    failed: Mutex<BTreeMap<String, McpError>>,
+    usage: Arc<Usage>,
+    embedder: Option<Embedder>,
+    embeddings_failed: AtomicBool,
+    extra: Mutex<Vec<ToolInfo>>,
+}
+
+impl Catalogs {
+    /// The cache for `config` (`search.embeddings`), ranking with the counts of `usage`.
+    pub fn new(config: &Config, usage: Arc<Usage>) -> Catalogs {
+        Catalogs {
+            built: Mutex::new(None),
+            failed: Mutex::new(BTreeMap::new()),
+            usage,
+            embedder: embedder(config),
+            embeddings_failed: AtomicBool::new(false),
+            extra: Mutex::new(Vec::new()),
+        }
+    }
+
+    /// Adds tools that are no server's to every catalog built from now on.
+    pub fn add_extra(&self, tools: Vec<ToolInfo>) {
+        if let Ok(mut e) = self.extra.lock() {
+            e.extend(tools);
+        }
+        if let Ok(mut b) = self.built.lock() {
+            *b = None;
+        }
+    }
+
+    /// The catalog of the servers whose `lists` are given (the failures of those that did not
+    /// start are remembered by [`Catalogs::skip`]): the last one when built from the same lists.
+    pub async fn of_lists(&self, lists: Vec<Arc<Vec<ToolInfo>>>) -> Arc<Catalog> {
+        if let Ok(cache) = self.built.lock()
+            && let Some((built_from, catalog)) = cache.as_ref()
+            && built_from.len() == lists.len()
+            && built_from.iter().zip(&lists).all(|(a, b)| Arc::ptr_eq(a, b))
+        {
+            return catalog.clone();
+        }
+        let mut tools: Vec<ToolInfo> = lists.iter().flat_map(|l| l.iter().cloned()).collect();
+        if let Ok(extra) = self.extra.lock() {
+            tools.extend(extra.iter().cloned());
+        }
+        let mut catalog = Catalog::build(tools).with_usage(self.usage.earlier());
+        if let Some(embedder) = self.embedder()
+            && let Err(e) = catalog.embed(embedder).await
+        {
+            self.embeddings_failed(&e);
+        }
+        let catalog = Arc::new(catalog);
+        if let Ok(mut cache) = self.built.lock() {
+            *cache = Some((lists, catalog.clone()));
+        }
+        catalog
+    }
+
+    /// Of `servers`, those a catalog skips (they failed to start for one before), with why.
+    pub fn skipped(&self, servers: &[String]) -> LeftOut {
+        self.failed
+            .lock()
+            .map(|f| f.iter().filter(|(k, _)| servers.contains(k)).map(|(k, v)| (k.clone(), v.clone())).collect())
+            .unwrap_or_default()
+    }
+
+    /// Remembers that `server` failed to start for a catalog.
+    pub fn skip(&self, server: &str, e: &McpError) {
+        if let Ok(mut f) = self.failed.lock() {
+            f.insert(server.to_string(), e.clone());
+        }
+    }
+
+    /// Searches `catalog` for `query` (see [`search_with`]); an embeddings failure turns
+    /// semantic ranking off for the rest of the process.
+    pub async fn search(&self, catalog: &Catalog, query: &str, limit: usize, only: &[String]) -> Vec<SearchResult> {
+        match search_with(catalog, self.embedder(), query, limit, only).await {
+            Ok(r) => r,
+            Err((e, lexical)) => {
+                self.embeddings_failed(&e);
+                lexical
+            }
+        }
+    }
+
+    fn embedder(&self) -> Option<&Embedder> {
+        self.embedder.as_ref().filter(|_| !self.embeddings_failed.load(Ordering::Acquire))
+    }
+
+    fn embeddings_failed(&self, e: &str) {
+        if !self.embeddings_failed.swap(true, Ordering::AcqRel) {
+            tracing::warn!("the embeddings endpoint failed ({e}); searching by words only");
+        }
     }
 }
 

@@ -1,11 +1,11 @@
 //! The rmcp client handler: what `agent` tells servers about itself, and where their
 //! notifications go (progress and log messages to subscribers, `tools/list_changed` marks the
-//! cached tool list stale), and how it answers a server's requests (issue 16): elicitation
+//! cached tool list stale), and how it answers a server's requests: elicitation
 //! (form and URL mode, always advertised) under the server's `elicitation` policy, sampling
 //! (advertised only when `sampling` is not `deny`) through the host's [`Sampler`], and roots
 //! (advertised only when `roots` is configured: servers such as server-filesystem change
 //! behaviour when roots are offered). The same methods answer the classic server-to-client
-//! requests and the `input_required` rounds rmcp's `RunningService::call_tool` drives.
+//! requests and the `input_required` rounds that `call::drive` sends back.
 
 #![allow(deprecated)] // LoggingMessageNotificationParam (SEP-2577); servers still send log messages.
 
@@ -21,11 +21,10 @@ use rmcp::{ClientHandler, ErrorData, RoleClient};
 use serde_json::{Value, json};
 use tokio::sync::broadcast;
 
-use super::call::{CallContext, ProgressUpdate};
-use super::host::{
-    Decision, Host, PauseClock, SampleMessage, SampleRequest, accept_defaults, fill_defaults, violations,
-};
+use super::context::{CallContext, Calls, ProgressUpdate};
+use super::host::{Decision, Host, SampleMessage, SampleRequest, accept_defaults, fill_defaults, violations};
 use crate::config::{ElicitationPolicy, SamplingPolicy, ServerConfig as Entry};
+use crate::util::clock::PauseClock;
 
 /// A notification from a server, tagged with the server's name.
 #[derive(Debug, Clone)]
@@ -66,7 +65,7 @@ pub struct McpClientHandler {
     entry: Arc<Entry>,
     clock: Arc<PauseClock>,
     /// The calls in flight on this connection (progress routes, who an elicitation goes to).
-    calls: Arc<super::call::Calls>,
+    calls: Arc<Calls>,
 }
 
 impl McpClientHandler {
@@ -83,7 +82,7 @@ impl McpClientHandler {
     }
 
     /// The calls in flight on this connection.
-    pub fn calls(&self) -> &super::call::Calls {
+    pub fn calls(&self) -> &Calls {
         &self.calls
     }
 
@@ -135,7 +134,7 @@ impl McpClientHandler {
         cx: Option<&Arc<CallContext>>,
     ) -> Result<ElicitResult, ErrorData> {
         if let Some(asker) = cx.and_then(|c| c.asker.as_ref()) {
-            let _paused = (self.clock.pause(), super::host::user_wait().pause());
+            let _paused = (self.clock.pause(), crate::util::clock::user_wait().pause());
             match asker.elicit(&self.server, request.clone()).await {
                 Some(Ok(answer)) => return Ok(answer),
                 Some(Err(e)) => {
@@ -163,7 +162,7 @@ impl McpClientHandler {
                     },
                     None => Decision::Decline,
                     Some(i) => {
-                        let _paused = (self.clock.pause(), super::host::user_wait().pause());
+                        let _paused = (self.clock.pause(), crate::util::clock::user_wait().pause());
                         let mut problems: Vec<String> = Vec::new();
                         loop {
                             let (i2, s2, m2, sc2, p2) =
@@ -182,7 +181,7 @@ impl McpClientHandler {
                 }
             }
             (ElicitRequestParams::UrlElicitationParams { message, url, .. }, Some(i)) => {
-                let _paused = (self.clock.pause(), super::host::user_wait().pause());
+                let _paused = (self.clock.pause(), crate::util::clock::user_wait().pause());
                 tokio::task::spawn_blocking(move || i.elicit_url(&server, &message, &url))
                     .await
                     .unwrap_or(Decision::Cancel)
@@ -225,7 +224,7 @@ impl McpClientHandler {
                 ));
             }
         }
-        let _paused = (self.clock.pause(), super::host::user_wait().pause());
+        let _paused = (self.clock.pause(), crate::util::clock::user_wait().pause());
         if entry.sampling == SamplingPolicy::Ask {
             let Some(i) = self.host.interaction().filter(|i| i.is_terminal()) else {
                 return Err(ErrorData::invalid_request(

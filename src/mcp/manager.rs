@@ -1,90 +1,37 @@
-//! The MCP manager: live rmcp client connections to any number of configured servers.
+//! The MCP manager: the configured servers, their live connections, and the calls that go through
+//! them.
 //!
-//! Servers start lazily (only what a command needs), each under its own connect timeout; a
-//! server that fails is reported with its name, the reason and the tail of its stderr (which
-//! goes to `<workspace>/logs/<server>.stderr.log`, never to the user's terminal). Calls are
-//! validated against the tool's `inputSchema`, bounded by the server's `call_timeout`, and a
-//! server that died is restarted on the next call. Each stdio server runs in its own process
-//! group so shutdown (or drop) leaves no orphans, including grandchildren such as `npx` → `node`.
+//! Servers start lazily (only what a command needs, see `connect`), each under its own connect
+//! timeout. Calls are validated against the tool's `inputSchema`, approved when `mcp.approvals`
+//! says so, bounded by the server's `call_timeout`, and a server that died is restarted on the
+//! next call. Every successful call is told to the [`CallObserver`]s (usage counts, learned
+//! types). Each stdio server runs in its own process group (`process`), so shutdown (or drop)
+//! leaves no orphans, including grandchildren such as `npx` → `node`.
 //!
-//! This is the one place tool calls go through: the CLI, the bridge and direct mode all use it.
+//! This is the one place tool calls go through: the CLI, the bridge, direct mode and `serve`
+//! all use it.
 
 use std::collections::{BTreeMap, HashMap};
-use std::io::{Read, Seek, SeekFrom};
-use std::path::{Path, PathBuf};
-use std::process::Stdio;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex as StdMutex};
-use std::time::{Duration, Instant};
+use std::path::PathBuf;
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Mutex as StdMutex, RwLock};
+use std::time::Duration;
 
-use rmcp::RoleClient;
 use rmcp::model::{CallToolRequestParams, CallToolResult};
-use rmcp::service::{ClientServiceExt, RunningService};
-use rmcp::transport::StreamableHttpClientTransport;
-use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use serde_json::{Map, Value};
 use tokio::sync::Mutex;
 
 use super::approval::{Approvals, Approver};
-use super::call::CallContext;
-use super::catalog::{Catalog, SearchResult};
-use super::handler::{ClientEvents, McpClientHandler};
-use super::stdio::{ChildTransport, ResultCap, all_in_flight_failed, size_label};
+use super::catalog::{Catalog, Catalogs, LeftOut, SearchResult};
+use super::connect::{Connection, Env, Failure, capped, connect, list_tools, validate, wait_closed};
+use super::context::CallContext;
+use super::error::{McpError, service_error};
+use super::handler::ClientEvents;
+use super::observe::CallObserver;
+use super::process::{Logs, kill_group};
 use super::tools::ToolInfo;
 use super::usage::Usage;
-use crate::config::{Config, ServerConfig, Transport};
-use crate::search::embed::Embedder;
-
-/// Why a server or a call failed. The `Display` form is the one-line message users see.
-#[derive(Debug, Clone, thiserror::Error)]
-pub enum McpError {
-    #[error("unknown server `{name}`{}", did_you_mean_or_list(suggestions, configured))]
-    UnknownServer { name: String, suggestions: Vec<String>, configured: Vec<String> },
-    #[error("server `{0}` is disabled in the configuration (`disabled: true`)")]
-    Disabled(String),
-    #[error("unknown tool `{server}.{tool}`{}", qualified_hint(server, suggestions))]
-    UnknownTool { server: String, tool: String, suggestions: Vec<String> },
-    #[error("invalid arguments for `{server}.{tool}`:\n{}", bullet(violations))]
-    InvalidArguments { server: String, tool: String, violations: Vec<String> },
-    #[error("server `{server}` failed to start: {reason}{}", stderr_suffix(stderr))]
-    Start { server: String, reason: String, stderr: Vec<String> },
-    #[error("`{server}.{tool}` timed out after {}", humantime::format_duration(*timeout))]
-    Timeout { server: String, tool: String, timeout: Duration },
-    #[error("server `{server}` failed during `{tool}`: {reason}{}", stderr_suffix(stderr))]
-    Call { server: String, tool: String, reason: String, stderr: Vec<String> },
-    #[error("result of {server}.{tool} is larger than the {} limit", size_label(*limit))]
-    ResultTooLarge { server: String, tool: String, limit: usize },
-}
-
-fn qualified_hint(server: &str, tools: &[String]) -> String {
-    let qualified: Vec<String> = tools.iter().map(|t| format!("{server}.{t}")).collect();
-    crate::util::suggest::did_you_mean(&qualified)
-}
-
-fn bullet(lines: &[String]) -> String {
-    lines.iter().map(|l| format!("  - {l}")).collect::<Vec<_>>().join("\n")
-}
-
-fn did_you_mean_or_list(suggestions: &[String], configured: &[String]) -> String {
-    if !suggestions.is_empty() {
-        crate::util::suggest::did_you_mean(suggestions)
-    } else if configured.is_empty() {
-        "; no servers are configured (see config.sample.yaml)".into()
-    } else {
-        format!("; configured: {}", configured.join(", "))
-    }
-}
-
-fn stderr_suffix(lines: &[String]) -> String {
-    if lines.is_empty() { String::new() } else { format!(" (stderr: {})", lines.join(" | ")) }
-}
-
-/// How many stderr lines a start/call error quotes.
-const STDERR_TAIL_LINES: usize = 5;
-/// Grace period between SIGTERM and SIGKILL at shutdown.
-const KILL_GRACE: Duration = Duration::from_millis(1500);
-/// Log files over this size are truncated when their server starts again.
-const MAX_LOG_BYTES: u64 = 4 << 20;
+use crate::config::{Config, ServerConfig};
 
 /// What [`McpManager::start_servers`] found: sorted by server name.
 #[derive(Debug, Default)]
@@ -97,76 +44,31 @@ pub struct Started {
     pub failed: Vec<(String, McpError)>,
 }
 
-/// A live connection to one server.
-pub struct Connection {
-    service: RunningService<RoleClient, McpClientHandler>,
-    tools: std::sync::RwLock<Arc<Vec<ToolInfo>>>,
-    tools_stale: Arc<AtomicBool>,
-    validators: StdMutex<HashMap<String, Arc<Option<jsonschema::Validator>>>>,
-    /// Process group of a stdio server (its pid; the child leads its own group).
-    pgid: Option<i32>,
-    /// Where this run's stderr starts in the log file.
-    log_offset: u64,
-    /// The size limit of the server's messages (enforced on stdio by `stdio::CappedReader`).
-    cap: Arc<ResultCap>,
-    /// Time spent waiting for the user or the host's model (not counted by `call_timeout`).
-    clock: Arc<super::host::PauseClock>,
-    pub started_at: Instant,
-}
-
-impl Connection {
-    pub fn tools(&self) -> Arc<Vec<ToolInfo>> {
-        self.tools.read().map(|t| t.clone()).unwrap_or_default()
-    }
-
-    fn is_alive(&self) -> bool {
-        // A stdio server that exited between calls may not have closed the transport yet.
-        !self.service.is_closed() && self.pgid.is_none_or(process_alive)
-    }
-}
-
 struct ServerSlot {
     name: String,
     config: ServerConfig,
     conn: Mutex<Option<Arc<Connection>>>,
 }
 
-/// A catalog and the tool lists it was built from (kept, so their pointers identify them).
-type BuiltCatalog = (Vec<Arc<Vec<ToolInfo>>>, Arc<Catalog>);
-
 /// Holds the configured servers and their live connections.
 pub struct McpManager {
     slots: BTreeMap<String, Arc<ServerSlot>>,
-    log_dir: PathBuf,
+    logs: Logs,
     events: ClientEvents,
     /// Process groups of live stdio servers, for the synchronous kill in `Drop`.
     pgids: Arc<StdMutex<HashMap<String, i32>>>,
     /// `mcp.max_result_bytes`.
     max_result_bytes: usize,
-    /// The last catalog [`McpManager::catalog`] built, with the tool lists it was built from.
-    catalog: StdMutex<Option<BuiltCatalog>>,
-    /// Servers that failed to start while a catalog was built: later catalogs skip them (a call
-    /// still tries to start them).
-    catalog_failed: StdMutex<BTreeMap<String, McpError>>,
-    /// Successful calls per tool (`search.usage`), the search's usage prior.
-    usage: Usage,
-    /// `search.embeddings`: semantic ranking, until the endpoint fails once (then words only).
-    embedder: Option<Embedder>,
-    embeddings_failed: AtomicBool,
-    /// Told about every successful call (see [`CallObserver`]).
-    observer: std::sync::RwLock<Option<Arc<dyn CallObserver>>>,
+    /// The searchable catalog, kept while no tool list changes.
+    catalogs: Catalogs,
+    /// Successful calls per tool (`search.usage`): the first observer, and the search's prior.
+    usage: Arc<Usage>,
+    /// Told about every successful call, in order.
+    observers: RwLock<Vec<Arc<dyn CallObserver>>>,
     /// Who answers elicitation and sampling (installed by the CLI; see `host`).
     host: Arc<super::host::Host>,
     /// `mcp.approvals`: asked before a call runs (see [`super::approval`]).
     approvals: Approvals,
-}
-
-/// Told about every tool call that returned a result that is not an error (`isError`), from
-/// every path (CLI, direct mode, the bridge). How the type registry learns result shapes
-/// while the manager knows nothing of it. Runs on the call path: implementations must only
-/// hand the result over (e.g. to a channel) and return.
-pub trait CallObserver: Send + Sync {
-    fn finished(&self, tool: &ToolInfo, result: &CallToolResult);
 }
 
 impl McpManager {
@@ -177,6 +79,7 @@ impl McpManager {
 
     pub fn with_log_dir(config: &Config, log_dir: PathBuf) -> McpManager {
         let usage = config.search.usage.then(|| config.mcp.code_execution.workspace_dir.join(super::usage::FILE));
+        let usage = Arc::new(Usage::new(usage));
         let slots = config
             .mcp
             .servers
@@ -187,16 +90,13 @@ impl McpManager {
             .collect();
         McpManager {
             slots,
-            log_dir,
+            logs: Logs::new(log_dir),
             events: ClientEvents::default(),
             pgids: Default::default(),
             max_result_bytes: config.mcp.max_result_bytes,
-            catalog: Default::default(),
-            catalog_failed: Default::default(),
-            usage: Usage::new(usage),
-            embedder: super::catalog::embedder(config),
-            embeddings_failed: AtomicBool::new(false),
-            observer: std::sync::RwLock::new(None),
+            catalogs: Catalogs::new(config, usage.clone()),
+            observers: RwLock::new(vec![usage.clone() as Arc<dyn CallObserver>]),
+            usage,
             host: Default::default(),
             approvals: Approvals::new(&config.mcp.approvals),
         }
@@ -207,10 +107,10 @@ impl McpManager {
         &self.host
     }
 
-    /// Sets the observer of finished calls (replacing any previous one).
-    pub fn set_observer(&self, observer: Arc<dyn CallObserver>) {
-        if let Ok(mut o) = self.observer.write() {
-            *o = Some(observer);
+    /// Adds an observer of successful calls (after the usage counts, which are always one).
+    pub fn add_observer(&self, observer: Arc<dyn CallObserver>) {
+        if let Ok(mut o) = self.observers.write() {
+            o.push(observer);
         }
     }
 
@@ -238,11 +138,6 @@ impl McpManager {
     /// Names of all configured servers, including disabled ones.
     pub fn configured_names(&self) -> Vec<String> {
         self.slots.keys().cloned().collect()
-    }
-
-    /// The configuration of a server, if it is configured.
-    pub fn server_config(&self, name: &str) -> Option<&ServerConfig> {
-        self.slots.get(name).map(|s| &s.config)
     }
 
     fn slot(&self, name: &str) -> Result<&Arc<ServerSlot>, McpError> {
@@ -276,7 +171,9 @@ impl McpManager {
             }
             *guard = None;
         }
-        let conn = Arc::new(self.start(&slot).await?);
+        let env =
+            Env { events: &self.events, host: &self.host, logs: &self.logs, max_result_bytes: self.max_result_bytes };
+        let conn = Arc::new(connect(&slot.name, &slot.config, &env).await?);
         if let Some(pgid) = conn.pgid
             && let Ok(mut map) = self.pgids.lock()
         {
@@ -297,7 +194,7 @@ impl McpManager {
         if conn.tools_stale.swap(false, Ordering::AcqRel) {
             let slot = self.slot(server)?.clone();
             // A server that announced a change and then never lists its tools must not hang the call.
-            let listed = tokio::time::timeout(slot.config.call_timeout, list_tools(&slot, conn))
+            let listed = tokio::time::timeout(slot.config.call_timeout, list_tools(&slot.name, &slot.config, conn))
                 .await
                 .unwrap_or(Err(Failure::Timeout));
             match listed {
@@ -341,55 +238,30 @@ impl McpManager {
     }
 
     /// The searchable catalog of every enabled server's tools, starting the servers not started
-    /// yet (a server that failed to start for a catalog once is skipped by later ones, so a
-    /// broken server does not slow every search). Built again only when a tool list changed
-    /// since the last one: a server announced `tools/list_changed` (its list is re-read here) or
-    /// was restarted. Also returns the servers left out and why.
-    pub async fn catalog(&self) -> (Arc<Catalog>, Vec<(String, McpError)>) {
+    /// yet (a server that failed to start for a catalog once is skipped by later ones). Built
+    /// again only when a tool list changed since the last one: a server announced
+    /// `tools/list_changed` (its list is re-read here) or was restarted. Also returns the servers
+    /// left out and why.
+    pub async fn catalog(&self) -> (Arc<Catalog>, LeftOut) {
         self.catalog_of(&self.server_names()).await
     }
 
     /// [`McpManager::catalog`] over `servers` only (progressive mode's `--server` selection).
-    pub async fn catalog_of(&self, servers: &[String]) -> (Arc<Catalog>, Vec<(String, McpError)>) {
-        let skipped: BTreeMap<String, McpError> = self
-            .catalog_failed
-            .lock()
-            .map(|f| f.iter().filter(|(k, _)| servers.contains(k)).map(|(k, v)| (k.clone(), v.clone())).collect())
-            .unwrap_or_default();
-        let wanted: Vec<String> = servers.iter().filter(|s| !skipped.contains_key(*s)).cloned().collect();
+    pub async fn catalog_of(&self, servers: &[String]) -> (Arc<Catalog>, LeftOut) {
+        let mut failed = self.catalogs.skipped(servers);
+        let wanted: Vec<String> = servers.iter().filter(|s| !failed.iter().any(|(f, _)| f == *s)).cloned().collect();
         let mut lists = Vec::new();
-        let mut failed: Vec<(String, McpError)> = skipped.into_iter().collect();
         for (name, result) in self.tools_of(&wanted).await {
             match result {
                 Ok(list) => lists.push(list),
                 Err(e) => {
-                    if let Ok(mut f) = self.catalog_failed.lock() {
-                        f.insert(name.clone(), e.clone());
-                    }
+                    self.catalogs.skip(&name, &e);
                     failed.push((name, e));
                 }
             }
         }
         failed.sort_by(|a, b| a.0.cmp(&b.0));
-        if let Ok(cache) = self.catalog.lock()
-            && let Some((built_from, catalog)) = cache.as_ref()
-            && built_from.len() == lists.len()
-            && built_from.iter().zip(&lists).all(|(a, b)| Arc::ptr_eq(a, b))
-        {
-            return (catalog.clone(), failed);
-        }
-        let tools: Vec<ToolInfo> = lists.iter().flat_map(|l| l.iter().cloned()).collect();
-        let mut catalog = Catalog::build(tools).with_usage(self.usage.earlier());
-        if let Some(embedder) = self.embedder()
-            && let Err(e) = catalog.embed(embedder).await
-        {
-            self.embeddings_failed(&e);
-        }
-        let catalog = Arc::new(catalog);
-        if let Ok(mut cache) = self.catalog.lock() {
-            *cache = Some((lists, catalog.clone()));
-        }
-        (catalog, failed)
+        (self.catalogs.of_lists(lists).await, failed)
     }
 
     /// Searches the catalog of `servers` ([`McpManager::catalog_of`]) for `query`: the best
@@ -402,26 +274,14 @@ impl McpManager {
         query: &str,
         limit: usize,
         only: &[String],
-    ) -> (Vec<SearchResult>, Vec<(String, McpError)>) {
+    ) -> (Vec<SearchResult>, LeftOut) {
         let (catalog, failed) = self.catalog_of(servers).await;
-        let results = match super::catalog::search_with(&catalog, self.embedder(), query, limit, only).await {
-            Ok(r) => r,
-            Err((e, lexical)) => {
-                self.embeddings_failed(&e);
-                lexical
-            }
-        };
-        (results, failed)
+        (self.catalogs.search(&catalog, query, limit, only).await, failed)
     }
 
-    fn embedder(&self) -> Option<&Embedder> {
-        self.embedder.as_ref().filter(|_| !self.embeddings_failed.load(Ordering::Acquire))
-    }
-
-    fn embeddings_failed(&self, e: &str) {
-        if !self.embeddings_failed.swap(true, Ordering::AcqRel) {
-            tracing::warn!("the embeddings endpoint failed ({e}); searching by words only");
-        }
+    /// The catalog cache (to add tools that are no server's).
+    pub fn catalogs(&self) -> &Catalogs {
+        &self.catalogs
     }
 
     /// The index entry of one tool, with a suggestion when it does not exist.
@@ -487,11 +347,10 @@ impl McpManager {
         let call = capped(&conn.cap, super::call::drive(&conn.service, params, Arc::new(cx.clone())));
         match conn.clock.timeout(timeout, call).await.ok_or(()) {
             Ok(Ok(result)) => {
-                if result.is_error != Some(true) {
-                    self.usage.record(server, tool);
-                    if let Ok(o) = self.observer.read()
-                        && let Some(o) = o.as_ref()
-                    {
+                if result.is_error != Some(true)
+                    && let Ok(observers) = self.observers.read()
+                {
+                    for o in observers.iter() {
                         o.finished(info, &result);
                     }
                 }
@@ -517,7 +376,7 @@ impl McpManager {
                     server: server.into(),
                     tool: tool.into(),
                     reason,
-                    stderr: if died { self.stderr_tail(&slot.name, conn.log_offset) } else { Vec::new() },
+                    stderr: if died { self.logs.tail(&slot.name, conn.log_offset) } else { Vec::new() },
                 })
             }
             Ok(Err(Failure::Timeout)) | Err(_) => {
@@ -542,204 +401,12 @@ impl McpManager {
         if let Ok(mut map) = self.pgids.lock() {
             map.clear();
         }
-        for &g in &groups {
-            kill_group(g, libc::SIGTERM);
-        }
-        let deadline = Instant::now() + KILL_GRACE;
-        while groups.iter().any(|&g| group_alive(g)) && Instant::now() < deadline {
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
-        for &g in &groups {
-            if group_alive(g) {
-                kill_group(g, libc::SIGKILL);
-            }
-        }
-    }
-
-    async fn start(&self, slot: &ServerSlot) -> Result<Connection, McpError> {
-        let name = slot.name.as_str();
-        let cfg = &slot.config;
-        let fail = |reason: String, stderr: Vec<String>| McpError::Start { server: name.to_string(), reason, stderr };
-        if let Some(first) = cfg.unresolved.first() {
-            return Err(fail(first.clone(), Vec::new()));
-        }
-        let transport = cfg.transport().map_err(|e| fail(e, Vec::new()))?;
-        let tools_stale = Arc::new(AtomicBool::new(false));
-        let clock = Arc::new(super::host::PauseClock::default());
-        let handler = McpClientHandler::new(name, self.events.clone(), tools_stale.clone()).with_host(
-            self.host.clone(),
-            cfg.clone(),
-            clock.clone(),
-        );
-        let timeout = cfg.connect_timeout;
-        let cap = ResultCap::new(self.max_result_bytes);
-        let started_at = Instant::now();
-        let (service, pgid, log_offset) = match transport {
-            Transport::Sse => {
-                return Err(fail(
-                    "it uses the legacy HTTP+SSE transport, which is not supported; point `url` at the server's \
-                     Streamable HTTP endpoint (often `/mcp`) or run it behind a proxy such as `mcp-proxy`"
-                        .into(),
-                    Vec::new(),
-                ));
-            }
-            Transport::Http => {
-                let url = cfg.url.clone().unwrap_or_default();
-                let mut headers = HashMap::new();
-                for (k, v) in &cfg.headers {
-                    let hn = http::HeaderName::from_bytes(k.as_bytes())
-                        .map_err(|_| fail(format!("invalid header name `{k}`"), Vec::new()))?;
-                    let hv = http::HeaderValue::from_str(v)
-                        .map_err(|_| fail(format!("invalid value for header `{k}`"), Vec::new()))?;
-                    headers.insert(hn, hv);
-                }
-                let tcfg = StreamableHttpClientTransportConfig::with_uri(url.clone())
-                    .custom_headers(headers)
-                    .max_json_response_size(self.max_result_bytes)
-                    .max_sse_event_size(self.max_result_bytes);
-                let transport = StreamableHttpClientTransport::from_config(tcfg);
-                let service = match tokio::time::timeout(
-                    timeout,
-                    handler.serve_with_lifecycle(transport, lifecycle(cfg.handshake)),
-                )
-                .await
-                {
-                    Ok(Ok(s)) => s,
-                    Ok(Err(e)) => return Err(fail(format!("cannot connect to {url}: {}", init_error(&e)), Vec::new())),
-                    Err(_) => {
-                        return Err(fail(
-                            format!("no answer from {url} within {}", humantime::format_duration(timeout)),
-                            Vec::new(),
-                        ));
-                    }
-                };
-                (service, None, 0)
-            }
-            Transport::Stdio => {
-                let command = cfg.command.clone().unwrap_or_default();
-                let (log, log_offset) = self.open_log(name).map_err(|e| fail(e, Vec::new()))?;
-                let mut cmd = tokio::process::Command::new(&command);
-                cmd.args(&cfg.args).envs(&cfg.envs).kill_on_drop(true);
-                if let Some(cwd) = &cfg.cwd {
-                    cmd.current_dir(cwd);
-                }
-                cmd.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::from(log));
-                let mut wrap = process_wrap::tokio::CommandWrap::from(cmd);
-                wrap.wrap(process_wrap::tokio::ProcessGroup::leader());
-                let spawned = wrap.spawn().and_then(|c| ChildTransport::new(c, cap.clone(), name));
-                let child = spawned.map_err(|e| {
-                    let reason = match e.kind() {
-                        std::io::ErrorKind::NotFound => format!("command `{command}` not found"),
-                        std::io::ErrorKind::PermissionDenied => format!("command `{command}` is not executable"),
-                        _ => format!("cannot run `{command}`: {e}"),
-                    };
-                    fail(reason, Vec::new())
-                })?;
-                let pgid = child.id().map(|p| p as i32);
-                let served =
-                    tokio::time::timeout(timeout, handler.serve_with_lifecycle(child, lifecycle(cfg.handshake))).await;
-                let service = match served {
-                    Ok(Ok(s)) => s,
-                    other => {
-                        if let Some(g) = pgid {
-                            kill_group(g, libc::SIGKILL);
-                        }
-                        // Let the child's last words reach the log file.
-                        tokio::time::sleep(Duration::from_millis(50)).await;
-                        let reason = match other {
-                            Ok(Err(e)) => format!("the MCP handshake failed: {}", init_error(&e)),
-                            _ => format!(
-                                "no MCP handshake within {} (connect_timeout)",
-                                humantime::format_duration(timeout)
-                            ),
-                        };
-                        return Err(fail(reason, self.stderr_tail(name, log_offset)));
-                    }
-                };
-                (service, pgid, log_offset)
-            }
-        };
-        let conn = Connection {
-            service,
-            tools: Default::default(),
-            tools_stale,
-            validators: Default::default(),
-            pgid,
-            log_offset,
-            cap,
-            clock,
-            started_at,
-        };
-        let remaining = timeout.saturating_sub(started_at.elapsed()).max(Duration::from_secs(1));
-        match tokio::time::timeout(remaining, list_tools(slot, &conn)).await {
-            Ok(Ok(tools)) => {
-                if let Ok(mut w) = conn.tools.write() {
-                    *w = Arc::new(tools);
-                }
-                // A list_changed that raced the first listing is already reflected in it.
-                conn.tools_stale.store(false, Ordering::Release);
-                tracing::info!(server = name, elapsed = ?started_at.elapsed(), "server ready");
-                Ok(conn)
-            }
-            other => {
-                conn.service.cancellation_token().cancel();
-                if let Some(g) = conn.pgid {
-                    kill_group(g, libc::SIGKILL);
-                }
-                let reason = match other {
-                    Ok(Err(e)) => format!("tools/list failed: {}", e.describe(&conn.cap)),
-                    _ => "tools/list did not answer within connect_timeout".to_string(),
-                };
-                Err(fail(reason, self.stderr_tail(name, log_offset)))
-            }
-        }
-    }
-
-    fn log_path(&self, server: &str) -> PathBuf {
-        self.log_dir.join(format!("{}.stderr.log", sanitize_file_name(server)))
-    }
-
-    /// Opens the server's stderr log for appending; returns it and the offset this run starts at.
-    fn open_log(&self, server: &str) -> Result<(std::fs::File, u64), String> {
-        std::fs::create_dir_all(&self.log_dir)
-            .map_err(|e| format!("cannot create the log directory {}: {e}", self.log_dir.display()))?;
-        let path = self.log_path(server);
-        let too_big = std::fs::metadata(&path).map(|m| m.len() > MAX_LOG_BYTES).unwrap_or(false);
-        let file = std::fs::OpenOptions::new()
-            .create(true)
-            .append(!too_big)
-            .write(true)
-            .truncate(too_big)
-            .open(&path)
-            .map_err(|e| format!("cannot open the log file {}: {e}", path.display()))?;
-        let offset = file.metadata().map(|m| m.len()).unwrap_or(0);
-        Ok((file, offset))
-    }
-
-    /// The last lines the server wrote to stderr since `offset`.
-    fn stderr_tail(&self, server: &str, offset: u64) -> Vec<String> {
-        tail_lines(&self.log_path(server), offset, STDERR_TAIL_LINES)
+        super::process::stop_groups(&groups).await;
     }
 
     /// Path of a server's stderr log (for messages that point the user at it).
     pub fn log_file(&self, server: &str) -> PathBuf {
-        self.log_path(server)
-    }
-}
-
-/// rmcp's lifecycle for a server's `handshake` key.
-fn lifecycle(h: crate::config::Handshake) -> rmcp::service::ClientLifecycleMode {
-    use crate::config::Handshake;
-    use rmcp::model::ProtocolVersion;
-    use rmcp::service::ClientLifecycleMode;
-    match h {
-        Handshake::Initialize => ClientLifecycleMode::Initialize,
-        Handshake::Discover => {
-            ClientLifecycleMode::Discover { preferred_versions: vec![ProtocolVersion::V_2026_07_28] }
-        }
-        Handshake::Auto => {
-            ClientLifecycleMode::Auto { preferred_versions: vec![ProtocolVersion::V_2026_07_28], legacy_version: None }
-        }
+        self.logs.path(server)
     }
 }
 
@@ -754,245 +421,6 @@ impl Drop for McpManager {
     }
 }
 
-/// Why a request to a server got no usable answer.
-enum Failure {
-    /// Its answer was over `mcp.max_result_bytes` and was dropped (see `stdio`).
-    TooLarge,
-    Timeout,
-    Service(rmcp::ServiceError),
-}
-
-impl Failure {
-    fn describe(&self, cap: &ResultCap) -> String {
-        match self {
-            Failure::TooLarge => format!("the answer is larger than the {} limit", size_label(cap.limit)),
-            Failure::Timeout => "no answer in time".into(),
-            Failure::Service(e) => service_error(e),
-        }
-    }
-}
-
-/// Runs one request to a server and fails it at once when its answer was dropped for its size.
-async fn capped<T>(
-    cap: &ResultCap,
-    request: impl Future<Output = Result<T, rmcp::ServiceError>>,
-) -> Result<T, Failure> {
-    // Subscribed before the request is sent, so a drop while it is in flight is seen.
-    let mut dropped = cap.subscribe();
-    tokio::select! {
-        r = request => match r {
-            Ok(v) => Ok(v),
-            Err(rmcp::ServiceError::McpError(e)) if cap.is_ours(&e) => Err(Failure::TooLarge),
-            Err(e) => Err(Failure::Service(e)),
-        },
-        () = all_in_flight_failed(&mut dropped) => Err(Failure::TooLarge),
-    }
-}
-
-async fn list_tools(slot: &ServerSlot, conn: &Connection) -> Result<Vec<ToolInfo>, Failure> {
-    let tools = capped(&conn.cap, conn.service.list_all_tools()).await?;
-    let white = slot.config.tool_white_list.as_ref();
-    let mut out: Vec<ToolInfo> = tools
-        .iter()
-        .filter(|t| white.is_none_or(|w| w.iter().any(|n| n == t.name.as_ref())))
-        .map(|t| ToolInfo::from_rmcp(&slot.name, t))
-        .collect();
-    out.sort_by(|a, b| a.name.cmp(&b.name));
-    Ok(out)
-}
-
-async fn wait_closed(conn: &Connection, max: Duration) -> bool {
-    let deadline = Instant::now() + max;
-    loop {
-        if conn.service.is_closed() {
-            return true;
-        }
-        if let Some(g) = conn.pgid
-            && !process_alive(g)
-        {
-            return true;
-        }
-        if Instant::now() >= deadline {
-            return false;
-        }
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-}
-
-/// One line for a failed request, without the transport's Rust type name.
-fn service_error(e: &rmcp::ServiceError) -> String {
-    use rmcp::ServiceError as E;
-    match e {
-        E::TransportSend(t) => format!("cannot send the request: {}", error_chain(t.error.as_ref())),
-        other => one_line(&other.to_string()),
-    }
-}
-
-/// One line for a failed MCP handshake, without rmcp's type names or message dumps.
-fn init_error(e: &rmcp::service::ClientInitializeError) -> String {
-    use rmcp::service::ClientInitializeError as E;
-    match e {
-        E::ConnectionClosed(_) => "the server closed the connection (it exited or is not an MCP server)".into(),
-        E::TransportError { error, .. } => error_chain(error.error.as_ref()),
-        E::ExpectedInitResponse(_) | E::ExpectedInitResult(_) => {
-            "the server did not answer `initialize` with its capabilities (is it an MCP server?)".into()
-        }
-        E::JsonRpcError(data) => format!("the server refused `initialize`: {}", one_line(&data.message)),
-        E::LegacyFallbackFailed { fallback, .. } => init_error(fallback),
-        other => one_line(&other.to_string()),
-    }
-}
-
-/// The most telling line of an error and its causes: `connection refused`, `dns error: ...`,
-/// `HTTP 404 Not Found`, a TLS error. Transport wrappers (whose messages name Rust types) and
-/// HTTP client boilerplate (`error sending request for url ...`) are skipped.
-fn error_chain(e: &(dyn std::error::Error + 'static)) -> String {
-    use rmcp::transport::streamable_http_client::StreamableHttpError;
-    let mut chain = Vec::new();
-    let mut cur = Some(e);
-    while let Some(c) = cur {
-        chain.push(c);
-        // rmcp's HTTP client error does not expose reqwest's error as its source.
-        cur = match c.downcast_ref::<StreamableHttpError<reqwest::Error>>() {
-            Some(StreamableHttpError::Client(inner)) => Some(inner as &(dyn std::error::Error + 'static)),
-            _ => c.source(),
-        };
-    }
-    if let Some(io) = chain.iter().find_map(|c| c.downcast_ref::<std::io::Error>()) {
-        use std::io::ErrorKind as K;
-        let known = match io.kind() {
-            K::ConnectionRefused => Some("connection refused"),
-            K::ConnectionReset => Some("connection reset by the server"),
-            K::ConnectionAborted => Some("connection aborted"),
-            K::TimedOut => Some("connection timed out"),
-            K::HostUnreachable => Some("host unreachable"),
-            K::NetworkUnreachable => Some("network unreachable"),
-            K::BrokenPipe => Some("the server closed the connection"),
-            _ => None,
-        };
-        if let Some(k) = known {
-            return k.into();
-        }
-    }
-    let texts: Vec<String> = chain.iter().map(|c| lower_first(one_line(&c.to_string()))).collect();
-    let Some(innermost) = texts.last() else { return String::new() };
-    let innermost = innermost.clone();
-    // `unexpected server response: HTTP 404 Not Found: <body>`: the status says it.
-    if let Some(rest) = innermost.strip_prefix("unexpected server response: HTTP ") {
-        let status = rest.split(": ").next().unwrap_or(rest);
-        return format!("the server answered HTTP {status}");
-    }
-    // hyper-util says `dns error` and puts the resolver's message below it.
-    if texts.iter().any(|t| t == "dns error") && innermost != "dns error" {
-        return format!("DNS lookup failed: {innermost}");
-    }
-    innermost
-}
-
-/// The first line of `s`, at most 300 characters, without ` (os error N)`.
-fn one_line(s: &str) -> String {
-    let mut line: String = s.lines().next().unwrap_or_default().chars().take(300).collect();
-    if let Some(i) = line.find(" (os error ") {
-        line.truncate(i);
-    }
-    line
-}
-
-/// `Connection reset` → `connection reset` (a cause read after a colon); `HTTP`, `TLS` stay.
-fn lower_first(s: String) -> String {
-    let mut chars = s.chars();
-    match (chars.next(), chars.next()) {
-        (Some(a), Some(b)) if a.is_ascii_uppercase() && b.is_ascii_lowercase() => {
-            format!("{}{}", a.to_ascii_lowercase(), &s[1..])
-        }
-        _ => s,
-    }
-}
-
-/// Validates `args` against the tool's input schema; one line per violation, with its path.
-fn validate(conn: &Connection, info: &ToolInfo, args: &Map<String, Value>) -> Vec<String> {
-    let validator = {
-        let Ok(mut cache) = conn.validators.lock() else { return Vec::new() };
-        cache
-            .entry(info.name.clone())
-            .or_insert_with(|| {
-                Arc::new(match jsonschema::validator_for(&info.input_schema) {
-                    Ok(v) => Some(v),
-                    Err(e) => {
-                        tracing::warn!(tool = %info.qualified_name(), "input schema not usable for validation: {e}");
-                        None
-                    }
-                })
-            })
-            .clone()
-    };
-    let Some(v) = validator.as_ref() else { return Vec::new() };
-    let instance = Value::Object(args.clone());
-    v.iter_errors(&instance)
-        .map(|err| {
-            let path = err.instance_path().to_string();
-            let path = if path.is_empty() { "(root)".to_string() } else { path };
-            format!("{path}: {err}")
-        })
-        .collect()
-}
-
-fn sanitize_file_name(name: &str) -> String {
-    name.chars().map(|c| if c.is_ascii_alphanumeric() || c == '-' || c == '_' { c } else { '_' }).collect()
-}
-
-/// The last `n` non-empty lines of `path` from byte `offset` on (reads at most the last 64 KB).
-pub fn tail_lines(path: &Path, offset: u64, n: usize) -> Vec<String> {
-    let Ok(mut f) = std::fs::File::open(path) else { return Vec::new() };
-    let len = f.metadata().map(|m| m.len()).unwrap_or(0);
-    let start = offset.max(len.saturating_sub(64 * 1024));
-    if start >= len || f.seek(SeekFrom::Start(start)).is_err() {
-        return Vec::new();
-    }
-    let mut buf = Vec::new();
-    if f.read_to_end(&mut buf).is_err() {
-        return Vec::new();
-    }
-    let text = String::from_utf8_lossy(&buf);
-    let lines: Vec<String> = text
-        .lines()
-        .map(str::trim_end)
-        .filter(|l| !l.trim().is_empty())
-        .map(|l| l.chars().take(500).collect())
-        .collect();
-    lines[lines.len().saturating_sub(n)..].to_vec()
-}
-
-fn kill_group(pgid: i32, signal: i32) {
-    if pgid > 1 {
-        // SAFETY: killpg has no memory-safety preconditions; errors (ESRCH) are expected and ignored.
-        unsafe {
-            libc::killpg(pgid, signal);
-        }
-    }
-}
-
-/// Whether any non-zombie process is left in the group (zombies wait to be reaped and are harmless).
-fn group_alive(pgid: i32) -> bool {
-    if pgid <= 1 {
-        return false;
-    }
-    // SAFETY: signal 0 only checks for existence.
-    if unsafe { libc::killpg(pgid, 0) } != 0 {
-        return false;
-    }
-    let Ok(entries) = std::fs::read_dir("/proc") else { return true };
-    entries.flatten().any(|e| {
-        let Some(pid) = e.file_name().to_str().and_then(|s| s.parse::<i32>().ok()) else { return false };
-        let Some(stat) = proc_stat(pid) else { return false };
-        // Fields after the `(comm)`: state, ppid, pgrp, ...
-        let mut rest = stat.rsplit_once(')').map(|(_, r)| r.split_whitespace()).into_iter().flatten();
-        let state = rest.next();
-        let pgrp = rest.nth(1).and_then(|s| s.parse::<i32>().ok());
-        pgrp == Some(pgid) && !matches!(state, Some("Z") | Some("X"))
-    })
-}
-
 /// The index entry named `tool`, or `UnknownTool` with suggestions.
 fn find_tool<'a>(server: &str, tool: &str, tools: &'a [ToolInfo]) -> Result<&'a ToolInfo, McpError> {
     tools.iter().find(|t| t.name == tool).ok_or_else(|| McpError::UnknownTool {
@@ -1000,27 +428,4 @@ fn find_tool<'a>(server: &str, tool: &str, tools: &'a [ToolInfo]) -> Result<&'a 
         tool: tool.to_string(),
         suggestions: crate::util::suggest::suggest(tool, tools.iter().map(|t| t.name.as_str())),
     })
-}
-
-fn process_alive(pid: i32) -> bool {
-    if pid <= 1 {
-        return false;
-    }
-    // A zombie still "exists" for kill(0); look at its state instead.
-    match proc_stat(pid) {
-        Some(stat) => {
-            let state = stat.rsplit_once(')').and_then(|(_, rest)| rest.split_whitespace().next());
-            !matches!(state, Some("Z") | Some("X") | None)
-        }
-        None => false,
-    }
-}
-
-/// `/proc/<pid>/stat` in one read (it is checked before every call; `read_to_string` would
-/// take five reads, since procfs reports a size of 0).
-fn proc_stat(pid: i32) -> Option<String> {
-    use std::io::Read;
-    let mut buf = [0u8; 1024];
-    let n = std::fs::File::open(format!("/proc/{pid}/stat")).ok()?.read(&mut buf).ok()?;
-    Some(String::from_utf8_lossy(&buf[..n]).into_owned())
 }

@@ -1,19 +1,38 @@
-//! MCP client side: the connection manager (rmcp), its notification handler, the stdio
-//! transport that caps message size, the tool index entry every other module consumes, the
-//! searchable tool catalog over it, the approval check of destructive tools (`approval`), and
-//! the per-call context and the loop that drives every call (`call`).
-//! Knows `config` and `search`; knows nothing of codegen, bridge or agent.
+//! MCP client side. Files, each with one concern (none imports a file that imports it back):
+//!
+//! - `manager`: the configured servers, their live connections and the calls through them;
+//! - `connect`: connecting to one server (transport, handshake, first tool list) and what a live
+//!   connection keeps; `process`: stdio servers' child processes, process groups and stderr logs;
+//!   `stdio`: the stdio transport that caps message size; `error`: [`McpError`] and one-line
+//!   reasons;
+//! - `context`: one call's [`CallContext`]; `call`: the loop that drives a call's rounds;
+//!   `handler`: the rmcp client handler (notifications, the server's requests); `host`: what the
+//!   layers above answer elicitation and sampling with; `approval`: asking before destructive
+//!   calls;
+//! - `tools`: [`ToolInfo`], the tool record every other module consumes; `naming`: tools' names
+//!   as LLM tools and proxied tools; `catalog`: the searchable tool catalog and its cache;
+//!   `observe`: [`CallObserver`]; `usage`: successful calls per tool, the first observer.
+//!
+//! Knows `config`, `search` and `util`; knows nothing of codegen, bridge or agent.
 
 pub mod approval;
 pub mod call;
 pub mod catalog;
+pub mod connect;
+pub mod context;
+pub mod error;
 pub mod handler;
 pub mod host;
 pub mod manager;
+pub mod naming;
+pub mod observe;
+pub mod process;
 pub mod stdio;
 pub mod tools;
 pub mod usage;
 
-pub use call::{Asker, CallContext, ProgressSink, ProgressUpdate};
-pub use manager::{CallObserver, McpError, McpManager, Started};
+pub use context::{Asker, CallContext, ProgressSink, ProgressUpdate};
+pub use error::McpError;
+pub use manager::{McpManager, Started};
+pub use observe::CallObserver;
 pub use tools::ToolInfo;

@@ -81,6 +81,23 @@ pub fn result_json(result: &rmcp::model::CallToolResult) -> Value {
     v
 }
 
+/// The value of a successful result, decoded exactly as `runtime-js/result.js`'s `decodeResult`
+/// decodes it for scripts (the one Rust mirror of that file; a test runs both on the same
+/// results): `structuredContent` when present and not null; otherwise, when every content block
+/// is text, the joined text (blocks joined by newlines) parsed as JSON when it parses, else the
+/// text itself; otherwise (images, resources, mixed or no content) the content blocks.
+pub fn decode(result: &rmcp::model::CallToolResult) -> Value {
+    if let Some(sc) = result.structured_content.as_ref().filter(|v| !v.is_null()) {
+        return sc.clone();
+    }
+    let texts: Vec<&str> = result.content.iter().filter_map(|b| b.as_text().map(|t| t.text.as_str())).collect();
+    if texts.is_empty() || texts.len() != result.content.len() {
+        return serde_json::to_value(&result.content).unwrap_or(Value::Null);
+    }
+    let text = texts.join("\n");
+    serde_json::from_str(&text).unwrap_or(Value::String(text))
+}
+
 /// Who reads a rendered tool result.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Reader {

@@ -2,8 +2,8 @@
 //! catalog search ranks tools that were actually used a little higher (`search.usage`, on by
 //! default; see `search::Index::with_usage`).
 //!
-//! This process counts the calls that succeed through the manager ([`Usage::record`], one line
-//! in `McpManager::call_tool`: the place to re-point when calls get a common observer) and merges
+//! This process counts the calls that succeed through the manager (it is the manager's first
+//! [`CallObserver`]) and merges
 //! them into the file when the command ends ([`Usage::save`]): the file is read again, this
 //! process's counts are added and it is written atomically, so runs side by side keep each
 //! other's counts (short of two saving at the same instant). The search uses the counts of
@@ -17,8 +17,10 @@ use std::sync::{Mutex, OnceLock};
 
 use serde::{Deserialize, Serialize};
 
+use super::observe::CallObserver;
+use super::tools::ToolInfo;
 use crate::util::fs::{Access, write_atomic};
-use crate::util::read::{CapError, read_capped};
+use crate::util::read::{FileError, read_text_file};
 
 /// Calls per `(server, tool)`.
 pub type Counts = HashMap<(String, String), u64>;
@@ -113,20 +115,22 @@ impl Usage {
     }
 }
 
+impl CallObserver for Usage {
+    fn finished(&self, tool: &ToolInfo, _: &rmcp::model::CallToolResult) {
+        self.record(&tool.server, &tool.name);
+    }
+}
+
 /// The counts in `path`: empty when there is no file; `Err` (one line naming the file) when it
 /// cannot be read or is not a usage file.
 pub fn read(path: &Path) -> Result<Counts, String> {
-    let f = match std::fs::File::open(path) {
-        Ok(f) => f,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Counts::new()),
-        Err(e) => return Err(format!("cannot read the usage counts {}: {e}", path.display())),
+    let text = match read_text_file(path, MAX_FILE_BYTES) {
+        Ok(text) => text,
+        Err(FileError::Missing(_)) => return Ok(Counts::new()),
+        Err(e) => return Err(e.message(&format!("the usage file {}", path.display()))),
     };
-    let bytes = read_capped(f, MAX_FILE_BYTES).map_err(|e| match e {
-        CapError::TooLarge => format!("the usage counts {} are larger than 16 MB", path.display()),
-        CapError::Io(e) => format!("cannot read the usage counts {}: {e}", path.display()),
-    })?;
-    let file: File = serde_json::from_slice(&bytes)
-        .map_err(|e| format!("the usage counts {} are not valid ({e})", path.display()))?;
+    let file: File =
+        serde_json::from_str(&text).map_err(|e| format!("the usage counts {} are not valid ({e})", path.display()))?;
     Ok(file
         .counts
         .into_iter()

@@ -195,10 +195,7 @@ fn engine_bytecode_cache_dir() -> Option<PathBuf> {
     if let Some(dir) = std::env::var_os("V82JSC_BC_CACHE_DIR") {
         return Some(PathBuf::from(dir));
     }
-    let base = std::env::var_os("XDG_CACHE_HOME")
-        .map(PathBuf::from)
-        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))?;
-    Some(base.join("v8x/quickjs-bytecode"))
+    Some(crate::util::dirs::cache_home()?.join("v8x/quickjs-bytecode"))
 }
 
 /// Deletes the oldest `.qbc` files (and leftover `.tmp` files) beyond the newest `keep / 2` once

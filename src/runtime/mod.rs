@@ -5,7 +5,8 @@
 //! none, ~20-30 ms on QuickJS), so a call to [`Executor::execute`] only loads and runs the script. Every execution gets a fresh isolate:
 //! nothing a script does survives into the next one.
 //!
-//! Boundaries: the isolate reaches MCP only through the bridge protocol (`crate::bridge`
+//! Knows `bridge` (its protocol and client), `config`, `skills` (the skill file format) and
+//! `util`. Boundaries: the isolate reaches MCP only through the bridge protocol (`crate::bridge`
 //! client over a Unix socket); it never sees the manager, the bridge token, the file system
 //! outside the workspace's modules, the network, the environment or processes.
 //!
@@ -16,7 +17,8 @@
 //! - `snapshot`: the bootstrapped isolate, snapshotted once per binary and cached on disk.
 //! - `scan`: which MCP servers a script (and its imports) refers to.
 //! - `state`: `<workspace>/data/` behind its fence (`store`/`load`, the file API, quotas), also
-//!   used by `agent state`; [`save_skill`]/[`check_skill`] put skills under `<workspace>/skills/`.
+//!   used by `agent state`.
+//! - `skill`: the checks before a skill is saved, and the save under `<workspace>/skills/`.
 //! - `confine`: opening workspace files only where they really are inside it (the loader and
 //!   code mode's discovery tools read through it).
 
@@ -26,6 +28,7 @@ mod loader;
 mod ops;
 mod output;
 pub mod scan;
+pub mod skill;
 mod snapshot;
 pub mod state;
 mod wait;
@@ -165,50 +168,6 @@ impl ExecOutcome {
     }
 }
 
-/// Checks a skill before it is saved: a valid name, and source that transpiles (the same
-/// transpile scripts get). The error is one line, with the position of a syntax error.
-pub fn check_skill(name: &str, source: &str) -> Result<(), String> {
-    crate::skills::validate_name(name)?;
-    if source.len() as u64 > crate::skills::MAX_SKILL_BYTES {
-        return Err(format!("skill `{name}` is larger than {} MB", crate::skills::MAX_SKILL_BYTES >> 20));
-    }
-    loader::check_transpiles(&format!("skills/{name}.ts"), source).map_err(|e| {
-        // The diagnostic's first line and its position (the code excerpt between is dropped).
-        let first = e.lines().next().unwrap_or("").trim();
-        match e.lines().map(str::trim).rfind(|l| l.starts_with("at ")) {
-            Some(at) => format!("skill `{name}` does not transpile: {first} {at}"),
-            None => format!("skill `{name}` does not transpile: {first}"),
-        }
-    })
-}
-
-/// Checks and writes skill `name` as `<workspace>/skills/<name>.ts` (the description as its
-/// leading TSDoc comment), only where `skills/` really is inside the workspace. Returns
-/// whether a skill of that name was replaced.
-pub fn save_skill(workspace: &std::path::Path, name: &str, source: &str, description: &str) -> Result<bool, String> {
-    check_skill(name, source)?;
-    let dir = workspace.join(crate::skills::SKILLS_DIR);
-    if let Err(e) = std::fs::create_dir_all(&dir)
-        && e.kind() != std::io::ErrorKind::AlreadyExists
-    {
-        return Err(format!("cannot create {}: {e}", dir.display()));
-    }
-    let ws = std::fs::canonicalize(workspace)
-        .map_err(|e| format!("cannot open the workspace {}: {e}", workspace.display()))?;
-    let real = match confine::open_inside(&ws, &ws.join(crate::skills::SKILLS_DIR)) {
-        Ok(d) if d.is_dir() => d.real,
-        Ok(_) | Err(confine::Refusal::Special) => return Err(format!("{} is not a directory", dir.display())),
-        Err(confine::Refusal::Outside) => {
-            return Err(format!(
-                "{} leads outside the workspace (a symbolic link); skills are kept only inside it",
-                dir.display()
-            ));
-        }
-        Err(confine::Refusal::Missing(e)) => return Err(format!("cannot open {}: {e}", dir.display())),
-    };
-    crate::skills::write(&real, name, &crate::skills::compose(source, description))
-}
-
 /// After the timeout fires, how long to wait for the isolate to unwind before giving up on its
 /// thread (a native call that never returns to the interpreter cannot be interrupted).
 const UNWIND_GRACE: Duration = Duration::from_secs(3);
@@ -272,7 +231,7 @@ impl Executor {
         let outcome = tokio::select! {
             r = &mut done => r.ok(),
             // Time a tool call spent waiting for the user (elicitation, sampling, approvals) is not counted.
-            () = crate::mcp::host::user_wait().sleep(timeout) => {
+            () = crate::util::clock::user_wait().sleep(timeout) => {
                 control.stop(isolate::StopReason::Timeout);
                 match tokio::time::timeout(UNWIND_GRACE, &mut done).await {
                     Ok(r) => r.ok(),

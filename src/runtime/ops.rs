@@ -319,7 +319,7 @@ fn op_agent_save_skill(
     #[string] description: String,
 ) -> String {
     let job = state.borrow_mut::<JobState>();
-    let saved = super::save_skill(&job.workspace, &name, &source, &description);
+    let saved = super::skill::save_skill(&job.workspace, &name, &source, &description);
     if saved.is_ok() && !job.skills_saved.contains(&name) {
         job.skills_saved.push(name.clone());
     }

@@ -57,10 +57,7 @@ fn cache_file() -> Option<PathBuf> {
     if !cfg!(feature = "quickjs") || std::env::var_os("AGENT_NO_SNAPSHOT").is_some() {
         return None;
     }
-    let base = std::env::var_os("XDG_CACHE_HOME")
-        .map(PathBuf::from)
-        .filter(|p| p.is_absolute())
-        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))?;
+    let base = crate::util::dirs::cache_home()?;
     let exe = std::env::current_exe().ok()?;
     let meta = std::fs::metadata(&exe).ok()?;
     let mut h = std::hash::DefaultHasher::new();

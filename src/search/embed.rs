@@ -8,7 +8,6 @@
 //! ranks by words only).
 
 use std::collections::BTreeMap;
-use std::hash::Hasher as _;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -130,14 +129,9 @@ impl Embedder {
         Ok(out)
     }
 
-    /// The cache key of a text: SipHash-1-3 (fixed keys, stable across Rust releases) of the
-    /// model and the text.
+    /// The cache key of a text: the stable hash of the model and the text.
     fn key(&self, text: &str) -> String {
-        let mut h = siphasher::sip::SipHasher13::new_with_keys(0, 0);
-        h.write(self.model.as_bytes());
-        h.write_u8(0);
-        h.write(text.as_bytes());
-        format!("{:016x}", h.finish())
+        crate::util::hash::stable_hex(&[self.model.as_bytes(), text.as_bytes()])
     }
 
     fn read_cache(&self) -> CacheFile {

@@ -150,22 +150,9 @@ fn plain(status: http::StatusCode, text: &'static str) -> http::Response<Body> {
     r
 }
 
-/// `Authorization: Bearer <token>`, compared in constant time.
+/// `Authorization: Bearer <token>` (see `util::bearer`).
 fn authorized(headers: &http::HeaderMap, token: &str) -> bool {
-    let Some(given) = headers.get(http::header::AUTHORIZATION).and_then(|v| v.to_str().ok()) else {
-        return false;
-    };
-    let Some(given) = given.strip_prefix("Bearer ").or_else(|| given.strip_prefix("bearer ")) else {
-        return false;
-    };
-    constant_time_eq(given.trim().as_bytes(), token.as_bytes())
-}
-
-fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
-    if a.len() != b.len() {
-        return false;
-    }
-    a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+    crate::util::bearer::matches(headers.get(http::header::AUTHORIZATION).map(|v| v.as_bytes()), token)
 }
 
 #[cfg(test)]

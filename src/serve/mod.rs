@@ -33,11 +33,11 @@ use rmcp::service::{NotificationContext, RequestContext};
 use rmcp::{ErrorData, Peer, RoleServer, ServerHandler, ServiceExt};
 use serde_json::{Map, Value, json};
 
-use crate::agent::direct::{RESULT_HANDLER_ARG, prefixed_unique_name};
 use crate::codemode::{CodeMode, Options};
 use crate::config::Config;
-use crate::handler::{Handler, HandlerRunner};
+use crate::handler::{self, HandlerRunner, Source};
 use crate::mcp::handler::ClientEvent;
+use crate::mcp::naming::unique_name;
 use crate::mcp::{Asker, CallContext, McpError, McpManager, ProgressUpdate, ToolInfo};
 use crate::runtime::Script;
 
@@ -47,8 +47,6 @@ pub const EXECUTE_CODE: &str = "execute_code";
 pub const SEARCH_TOOLS: &str = "search_tools";
 /// A tool's TypeScript description.
 pub const DESCRIBE_TOOL: &str = "describe_tool";
-/// Longest exposed tool name (what LLM providers accept).
-pub use crate::agent::direct::MAX_NAME_LEN;
 
 /// What `serve` exposes (`--expose proxy,code,search`; default all).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -105,7 +103,7 @@ impl ProxyNames {
         let mut taken: HashSet<String> = [EXECUTE_CODE, SEARCH_TOOLS, DESCRIBE_TOOL].map(String::from).into();
         let mut names = ProxyNames::default();
         for t in sorted {
-            let name = prefixed_unique_name("", &t.server, &t.name, &mut taken);
+            let name = unique_name("", &t.server, &t.name, &mut taken);
             names.by_name.insert(name.clone(), (t.server.clone(), t.name.clone()));
             names.by_tool.insert((t.server.clone(), t.name.clone()), name);
         }
@@ -167,7 +165,6 @@ struct Inner {
     handlers_enabled: bool,
     code_description: String,
     describer: crate::bridge::server::Describer,
-    recorder: Option<Arc<crate::learn::Recorder>>,
     /// The proxied names, and the tool lists they were made from (their pointers identify them).
     names: Mutex<Option<BuiltNames>>,
     /// Downstream peers to tell about tool list changes.
@@ -184,16 +181,18 @@ pub struct Server {
 impl Server {
     /// Starts every enabled server, refreshes the generated tree (when `code` is exposed), and
     /// makes `workers` code-mode executors ready.
+    /// `recorder` is told each script's calls (the first executor's; the manager tells it every
+    /// other call as its observer).
     pub async fn start(
         config: &Config,
         manager: Arc<McpManager>,
+        recorder: Option<Arc<crate::learn::Recorder>>,
         expose: Expose,
         workers: usize,
     ) -> anyhow::Result<(Server, StartReport)> {
         let mut report = StartReport::default();
         let mut options = Options::from_config(config)?;
         let names = manager.server_names();
-        let recorder = crate::learn::Recorder::install(config, &manager);
         let code = if expose.code {
             options.regenerate = true;
             let mut slots = Vec::new();
@@ -218,9 +217,8 @@ impl Server {
             report.failed = started.failed;
             None
         };
-        let limits = crate::agent::code::LimitsText::from_config(&config.mcp.code_execution);
-        let code_description =
-            crate::agent::code::tool_specs(&limits).into_iter().next().map(|s| s.description).unwrap_or_default();
+        let limits = crate::codemode::tool::LimitsText::from_config(&config.mcp.code_execution);
+        let code_description = crate::codemode::tool::description(&limits);
         let describer = crate::codemode::describer(manager.configured_names(), options.workspace.clone());
         let inner = Arc::new(Inner {
             handlers: HandlerRunner::from_config(config, Some(manager.clone()))?,
@@ -230,7 +228,6 @@ impl Server {
             code,
             code_description,
             describer,
-            recorder,
             names: Mutex::new(None),
             peers: Mutex::new(Vec::new()),
             forwarder: Mutex::new(None),
@@ -310,9 +307,6 @@ impl Server {
                 }
             }
         }
-        if let Some(r) = &self.inner.recorder {
-            r.finish();
-        }
         if let Ok(inner) = Arc::try_unwrap(self.inner) {
             inner.handlers.stop().await;
         }
@@ -353,7 +347,7 @@ impl Server {
                 &self.inner.code_description,
                 json!({
                     "type": "object",
-                    "properties": {"code": {"type": "string", "description": "TypeScript module; runs as ./main.ts at the API tree root."}},
+                    "properties": {"code": {"type": "string", "description": crate::codemode::tool::CODE_ARG_DESCRIPTION}},
                     "required": ["code"]
                 }),
             ));
@@ -401,9 +395,9 @@ impl Server {
         if self.inner.handlers_enabled {
             let props = schema.entry("properties").or_insert_with(|| json!({}));
             if let Value::Object(props) = props
-                && !props.contains_key(RESULT_HANDLER_ARG)
+                && !props.contains_key(handler::ARG)
             {
-                props.insert(RESULT_HANDLER_ARG.into(), handler_schema());
+                props.insert(handler::ARG.into(), handler::arg_schema());
             }
         }
         let description = t
@@ -445,7 +439,7 @@ impl Server {
     async fn proxy_call(
         &self,
         name: &str,
-        mut args: Map<String, Value>,
+        args: Map<String, Value>,
         ct: &tokio_util::sync::CancellationToken,
         progress: Option<Progress>,
         peer: Option<&Peer<RoleServer>>,
@@ -455,30 +449,18 @@ impl Server {
             let hint = crate::util::suggest::did_you_mean(&crate::util::suggest::suggest(name, names.names()));
             return error_result(format!("unknown tool `{name}`{hint}"));
         };
-        let runner = &self.inner.handlers;
-        let mut handler = None;
-        if self.inner.handlers_enabled
-            && let Some(spec) = args.remove(RESULT_HANDLER_ARG)
-            && !spec.is_null()
-        {
-            match Handler::parse(&spec).and_then(|h| runner.compile(&h)) {
-                Ok(c) => handler = Some(c),
-                Err(e) => return error_result(format!("{e} (the tool was not called)")),
-            }
-        }
+        let runner = self.inner.handlers_enabled.then_some(&self.inner.handlers);
+        let source = if runner.is_some() { Source::Argument } else { Source::None };
         let (cx, forwarding) = call_context(ct, progress, peer);
-        let called = self.inner.manager.call_tool_with(server, tool, args, &cx).await;
+        let called = handler::call(runner, &self.inner.manager, server, tool, args, source, &cx).await;
         drop(cx);
         if let Some(f) = forwarding {
             // Ends when the call's progress sink is gone: what arrived before the answer goes first.
             let _ = f.await;
         }
         match called {
-            Ok(r) => match &handler {
-                Some(c) => runner.apply_to_result(c, server, tool, r).await,
-                None => r,
-            },
-            Err(e) => error_result(e.to_string()),
+            Ok(c) => c.into_result(),
+            Err(e) => e.into_result(),
         }
     }
 
@@ -499,7 +481,7 @@ impl Server {
         let (cx, _) = call_context(ct, None, peer);
         let outcome = mode.run_with(Script::Inline(code.to_string()), cx).await;
         drop(guard);
-        let (text, is_error) = crate::agent::code_host::script_result(&outcome);
+        let (text, is_error) = crate::codemode::tool::script_result(&outcome);
         let mut r = CallToolResult::success(vec![ContentBlock::text(text)]);
         if is_error {
             r.is_error = Some(true);
@@ -646,16 +628,6 @@ fn tool(name: &str, description: &str, schema: Value) -> Tool {
     Tool::new(name.to_string(), description.to_string(), Arc::new(schema))
 }
 
-/// The `result_handler` argument every proxied tool gets (the contract in its description).
-fn handler_schema() -> Value {
-    json!({
-        "type": ["string", "object"],
-        "description": "Optional result handler: a JavaScript expression or function body over `tool_output` \
-                        (the parsed result) and `result` (the raw MCP result), or {\"language\": \"jq\", \"script\": \
-                        FILTER}. Only its value comes back. A handler that does not parse fails before the call."
-    })
-}
-
 fn error_result(text: impl Into<String>) -> CallToolResult {
     CallToolResult::error(vec![ContentBlock::text(text.into())])
 }
@@ -723,7 +695,7 @@ mod tests {
         assert_eq!(names.resolve("fixture_text_upper_2"), Some(("fixture", "text_upper")));
         assert_eq!(names.resolve("execute_code_2"), Some(("execute", "code")), "serve's own names are taken");
         assert_eq!(names.names().count(), 5);
-        assert!(names.names().all(|n| n.len() <= MAX_NAME_LEN));
+        assert!(names.names().all(|n| n.len() <= crate::mcp::naming::MAX_NAME_LEN));
         let again = ProxyNames::build(tools.iter().rev());
         assert_eq!(again.names().collect::<Vec<_>>(), names.names().collect::<Vec<_>>());
     }

@@ -98,13 +98,9 @@ pub fn quality(observations: u64, consistency: f64, t: &Thresholds) -> Quality {
 }
 
 /// The hash of a tool definition (its `agent mcp list --json` form): a type learned against
-/// one definition is dropped when the definition changes. Same SipHash-1-3 as codegen's cache.
+/// one definition is dropped when the definition changes.
 pub fn definition_hash(definition_json: &[u8]) -> String {
-    use std::hash::Hasher;
-    let mut h = siphasher::sip::SipHasher13::new_with_keys(0, 0);
-    h.write(&(definition_json.len() as u64).to_le_bytes());
-    h.write(definition_json);
-    format!("{:016x}", h.finish())
+    crate::util::hash::stable_hex(&[definition_json])
 }
 
 /// Presence and type consistency of one top-level field.

@@ -1,9 +1,15 @@
 //! Leaf helpers with no knowledge of the rest of `agent`: every layer may use them, they use
-//! nothing of the crate. `suggest` ("did you mean"), `size` (byte sizes and durations as users
-//! type them), `fs` (the one atomic file write), `json` (JSON value kinds and local `$ref`s), `read`
-//! (input read with a cap).
+//! nothing of the crate. One home each: `suggest` ("did you mean"), `size` (byte sizes and
+//! durations as users type them), `fs` (the one atomic file write), `json` (JSON value kinds and
+//! local `$ref`s), `read` (input and files read with a cap), `hash` (the one stable hash),
+//! `dirs` (the user's cache directory, `PATH` look-ups), `bearer` (`Authorization: Bearer`
+//! checked in constant time), `clock` (time spent waiting for the user, left out of timeouts).
 
+pub mod bearer;
+pub mod clock;
+pub mod dirs;
 pub mod fs;
+pub mod hash;
 pub mod json;
 pub mod read;
 pub mod size;

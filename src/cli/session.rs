@@ -1,0 +1,68 @@
+//! The lifecycle of every command that starts servers, in the one right order, so no command can
+//! forget a step: [`Session::open`] makes the manager and installs, in this order, the terminal
+//! and the configured provider for the servers' elicitation and sampling requests (`host`), who
+//! approves destructive calls (`approve`), and the type recorder (`learn`); [`Session::close`]
+//! saves the usage counts, stops every server (process groups included) and flushes the
+//! recorder. A command stops what it started on top (code modes, `serve`'s server, handler
+//! bridges) before it closes the session; a session dropped without `close` still kills its
+//! servers (the manager's `Drop`).
+
+use std::sync::{Arc, Mutex};
+
+use crate::agent::provider::Usage;
+use crate::config::Config;
+use crate::learn::Recorder;
+use crate::mcp::McpManager;
+
+/// The manager of one command and what was installed into it (see the module doc).
+pub struct Session {
+    manager: Arc<McpManager>,
+    recorder: Option<Arc<Recorder>>,
+    sampled: Arc<Mutex<Usage>>,
+}
+
+impl Session {
+    /// Opens the session of a command; `yes` approves calls that need approval without asking
+    /// (`agent mcp call --yes`).
+    pub fn open(config: &Config, yes: bool) -> Session {
+        let manager = Arc::new(McpManager::new(config));
+        let sampled = super::host::install(&manager, config);
+        super::approve::install(&manager, yes);
+        let recorder = Recorder::install(config, &manager);
+        Session { manager, recorder, sampled }
+    }
+
+    /// The session of a command with no one to ask (`agent mcp serve`: its stdin is the protocol
+    /// or nobody's): elicitation and approvals follow the configured policies, sampling is not
+    /// answered by a provider of ours.
+    pub fn headless(config: &Config) -> Session {
+        let manager = Arc::new(McpManager::new(config));
+        let recorder = Recorder::install(config, &manager);
+        Session { manager, recorder, sampled: Default::default() }
+    }
+
+    pub fn manager(&self) -> &Arc<McpManager> {
+        &self.manager
+    }
+
+    /// The type recorder, unless `mcp.types.learn` is off.
+    pub fn recorder(&self) -> &Option<Arc<Recorder>> {
+        &self.recorder
+    }
+
+    /// The tokens the configured provider spent answering the servers' sampling requests so far.
+    pub fn sampled(&self) -> Usage {
+        self.sampled.lock().map(|u| *u).unwrap_or_default()
+    }
+
+    /// Ends the session (see the module doc); a failure to save the usage counts is a warning.
+    pub async fn close(self) {
+        if let Err(e) = self.manager.usage().save() {
+            eprintln!("warning: {e}");
+        }
+        self.manager.shutdown().await;
+        if let Some(r) = &self.recorder {
+            r.finish();
+        }
+    }
+}

@@ -1,0 +1,185 @@
+//! The child processes of stdio servers: each spawned as the leader of its own process group
+//! (so stopping it stops what it started too, e.g. `npx` → `node`), its stderr appended to
+//! `<log dir>/<server>.stderr.log` (never the user's terminal; errors quote its tail), and
+//! stopped with SIGTERM to the group, then SIGKILL after a grace period.
+
+use std::io::{Read, Seek, SeekFrom};
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use super::stdio::{ChildTransport, ResultCap};
+use crate::config::ServerConfig;
+
+/// How many stderr lines a start/call error quotes.
+const STDERR_TAIL_LINES: usize = 5;
+/// Grace period between SIGTERM and SIGKILL at shutdown.
+const KILL_GRACE: Duration = Duration::from_millis(1500);
+/// Log files over this size are truncated when their server starts again.
+const MAX_LOG_BYTES: u64 = 4 << 20;
+
+/// Where the servers' stderr goes: one file per server in one directory.
+pub struct Logs {
+    dir: PathBuf,
+}
+
+impl Logs {
+    pub fn new(dir: PathBuf) -> Logs {
+        Logs { dir }
+    }
+
+    /// Path of a server's stderr log (for messages that point the user at it).
+    pub fn path(&self, server: &str) -> PathBuf {
+        self.dir.join(format!("{}.stderr.log", sanitize_file_name(server)))
+    }
+
+    /// Opens the server's stderr log for appending; returns it and the offset this run starts at.
+    fn open(&self, server: &str) -> Result<(std::fs::File, u64), String> {
+        std::fs::create_dir_all(&self.dir)
+            .map_err(|e| format!("cannot create the log directory {}: {e}", self.dir.display()))?;
+        let path = self.path(server);
+        let too_big = std::fs::metadata(&path).map(|m| m.len() > MAX_LOG_BYTES).unwrap_or(false);
+        let file = std::fs::OpenOptions::new()
+            .create(true)
+            .append(!too_big)
+            .write(true)
+            .truncate(too_big)
+            .open(&path)
+            .map_err(|e| format!("cannot open the log file {}: {e}", path.display()))?;
+        let offset = file.metadata().map(|m| m.len()).unwrap_or(0);
+        Ok((file, offset))
+    }
+
+    /// The last lines the server wrote to stderr since `offset`.
+    pub fn tail(&self, server: &str, offset: u64) -> Vec<String> {
+        tail_lines(&self.path(server), offset, STDERR_TAIL_LINES)
+    }
+}
+
+/// A stdio server's child, running in its own process group.
+pub struct Child {
+    pub transport: ChildTransport,
+    /// The process group (the child's pid: it leads its group).
+    pub pgid: Option<i32>,
+    /// Where this run's stderr starts in the log file.
+    pub log_offset: u64,
+}
+
+/// Spawns the stdio server `name` as configured, stdin and stdout piped to the transport (which
+/// caps message size at `cap`), stderr to its log. The error is one line.
+pub fn spawn(name: &str, cfg: &ServerConfig, logs: &Logs, cap: &std::sync::Arc<ResultCap>) -> Result<Child, String> {
+    let command = cfg.command.clone().unwrap_or_default();
+    let (log, log_offset) = logs.open(name)?;
+    let mut cmd = tokio::process::Command::new(&command);
+    cmd.args(&cfg.args).envs(&cfg.envs).kill_on_drop(true);
+    if let Some(cwd) = &cfg.cwd {
+        cmd.current_dir(cwd);
+    }
+    cmd.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::from(log));
+    let mut wrap = process_wrap::tokio::CommandWrap::from(cmd);
+    wrap.wrap(process_wrap::tokio::ProcessGroup::leader());
+    let spawned = wrap.spawn().and_then(|c| ChildTransport::new(c, cap.clone(), name));
+    let transport = spawned.map_err(|e| match e.kind() {
+        std::io::ErrorKind::NotFound => format!("command `{command}` not found"),
+        std::io::ErrorKind::PermissionDenied => format!("command `{command}` is not executable"),
+        _ => format!("cannot run `{command}`: {e}"),
+    })?;
+    let pgid = transport.id().map(|p| p as i32);
+    Ok(Child { transport, pgid, log_offset })
+}
+
+/// Stops process groups: SIGTERM to each, SIGKILL to those still alive after a grace period.
+pub async fn stop_groups(groups: &[i32]) {
+    for &g in groups {
+        kill_group(g, libc::SIGTERM);
+    }
+    let deadline = Instant::now() + KILL_GRACE;
+    while groups.iter().any(|&g| group_alive(g)) && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    for &g in groups {
+        if group_alive(g) {
+            kill_group(g, libc::SIGKILL);
+        }
+    }
+}
+
+fn sanitize_file_name(name: &str) -> String {
+    name.chars().map(|c| if c.is_ascii_alphanumeric() || c == '-' || c == '_' { c } else { '_' }).collect()
+}
+
+/// The last `n` non-empty lines of `path` from byte `offset` on (reads at most the last 64 KB).
+fn tail_lines(path: &Path, offset: u64, n: usize) -> Vec<String> {
+    let Ok(mut f) = std::fs::File::open(path) else { return Vec::new() };
+    let len = f.metadata().map(|m| m.len()).unwrap_or(0);
+    let start = offset.max(len.saturating_sub(64 * 1024));
+    if start >= len || f.seek(SeekFrom::Start(start)).is_err() {
+        return Vec::new();
+    }
+    let mut buf = Vec::new();
+    if f.read_to_end(&mut buf).is_err() {
+        return Vec::new();
+    }
+    let text = String::from_utf8_lossy(&buf);
+    let lines: Vec<String> = text
+        .lines()
+        .map(str::trim_end)
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| l.chars().take(500).collect())
+        .collect();
+    lines[lines.len().saturating_sub(n)..].to_vec()
+}
+
+pub(super) fn kill_group(pgid: i32, signal: i32) {
+    if pgid > 1 {
+        // SAFETY: killpg has no memory-safety preconditions; errors (ESRCH) are expected and ignored.
+        unsafe {
+            libc::killpg(pgid, signal);
+        }
+    }
+}
+
+/// Whether any non-zombie process is left in the group (zombies wait to be reaped and are harmless).
+fn group_alive(pgid: i32) -> bool {
+    if pgid <= 1 {
+        return false;
+    }
+    // SAFETY: signal 0 only checks for existence.
+    if unsafe { libc::killpg(pgid, 0) } != 0 {
+        return false;
+    }
+    let Ok(entries) = std::fs::read_dir("/proc") else { return true };
+    entries.flatten().any(|e| {
+        let Some(pid) = e.file_name().to_str().and_then(|s| s.parse::<i32>().ok()) else { return false };
+        let Some(stat) = proc_stat(pid) else { return false };
+        // Fields after the `(comm)`: state, ppid, pgrp, ...
+        let mut rest = stat.rsplit_once(')').map(|(_, r)| r.split_whitespace()).into_iter().flatten();
+        let state = rest.next();
+        let pgrp = rest.nth(1).and_then(|s| s.parse::<i32>().ok());
+        pgrp == Some(pgid) && !matches!(state, Some("Z") | Some("X"))
+    })
+}
+
+/// Whether `pid` runs (a zombie does not).
+pub(super) fn process_alive(pid: i32) -> bool {
+    if pid <= 1 {
+        return false;
+    }
+    // A zombie still "exists" for kill(0); look at its state instead.
+    match proc_stat(pid) {
+        Some(stat) => {
+            let state = stat.rsplit_once(')').and_then(|(_, rest)| rest.split_whitespace().next());
+            !matches!(state, Some("Z") | Some("X") | None)
+        }
+        None => false,
+    }
+}
+
+/// `/proc/<pid>/stat` in one read (it is checked before every call; `read_to_string` would
+/// take five reads, since procfs reports a size of 0).
+fn proc_stat(pid: i32) -> Option<String> {
+    use std::io::Read;
+    let mut buf = [0u8; 1024];
+    let n = std::fs::File::open(format!("/proc/{pid}/stat")).ok()?.read(&mut buf).ok()?;
+    Some(String::from_utf8_lossy(&buf[..n]).into_owned())
+}
