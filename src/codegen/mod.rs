@@ -220,7 +220,7 @@ struct Produced {
 
 fn produce(dir: &Path, job: &Job) -> anyhow::Result<Produced> {
     if let Some(c) = job.cached.filter(|c| c.key == job.key)
-        && std::fs::read(dir.join(&job.path)).is_ok_and(|bytes| cache::hash_hex(&[&bytes]) == c.content)
+        && std::fs::read(dir.join(&job.path)).is_ok_and(|bytes| crate::util::hash::stable_hex(&[&bytes]) == c.content)
     {
         let rendered = render::RenderedTool {
             content: String::new(),
@@ -234,7 +234,7 @@ fn produce(dir: &Path, job: &Job) -> anyhow::Result<Produced> {
     let rendered = render::tool_file(job.tool, job.names, job.learned)?;
     let entry = cache::Entry {
         key: job.key.clone(),
-        content: cache::hash_hex(&[rendered.content.as_bytes()]),
+        content: crate::util::hash::stable_hex(&[rendered.content.as_bytes()]),
         degraded: rendered.degraded.clone(),
         warnings: rendered.warnings.clone(),
         typed_output: rendered.has_output_schema,
@@ -332,7 +332,7 @@ pub fn generate(tools: &[ToolInfo], opts: &GenerateOptions) -> anyhow::Result<Ge
             let Some(names) = names.get(&t.name) else { continue };
             let line = serde_json::to_string(t)?;
             let path = format!("servers/{}/{}", sn.dir, names.file);
-            let key = cache::hash_hex(&[
+            let key = crate::util::hash::stable_hex(&[
                 cache::salt().as_bytes(),
                 path.as_bytes(),
                 names.function.as_bytes(),
@@ -348,7 +348,7 @@ pub fn generate(tools: &[ToolInfo], opts: &GenerateOptions) -> anyhow::Result<Ge
                 opts.learned.get(&(t.server.clone(), t.name.clone())).filter(|e| e.definition == def)
             };
             let key = match learned {
-                Some(e) => cache::hash_hex(&[
+                Some(e) => crate::util::hash::stable_hex(&[
                     key.as_bytes(),
                     serde_json::to_string(&e.shape)?.as_bytes(),
                     e.quality.as_str().as_bytes(),
