@@ -1,7 +1,7 @@
 //! Token report (`cargo bench --bench tokens`): what the model receives in direct vs code mode
 //! (and, for the GitHub corpus, progressive mode).
 //!
-//! Runs the real `agent run` against the scripted fake LLM (tests/support/fake_llm.rs) and
+//! Runs the real `agent run` against the scripted fake LLM (tests/it/support/fake_llm.rs) and
 //! counts, with tiktoken o200k, the request bodies the fake received:
 //!
 //! 1. tool-definition tokens in the first request with the GitHub MCP server's 117 tools
@@ -24,15 +24,13 @@
 //! GitHub, a JavaScript expression on the fixture). Also reported: what the extra argument costs
 //! in tool definitions. Target: ≥ 80% fewer total tokens with handlers than uncut direct without.
 
-#[path = "../tests/support/fake_llm.rs"]
-mod fake_llm;
-#[path = "../tests/support/mod.rs"]
+#[path = "../tests/it/support/mod.rs"]
 mod support;
 
 use std::path::PathBuf;
 
-use fake_llm::{Api, FakeLlm, Reply, count_tokens};
 use serde_json::{Value, json};
+use support::fake_llm::{Api, FakeLlm, Reply, count_tokens};
 use support::{Project, fixture_stdio_yaml};
 
 const OWNER: &str = "octo";

@@ -1,7 +1,8 @@
 //! `agent mcp search`, end to end: the real binary on the fixture server (started) and on the
 //! GitHub MCP server corpus (tests/data, through `--from-tools`, no server started).
 
-mod support;
+use crate::support;
+use crate::support::fake_embeddings;
 
 use serde_json::Value;
 use support::Project;
@@ -181,9 +182,6 @@ fn successful_calls_are_counted_in_the_workspace_and_rank_their_tool_higher() {
 
 // ---------------------------------------------------------------------------------------------
 // Semantic ranking (search.embeddings) against a fake /v1/embeddings endpoint
-
-#[path = "support/fake_embeddings.rs"]
-mod fake_embeddings;
 
 fn embeddings_project(fake: &fake_embeddings::FakeEmbeddings) -> Project {
     let p = Project::new();

@@ -3,9 +3,8 @@
 //! tests/generate.rs uses it); errors at the script's own lines, the script not run; and the
 //! one-line warning when there is no compiler.
 
-#[path = "support/fake_llm.rs"]
-mod fake_llm;
-mod support;
+use crate::support;
+use crate::support::fake_llm;
 
 use std::path::PathBuf;
 

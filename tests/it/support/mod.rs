@@ -4,6 +4,11 @@
 //! packages (server-everything, typescript) installed once into `<target>/node-tools`.
 #![allow(dead_code)]
 
+pub mod fake_embeddings;
+pub mod fake_http;
+pub mod fake_llm;
+pub mod pty;
+
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};

@@ -3,7 +3,7 @@
 //! generate`) and the bridge; every limit (and that the next run still works); escape attempts;
 //! which servers start and when the tree is regenerated; output and exit codes.
 
-mod support;
+use crate::support;
 
 use std::time::{Duration, Instant};
 
@@ -111,6 +111,53 @@ fn text_answers_are_parsed_only_when_they_are_json() {
     let expected: Vec<Value> = cases.as_array().unwrap().iter().map(|c| c[1].clone()).collect();
     assert_eq!(out["value"]["viaGlobal"], Value::Array(expected.clone()));
     assert_eq!(out["value"]["viaTree"], Value::Array(expected));
+}
+
+/// The Rust decoder (`mcp::tools::decode`, what result handlers and learned types see) and
+/// `runtime-js/result.js`'s `decodeResult` (what scripts see), run on the same results, agree:
+/// the Rust one mirrors the JavaScript one case by case.
+#[test]
+fn the_rust_decoder_mirrors_result_js() {
+    let cases = vec![
+        json!({"content": [{"type": "text", "text": "{\"a\": 1}"}], "structuredContent": {"b": 2}}),
+        json!({"content": [{"type": "text", "text": "{\"a\": 1}"}], "structuredContent": null}),
+        json!({"content": [{"type": "text", "text": "42"}]}),
+        json!({"content": [{"type": "text", "text": "1.5"}]}),
+        json!({"content": [{"type": "text", "text": "not json"}]}),
+        json!({"content": [{"type": "text", "text": "  {\"a\": [1, \"x\"]}"}]}),
+        json!({"content": [{"type": "text", "text": "{oops"}]}),
+        json!({"content": [{"type": "text", "text": ""}]}),
+        json!({"content": [{"type": "text", "text": "true"}]}),
+        json!({"content": [{"type": "text", "text": "null"}]}),
+        json!({"content": [{"type": "text", "text": "[1,"}, {"type": "text", "text": "2]"}]}),
+        json!({"content": [{"type": "text", "text": "one"}, {"type": "text", "text": "two"}]}),
+        json!({"content": [{"type": "text", "text": "{\"n\": 1}"}, {"type": "image", "data": "AAAA", "mimeType": "image/png"}]}),
+        json!({"content": [{"type": "image", "data": "AAAA", "mimeType": "image/png"}]}),
+        json!({"content": [{"type": "resource", "resource": {"uri": "file:///a.txt", "text": "hi"}}]}),
+        json!({"content": []}),
+    ];
+    let results: Vec<rmcp::model::CallToolResult> =
+        cases.iter().map(|c| serde_json::from_value(c.clone()).expect("a CallToolResult")).collect();
+    let rust: Vec<Value> = results.iter().map(agent::mcp::tools::decode).collect();
+    // The isolate gets results as the bridge sends them.
+    let wire: Vec<Value> = results.iter().map(agent::mcp::tools::result_json).collect();
+    let result_js = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/runtime-js/result.js")).unwrap();
+    let script = format!("{result_js}\nexport default ({}).map((r) => decodeResult(r));\n", Value::Array(wire));
+    let dir = tempfile::tempdir().unwrap();
+    let limits = agent::runtime::Limits::from_config(&agent::config::CodeExecutionConfig::default());
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let outcome = rt.block_on(agent::runtime::Executor::with_limits(&limits).execute(agent::runtime::ExecRequest {
+        workspace: dir.path().to_path_buf(),
+        script: agent::runtime::Script::Inline(script),
+        limits: limits.clone(),
+        bridge: None,
+    }));
+    assert!(outcome.error.is_none(), "{:?}", outcome.error);
+    let js = outcome.value.expect("the decoded values");
+    for (i, (r, j)) in rust.iter().zip(js.as_array().unwrap()).enumerate() {
+        assert_eq!(r, j, "case {i}: {}", cases[i]);
+    }
+    assert_eq!(js.as_array().unwrap().len(), cases.len());
 }
 
 /// The global `callMCPTool` and the tree's functions decode every kind of result alike

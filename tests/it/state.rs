@@ -2,9 +2,8 @@
 //! state`, `agent run --fresh-state`) and skills (`saveSkill`, `agent skill`, imports by later
 //! scripts, the README and catalog search), with the real binary.
 
-#[path = "support/fake_llm.rs"]
-mod fake_llm;
-mod support;
+use crate::support;
+use crate::support::fake_llm;
 
 use std::io::Write;
 use std::process::Stdio;

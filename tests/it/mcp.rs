@@ -1,7 +1,7 @@
 //! `agent mcp list` / `agent mcp call`, configuration, and the MCP manager, end to end: the real
 //! binary against the rmcp fixture server (stdio and Streamable HTTP) and server-everything.
 
-mod support;
+use crate::support;
 
 use std::time::{Duration, Instant};
 

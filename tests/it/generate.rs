@@ -3,7 +3,7 @@
 //! metadata); every generated tree compiled with `tsc --strict`; `client.ts` run under Node
 //! against a real bridge socket.
 
-mod support;
+use crate::support;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;

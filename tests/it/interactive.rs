@@ -3,9 +3,8 @@
 //! `add`; typed answers checked as they are entered, schema violations asked again, the JSON
 //! shown and confirmed before the call. Plus the refusals without a terminal and with --args.
 
-#[path = "support/pty.rs"]
-mod pty;
-mod support;
+use crate::support;
+use crate::support::pty;
 
 use pty::{exit_code, key, spawn};
 use support::{Project, fixture_stdio_yaml};

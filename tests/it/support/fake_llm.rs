@@ -6,8 +6,7 @@
 //! and of what it answers, so `agent run`'s accounting can be checked against them.
 #![allow(dead_code)]
 
-#[path = "fake_http.rs"]
-mod fake_http;
+use super::fake_http;
 
 use std::collections::VecDeque;
 use std::convert::Infallible;

@@ -5,8 +5,7 @@
 
 #![allow(dead_code)]
 
-#[path = "fake_http.rs"]
-mod fake_http;
+use super::fake_http;
 
 use std::convert::Infallible;
 use std::net::SocketAddr;

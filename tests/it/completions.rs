@@ -1,7 +1,7 @@
 //! `agent completions bash|zsh|fish`: each script is generated from the real parser, names the
 //! subcommands, needs no configuration, and (bash) parses.
 
-mod support;
+use crate::support;
 
 use support::Project;
 

@@ -2,9 +2,8 @@
 //! server-everything, hostile jq filters (bounded, never a crash), errors before and after the
 //! call, and direct mode's `result_handler` argument in `agent run` against the fake LLM.
 
-#[path = "support/fake_llm.rs"]
-mod fake_llm;
-mod support;
+use crate::support;
+use crate::support::fake_llm;
 
 use fake_llm::{Api, FakeLlm, Reply};
 use serde_json::{Value, json};

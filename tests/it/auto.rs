@@ -3,9 +3,8 @@
 //! catalogs run in direct mode, large ones in code mode; the choice and its numbers are on
 //! stderr, in `agent run --json` and in `agent mcp list --tokens`.
 
-#[path = "support/fake_llm.rs"]
-mod fake_llm;
-mod support;
+use crate::support;
+use crate::support::fake_llm;
 
 use fake_llm::{Api, FakeLlm, Reply};
 use serde_json::{Value, json};

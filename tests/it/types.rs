@@ -4,9 +4,8 @@
 //! file, `agent mcp types` (text and `--json`), `tsc --strict` over the sharper tree, and the
 //! compatibility of a script written before the type was learned.
 
-#[path = "support/fake_llm.rs"]
-mod fake_llm;
-mod support;
+use crate::support;
+use crate::support::fake_llm;
 
 use std::path::Path;
 use std::process::Command;
@@ -271,6 +270,25 @@ fn discover_calls_only_safe_tools_and_reset_forgets() {
     assert_eq!(row(&rows, "echo")["quality"], "low");
     p.run(&["mcp", "types", "--reset"]).assert_ok();
     assert_eq!(row(&types_json(&p), "echo")["quality"], "none");
+}
+
+/// `--discover` calls tools as every command does: a destructive tool listed for discovery still
+/// needs approval (`--yes` only skips the question before discovery; without a terminal the
+/// approvals policy denies), and the calls it makes are counted in the usage file.
+#[test]
+fn discover_asks_approval_for_destructive_tools_and_counts_usage() {
+    let p = Project::new();
+    p.write_config(&format!(
+        "mcp:\n  types:\n    discover:\n      fixture.delete_item: {{id: x1}}\n      fixture.echo: {{message: hi}}\n  servers:\n{}",
+        fixture_stdio_yaml("fixture", &["--destructive"])
+    ));
+    let r = p.run(&["mcp", "types", "--discover", "--yes"]);
+    assert!(r.stderr.contains("fixture.delete_item: the tool reported an error"), "{}", r.stderr);
+    assert!(r.stderr.contains("fixture.echo: observed"), "{}", r.stderr);
+    assert_eq!(r.code, 1, "a denied discovery call is a failed one: {}", r.stderr);
+    let usage: Value =
+        serde_json::from_str(&std::fs::read_to_string(p.path().join(WS).join("usage.json")).unwrap()).unwrap();
+    assert_eq!(usage["counts"], serde_json::json!({"fixture": {"echo": 1, "profile": 1}}), "the calls that ran count");
 }
 
 #[test]

@@ -4,11 +4,9 @@
 //! policy without a terminal, `--yes`, `require`/`exempt` patterns, and the prompt on a real
 //! pseudo-terminal (approve once, approve for the run, deny; a script's timeout paused meanwhile).
 
-#[path = "support/fake_llm.rs"]
-mod fake_llm;
-#[path = "support/pty.rs"]
-mod pty;
-mod support;
+use crate::support;
+use crate::support::fake_llm;
+use crate::support::pty;
 
 use std::time::Duration;
 

@@ -2,9 +2,8 @@
 //! and the fixture server, spoken to with raw HTTP over the socket (the protocol other runtimes
 //! use), and the socket's life cycle around the real `agent` binary.
 
-#[path = "support/fake_embeddings.rs"]
-mod fake_embeddings;
-mod support;
+use crate::support;
+use crate::support::fake_embeddings;
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;

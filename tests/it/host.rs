@@ -6,11 +6,9 @@
 //! `run`, denials and budgets, malformed requests, the reflection precondition; terminal flows
 //! through a real pseudo-terminal.
 
-#[path = "support/fake_llm.rs"]
-mod fake_llm;
-#[path = "support/pty.rs"]
-mod pty;
-mod support;
+use crate::support;
+use crate::support::fake_llm;
+use crate::support::pty;
 
 use fake_llm::{Api, FakeLlm, Reply};
 use pty::{key, spawn, spawn_command};

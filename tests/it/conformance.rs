@@ -6,7 +6,7 @@
 //! stateless test server). The `initialize` scenario is left out: it expects the client to ask
 //! for protocol version 2025-11-25 or older, and rmcp asks for 2026-07-28.
 
-mod support;
+use crate::support;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;

@@ -2,9 +2,8 @@
 //! not) with the rmcp fixture server and server-everything, in direct and code mode; plus
 //! `agent mcp list --tokens`.
 
-#[path = "support/fake_llm.rs"]
-mod fake_llm;
-mod support;
+use crate::support;
+use crate::support::fake_llm;
 
 use std::time::{Duration, Instant};
 

@@ -3,7 +3,7 @@
 //! (npm, pinned) over stdio, plain HTTP requests for the token (401) and Origin (403) checks,
 //! and signals: upstream servers are stopped, no orphans.
 
-mod support;
+use crate::support;
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::path::Path;

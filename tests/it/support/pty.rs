@@ -7,7 +7,7 @@ use std::process::Stdio;
 use rexpect::process::WaitStatus;
 use rexpect::session::PtySession;
 
-use super::support::Project;
+use super::Project;
 
 /// `agent ARGS` on a pseudo-terminal (stdin, stdout and stderr), hermetic like `Project::cmd`;
 /// every expectation waits up to 30 s.

@@ -4,7 +4,7 @@
 //! elicitation is an answer (the server decides), a refused sampling round is left out of
 //! `inputResponses` for the server to decide, and fails the call only when asked again.
 
-mod support;
+use crate::support;
 
 use std::sync::Arc;
 

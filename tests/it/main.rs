@@ -1,0 +1,27 @@
+//! The integration tests, one binary (as uv, cargo and rust-analyzer do): every module below was
+//! its own test binary once, each linking the whole library. They drive the real `agent` binary,
+//! real MCP servers (the fixture server, npm's server-everything), real sockets, real clients
+//! (the Python SDK, the MCP Inspector, the conformance suite) and a real pseudo-terminal;
+//! `support` holds the harness. Run one area with `cargo test --test it exec::`.
+
+mod support;
+
+mod approvals;
+mod auto;
+mod bridge;
+mod call;
+mod completions;
+mod conformance;
+mod exec;
+mod generate;
+mod handlers;
+mod host;
+mod interactive;
+mod layers;
+mod mcp;
+mod run;
+mod search;
+mod serve;
+mod state;
+mod typecheck;
+mod types;
