@@ -159,10 +159,6 @@ impl Discovery {
         Discovery { root: std::fs::canonicalize(root).unwrap_or_else(|_| root.to_path_buf()) }
     }
 
-    pub fn root(&self) -> &Path {
-        &self.root
-    }
-
     /// Runs one discovery tool; `Err` is an error result for the model.
     pub fn call(&self, tool: &str, input: &Value) -> Result<String, String> {
         let s = |k: &str| input.get(k).and_then(Value::as_str);

@@ -63,7 +63,9 @@ pub trait Observer: Sync {
 }
 
 /// An observer that shows nothing.
+#[cfg(test)]
 pub struct Silent;
+#[cfg(test)]
 impl Observer for Silent {}
 
 /// How the run ended.

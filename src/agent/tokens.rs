@@ -83,19 +83,9 @@ impl TokenEstimate {
 }
 
 /// Estimates direct vs code vs progressive mode for `tools`; `entries` are the servers as code
-/// mode lists them, `pinned` the `mcp.pinned_tools` (`server.tool`; unknown ones count nothing).
-pub fn estimate(
-    tools: &[ToolInfo],
-    entries: &[ServerEntry],
-    limits: &LimitsText,
-    provider: Provider,
-    pinned: &[String],
-) -> TokenEstimate {
-    estimate_with(tools, entries, limits, provider, pinned, false)
-}
-
-/// [`estimate`], with direct mode's optional `result_handler` argument on every tool when
-/// `result_handlers` (`mcp.result_handlers.enabled`).
+/// mode lists them, `pinned` the `mcp.pinned_tools` (`server.tool`; unknown ones count nothing),
+/// with direct mode's optional `result_handler` argument on every tool when `result_handlers`
+/// (`mcp.result_handlers.enabled`).
 pub fn estimate_with(
     tools: &[ToolInfo],
     entries: &[ServerEntry],
@@ -220,9 +210,9 @@ mod tests {
             names: crate::codegen::ServerNames { dir: "s".into(), namespace: "s".into() },
             tools: 1,
         }];
-        let one = estimate(&[tool("a")], &entries, &limits, Provider::Anthropic, &[]);
+        let one = estimate_with(&[tool("a")], &entries, &limits, Provider::Anthropic, &[], false);
         let many: Vec<ToolInfo> = (0..50).map(|i| tool(&format!("t{i}"))).collect();
-        let fifty = estimate(&many, &entries, &limits, Provider::Anthropic, &[]);
+        let fifty = estimate_with(&many, &entries, &limits, Provider::Anthropic, &[], false);
         assert!(fifty.direct_total > 40 * one.direct_total / 2, "{} vs {}", fifty.direct_total, one.direct_total);
         assert_eq!(fifty.code_total, one.code_total);
         assert_eq!(fifty.servers[0].tools, 50);
@@ -231,7 +221,8 @@ mod tests {
         // Progressive mode: a fixed cost (the prompt says how many tools there are), plus pins.
         assert!(fifty.progressive_total.abs_diff(one.progressive_total) <= 2);
         assert_eq!(fifty.progressive_fixed, fifty.progressive_total);
-        let pinned = estimate(&many, &entries, &limits, Provider::Anthropic, &["s.t1".into(), "s.nope".into()]);
+        let pinned =
+            estimate_with(&many, &entries, &limits, Provider::Anthropic, &["s.t1".into(), "s.nope".into()], false);
         assert!(pinned.servers[0].progressive > 0);
         assert_eq!(pinned.progressive_total, pinned.progressive_fixed + pinned.servers[0].progressive);
         // Direct mode's optional result_handler argument costs tokens on every tool.
@@ -253,7 +244,7 @@ mod tests {
         let limits = LimitsText { timeout: "30s".into(), memory_mb: 256, max_output: "100 KB".into() };
         let entries = crate::codegen::server_entries(&["github".into()], &tools);
         for provider in [Provider::Anthropic, Provider::Openai] {
-            let est = estimate(&tools, &entries, &limits, provider, &[]);
+            let est = estimate_with(&tools, &entries, &limits, provider, &[], false);
             assert!(est.progressive_total <= 400, "{provider}: {} tokens", est.progressive_total);
             assert!(est.direct_total > 20 * est.progressive_total, "{provider}: {est:?}");
         }

@@ -151,14 +151,6 @@ impl CodeMode {
         &self.options.workspace
     }
 
-    pub fn limits(&self) -> &Limits {
-        &self.options.limits
-    }
-
-    pub fn manager(&self) -> &Arc<McpManager> {
-        &self.manager
-    }
-
     /// Why scripts run unchecked although type-checking was asked for (no compiler), for the
     /// command to show once; `None` when they are checked or checking is off.
     pub fn typecheck_notice(&self) -> Option<&str> {

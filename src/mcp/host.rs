@@ -123,11 +123,6 @@ impl Host {
             *u.entry(server.to_string()).or_default() += tokens;
         }
     }
-
-    /// Sampling tokens of every server this run (for `agent run`'s accounting).
-    pub fn total_used(&self) -> u64 {
-        self.used.lock().map(|u| u.values().sum()).unwrap_or(0)
-    }
 }
 
 /// SEP-1034: every field filled from its schema `default`, then checked against the schema (a

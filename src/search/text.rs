@@ -133,12 +133,8 @@ pub fn terms(text: &str) -> Vec<String> {
 const NAME_GLUE: &[&str] =
     &["a", "an", "and", "by", "for", "from", "in", "into", "of", "on", "or", "the", "to", "with"];
 
-/// The terms of a tool name: as [`terms`], but only glue words are dropped (`get_me` is
-/// `get`, `me`; `create_or_update_file` is `creat`, `updat`, `file`).
-pub fn name_terms(name: &str) -> Vec<String> {
-    normalise(name, false)
-}
-
+/// The terms of `text`: its words, those [`skipped`] left out (prose: every stop word; a tool
+/// name: only glue words), each as its [`word_terms`] (the index builds its fields the same way).
 fn normalise(text: &str, prose: bool) -> Vec<String> {
     let mut out = Vec::new();
     for w in words(text) {
@@ -221,6 +217,11 @@ pub fn stem(word: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A tool name's terms: only glue words are dropped (`get_me` is `get`, `me`).
+    fn name_terms(name: &str) -> Vec<String> {
+        normalise(name, false)
+    }
 
     #[test]
     fn words_split_identifiers_and_prose() {

@@ -312,15 +312,6 @@ impl Shape {
         self.field_consistencies(&mut v);
         if v.is_empty() { 1.0 } else { v.iter().sum::<f64>() / v.len() as f64 }
     }
-
-    /// Top-level field names with their presence (share of the objects that had them).
-    pub fn field_presence(&self) -> Vec<(String, f64)> {
-        let Some(o) = &self.object else { return Vec::new() };
-        o.fields
-            .iter()
-            .map(|(k, f)| (k.clone(), if o.count == 0 { 0.0 } else { f.count as f64 / o.count as f64 }))
-            .collect()
-    }
 }
 
 impl StringShape {
