@@ -79,7 +79,7 @@ pub async fn run(ctx: Context, args: &ExecArgs) -> anyhow::Result<u8> {
     options.limits = limits_from(args, options.limits)?;
     options.typecheck |= args.check;
     let limits = options.limits.clone();
-    let session = super::session::Session::open(&ctx.config, false);
+    let session = super::session::Session::open(&ctx.config);
     // Bootstrapping the isolate (~25 ms) overlaps with everything below.
     let mut code = CodeMode::new(session.manager().clone(), options);
     code.set_recorder(session.recorder().clone());

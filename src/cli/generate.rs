@@ -68,7 +68,7 @@ pub async fn run(ctx: Context, args: &GenerateArgs) -> anyhow::Result<u8> {
             (tools, Vec::new(), only)
         }
         None => {
-            let session = super::session::Session::open(&ctx.config, false);
+            let session = super::session::Session::open(&ctx.config);
             let manager = session.manager();
             let servers = super::select_servers(manager, &args.filter)?;
             if servers.is_empty() {

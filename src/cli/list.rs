@@ -59,7 +59,7 @@ pub async fn collect_tools(manager: &McpManager, servers: &[String]) -> (Vec<Too
 }
 
 pub async fn run(ctx: Context, args: &ListArgs) -> anyhow::Result<u8> {
-    let session = super::session::Session::open(&ctx.config, false);
+    let session = super::session::Session::open(&ctx.config);
     let manager = session.manager();
     let servers = super::select_servers(manager, &args.filter)?;
     if servers.is_empty() {

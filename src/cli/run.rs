@@ -208,7 +208,7 @@ pub async fn run(ctx: Context, args: &RunArgs) -> anyhow::Result<u8> {
         }
     }
 
-    let session = super::session::Session::open(&config, false);
+    let session = super::session::Session::open(&config);
     let servers = super::select_servers(session.manager(), &args.filter)?;
 
     // A signal cancels the loop (which returns what it has) or the set-up before it.
