@@ -146,9 +146,8 @@ impl Sampler for ProviderSampler {
             };
             let sink = |_e: ProviderEvent<'_>| {};
             let resp = provider.complete(req, &sink).await.map_err(|e| e.to_string())?;
-            let used = resp.usage.unwrap_or_default();
-            if let Ok(mut u) = self.usage.lock() {
-                u.add(&used);
+            if let (Some(used), Ok(mut u)) = (&resp.usage, self.usage.lock()) {
+                u.add(used);
             }
             let stop_reason = resp.stop_reason.map(|s| match s {
                 StopReason::EndTurn => "endTurn".to_string(),
@@ -160,8 +159,7 @@ impl Sampler for ProviderSampler {
                 text: resp.text,
                 model: resp.model.unwrap_or_else(|| model.to_string()),
                 stop_reason,
-                input_tokens: used.input_tokens,
-                output_tokens: used.output_tokens,
+                tokens: resp.usage.map(|u| u.input_tokens + u.output_tokens),
             })
         })
     }

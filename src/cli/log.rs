@@ -107,7 +107,7 @@ mod tests {
 
     #[test]
     fn events_are_folded_into_one_line_without_control_characters() {
-        assert_eq!(one_line("a\nb\r\n  c\x1b[31m"), "a b c \u{FFFD}[31m");
+        assert_eq!(one_line("a\nb\r\n  c\x1b[31m"), "a b c\u{FFFD}[31m");
         assert_eq!(one_line("  plain  "), "plain");
     }
 }
