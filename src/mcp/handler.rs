@@ -22,7 +22,9 @@ use serde_json::{Value, json};
 use tokio::sync::broadcast;
 
 use super::context::{CallContext, Calls, ProgressUpdate};
-use super::host::{Decision, Host, SampleMessage, SampleRequest, accept_defaults, fill_defaults, violations};
+use super::host::{
+    Decision, Host, SampleMessage, SampleRequest, accept_defaults, fill_defaults, url_to_visit, violations,
+};
 use crate::config::{ElicitationPolicy, SamplingPolicy, ServerConfig as Entry};
 use crate::util::clock::PauseClock;
 use crate::util::size::human_bytes;
@@ -181,12 +183,19 @@ impl McpClientHandler {
                     }
                 }
             }
-            (ElicitRequestParams::UrlElicitationParams { message, url, .. }, Some(i)) => {
-                let _paused = (self.clock.pause(), crate::util::clock::user_wait().pause());
-                tokio::task::spawn_blocking(move || i.elicit_url(&server, &message, &url))
-                    .await
-                    .unwrap_or(Decision::Cancel)
-            }
+            (ElicitRequestParams::UrlElicitationParams { message, url, .. }, Some(i)) => match url_to_visit(&url) {
+                Ok(visit) => {
+                    let _paused = (self.clock.pause(), crate::util::clock::user_wait().pause());
+                    tokio::task::spawn_blocking(move || i.elicit_url(&server, &message, &visit))
+                        .await
+                        .unwrap_or(Decision::Cancel)
+                }
+                // Never offered to open, nor shown as a link: declined with the reason.
+                Err(e) => {
+                    self.notice(&format!("declined a URL elicitation ({}): {e}", super::host::shorten(&url, 100)));
+                    Decision::Decline
+                }
+            },
             (ElicitRequestParams::UrlElicitationParams { .. }, None) => Decision::Decline,
             // A mode added after this was written.
             _ => Decision::Decline,

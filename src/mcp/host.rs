@@ -13,7 +13,8 @@
 //! Time spent asking is not counted by any timeout (`util::clock`).
 //!
 //! The policies themselves (`elicitation`, `sampling` on a server's entry) are applied by the
-//! client handler (`handler.rs`); the pure parts (defaults, validation) live here.
+//! client handler (`handler.rs`); the pure parts (defaults, validation, which URLs may be
+//! offered to open: [`url_to_visit`]) live here.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, RwLock};
@@ -94,8 +95,10 @@ pub trait Interaction: Send + Sync {
     /// A form for `schema` (a flat object of primitive fields and multi-select enum arrays); the
     /// answer is validated by the caller.
     fn elicit_form(&self, server: &str, message: &str, schema: &Value, problems: &[String]) -> Decision;
-    /// Shows `url` and the server's reason, offers to open it, waits for the user's confirmation.
-    fn elicit_url(&self, server: &str, message: &str, url: &str) -> Decision;
+    /// Shows `url` (its host on a line of its own) and the server's reason, offers to open it
+    /// (the default answer is no), waits for the user's confirmation. Only URLs
+    /// [`url_to_visit`] accepted get here.
+    fn elicit_url(&self, server: &str, message: &str, url: &VisitUrl) -> Decision;
     /// Shows a sampling request and asks whether to send it to the model.
     fn approve_sampling(&self, request: &SampleRequest) -> bool;
     /// One line on stderr about `server` (what was sampled, a declined elicitation).
@@ -243,6 +246,43 @@ impl Host {
         let mut accounts = self.accounts.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
         f(accounts.entry(server.to_string()).or_default());
     }
+}
+
+/// A URL a server asked the user to visit, as it may be shown and opened: `https`, or `http` to
+/// this machine. Made by [`url_to_visit`] only.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct VisitUrl {
+    /// The URL as the WHATWG parser writes it: ASCII only (controls, spaces and non-ASCII
+    /// characters percent-encoded, an international host in punycode), so it can be printed
+    /// and handed to a browser opener as it is.
+    pub url: String,
+    /// Where it leads (punycode for an international name): shown on a line of its own, since
+    /// `https://bank.example@evil.example/` leads to `evil.example`.
+    pub host: String,
+}
+
+/// The URL of a URL-mode elicitation if it may be offered to open, else why not: it must parse,
+/// have a host, and be `https`, or `http` to a loopback address or `localhost` (a local OAuth
+/// callback). Any other scheme (`file:`, `javascript:`, `data:`, a custom handler) is refused:
+/// a browser opener hands those to whatever program is registered for them.
+pub fn url_to_visit(raw: &str) -> Result<VisitUrl, String> {
+    let parsed = url::Url::parse(raw).map_err(|e| format!("it is not a valid URL ({e})"))?;
+    let scheme = parsed.scheme().to_string();
+    let Some(host) = parsed.host() else {
+        return Err(format!("only https URLs (or http to this machine) are opened, not `{scheme}:` URLs"));
+    };
+    let loopback = match &host {
+        url::Host::Domain(d) => d.eq_ignore_ascii_case("localhost"),
+        url::Host::Ipv4(a) => a.is_loopback(),
+        url::Host::Ipv6(a) => a.is_loopback(),
+    };
+    match scheme.as_str() {
+        "https" => {}
+        "http" if loopback => {}
+        "http" => return Err("an http URL is opened only when it leads to this machine; use https".into()),
+        other => return Err(format!("only https URLs (or http to this machine) are opened, not `{other}:` URLs")),
+    }
+    Ok(VisitUrl { host: host.to_string(), url: parsed.into() })
 }
 
 /// SEP-1034: every field filled from its schema `default`, then checked against the schema (a
@@ -422,5 +462,31 @@ mod tests {
         // Other servers and no budget are not limited by it.
         assert!(host.reserve("t", 100, Some(100)).is_ok());
         assert!(host.reserve("s", u64::MAX, None).is_ok());
+    }
+
+    #[test]
+    fn only_https_and_local_http_urls_are_offered() {
+        let ok = url_to_visit("https://example.com/connect?id=42").unwrap();
+        assert_eq!((ok.url.as_str(), ok.host.as_str()), ("https://example.com/connect?id=42", "example.com"));
+        // Where it really leads, whatever the text before `@` says.
+        assert_eq!(url_to_visit("https://bank.example@evil.example/x").unwrap().host, "evil.example");
+        // International names in punycode; controls and spaces in the path percent-encoded.
+        assert_eq!(url_to_visit("https://bücher.example/").unwrap().host, "xn--bcher-kva.example");
+        assert_eq!(url_to_visit("https://a.example/p\u{1b}[2J q").unwrap().url, "https://a.example/p%1B[2J%20q");
+        for local in ["http://127.0.0.1:8765/cb", "http://localhost/cb", "http://[::1]/cb"] {
+            assert!(url_to_visit(local).is_ok(), "{local}");
+        }
+        for (bad, why) in [
+            ("file:///tmp/evil.desktop", "not `file:` URLs"),
+            ("javascript:alert(1)", "not `javascript:` URLs"),
+            ("data:text/html,hi", "not `data:` URLs"),
+            ("vscode://x/y", "not `vscode:` URLs"),
+            ("http://example.com/", "an http URL is opened only when it leads to this machine"),
+            ("https://exa\u{1b}mple.com/", "not a valid URL"),
+            ("not a url", "not a valid URL"),
+        ] {
+            let e = url_to_visit(bad).unwrap_err();
+            assert!(e.contains(why), "{bad}: {e}");
+        }
     }
 }
