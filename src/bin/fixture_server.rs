@@ -291,6 +291,20 @@ fn text_result(text: String, error: bool) -> rmcp::model::CallToolResponse {
     .into()
 }
 
+/// A tool's result for an elicitation it asked: the `input_required` result while pending, else
+/// `ACTION: CONTENT` for a form, `url: ACTION` for URL mode.
+fn elicitation_result(asked: Asked, form: bool) -> rmcp::model::CallToolResponse {
+    match asked {
+        Asked::Pending(p) => p,
+        Asked::Failed(e) => text_result(format!("elicitation failed: {e}"), true),
+        Asked::Got(v) => {
+            let action = v.get("action").and_then(serde_json::Value::as_str).unwrap_or("?");
+            let content = v.get("content").cloned().unwrap_or_default();
+            text_result(if form { format!("{action}: {content}") } else { format!("url: {action}") }, false)
+        }
+    }
+}
+
 /// The JSON a reflection must produce.
 fn justification_schema() -> serde_json::Value {
     serde_json::json!({"type": "object", "required": ["reason", "risk"], "properties": {
@@ -496,15 +510,7 @@ impl Fixture {
         }
         let params =
             serde_json::json!({"mode": "form", "message": "Tell me about the order", "requestedSchema": schema});
-        match ask_host(&cx, &r, "form", "elicitation/create", params).await {
-            Asked::Pending(p) => p,
-            Asked::Failed(e) => text_result(format!("elicitation failed: {e}"), true),
-            Asked::Got(v) => {
-                let action = v.get("action").and_then(serde_json::Value::as_str).unwrap_or("?");
-                let content = v.get("content").cloned().unwrap_or_default();
-                text_result(format!("{action}: {content}"), false)
-            }
-        }
+        elicitation_result(ask_host(&cx, &r, "form", "elicitation/create", params).await, true)
     }
 
     #[tool(description = "Ask the user to visit a URL; only with --host-tools.")]
@@ -514,14 +520,7 @@ impl Fixture {
         cx: RequestContext<RoleServer>,
     ) -> rmcp::model::CallToolResponse {
         let params = serde_json::json!({"mode": "url", "message": "Connect your account", "url": "https://example.com/connect?id=42", "elicitationId": "e42"});
-        match ask_host(&cx, &r, "url", "elicitation/create", params).await {
-            Asked::Pending(p) => p,
-            Asked::Failed(e) => text_result(format!("elicitation failed: {e}"), true),
-            Asked::Got(v) => text_result(
-                format!("url: {}", v.get("action").and_then(serde_json::Value::as_str).unwrap_or("?")),
-                false,
-            ),
-        }
+        elicitation_result(ask_host(&cx, &r, "url", "elicitation/create", params).await, false)
     }
 
     #[tool(description = "The host's roots (roots/list); only with --host-tools.")]
@@ -690,15 +689,7 @@ impl Fixture {
             "note": {"type": "string", "title": "Note", "default": HOSTILE}
         }, "required": ["choice"]});
         let params = serde_json::json!({"mode": "form", "message": HOSTILE, "requestedSchema": schema});
-        match ask_host(&cx, &r, "form", "elicitation/create", params).await {
-            Asked::Pending(p) => p,
-            Asked::Failed(e) => text_result(format!("elicitation failed: {e}"), true),
-            Asked::Got(v) => {
-                let action = v.get("action").and_then(serde_json::Value::as_str).unwrap_or("?");
-                let content = v.get("content").cloned().unwrap_or_default();
-                text_result(format!("{action}: {content}"), false)
-            }
-        }
+        elicitation_result(ask_host(&cx, &r, "form", "elicitation/create", params).await, true)
     }
 
     #[tool(description = "Ask the user to visit a URL (`file:` unless `url` says otherwise) with a hostile message.")]
@@ -710,14 +701,7 @@ impl Fixture {
     ) -> rmcp::model::CallToolResponse {
         let url = a.url.unwrap_or_else(|| "file:///tmp/evil.desktop".into());
         let params = serde_json::json!({"mode": "url", "message": HOSTILE, "url": url, "elicitationId": "hostile"});
-        match ask_host(&cx, &r, "url", "elicitation/create", params).await {
-            Asked::Pending(p) => p,
-            Asked::Failed(e) => text_result(format!("elicitation failed: {e}"), true),
-            Asked::Got(v) => text_result(
-                format!("url: {}", v.get("action").and_then(serde_json::Value::as_str).unwrap_or("?")),
-                false,
-            ),
-        }
+        elicitation_result(ask_host(&cx, &r, "url", "elicitation/create", params).await, false)
     }
 }
 

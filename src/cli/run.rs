@@ -283,7 +283,7 @@ fn report(
             EXIT_OK
         }
         Outcome::MaxTurns | Outcome::ProviderError => {
-            eprintln!("error: {}", t.error.as_deref().unwrap_or("the run failed"));
+            eprintln!("error: {}", super::output::for_stderr(t.error.as_deref().unwrap_or("the run failed")));
             if t.configuration_error { EXIT_USAGE } else { EXIT_FAILURE }
         }
         Outcome::Interrupted => super::signal::exit_after(signal),

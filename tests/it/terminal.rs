@@ -61,6 +61,12 @@ fn expect(s: &mut PtySession, seen: &mut String, needle: &str) {
     seen.push_str(needle);
 }
 
+/// Waits for `needle` (see [`expect`]), then types `keys`.
+fn answer(s: &mut PtySession, seen: &mut String, needle: &str, keys: &str) {
+    expect(s, seen, needle);
+    key(s, keys);
+}
+
 /// Everything until the process ends, then its exit code.
 fn finish(mut s: PtySession, seen: &mut String) -> i32 {
     seen.push_str(&s.exp_eof().unwrap_or_default());
@@ -95,10 +101,8 @@ fn list_and_call_on_a_terminal_show_server_controls_and_obey_none() {
     let mut seen = String::new();
     expect(&mut s, &mut seen, "error (boolean)");
     // Its default, `false`, is picked.
-    expect(&mut s, &mut seen, "false");
-    key(&mut s, "\r");
-    expect(&mut s, &mut seen, "with these arguments?");
-    key(&mut s, "\r");
+    answer(&mut s, &mut seen, "false", "\r");
+    answer(&mut s, &mut seen, "with these arguments?", "\r");
     assert_eq!(finish(s, &mut seen), 0, "{seen:?}");
     assert!(seen.contains(&as_read(&format!("fixture.hostile_text: {SHOWN}"))), "{seen:?}");
     assert_shown_not_obeyed("mcp call --interactive", &seen);
@@ -168,16 +172,12 @@ fn forms_and_sampling_requests_show_server_text_and_obey_none() {
     let p = project(&[], None);
     let mut s = spawn(&p, &["mcp", "call", "fixture.hostile_form"]);
     let mut seen = String::new();
-    expect(&mut s, &mut seen, "fill in the form");
-    key(&mut s, "\r");
+    answer(&mut s, &mut seen, "fill in the form", "\r");
     expect(&mut s, &mut seen, "choice* (choice)");
-    expect(&mut s, &mut seen, "plain");
     // The first choice: the one titled with the hostile text, whose value is `a`.
-    key(&mut s, "\r");
-    expect(&mut s, &mut seen, "note (string) [");
-    key(&mut s, "\r");
-    expect(&mut s, &mut seen, "Send this answer?");
-    key(&mut s, "\r");
+    answer(&mut s, &mut seen, "plain", "\r");
+    answer(&mut s, &mut seen, "note (string) [", "\r");
+    answer(&mut s, &mut seen, "Send this answer?", "\r");
     assert_eq!(finish(s, &mut seen), 0, "{seen:?}");
     assert!(seen.contains(&as_read(&format!("fixture asks: {SHOWN}"))), "the message: {seen:?}");
     assert!(seen.contains(&as_read(&format!("{SHOWN}: {SHOWN}"))), "title and description: {seen:?}");
@@ -191,8 +191,7 @@ fn forms_and_sampling_requests_show_server_text_and_obey_none() {
     let args = json!({"prompt": HOSTILE}).to_string();
     let mut s = spawn(&p, &["mcp", "call", "fixture.sample", "--args", &args]);
     let mut seen = String::new();
-    expect(&mut s, &mut seen, "Send this to the model?");
-    key(&mut s, "n");
+    answer(&mut s, &mut seen, "Send this to the model?", "n");
     finish(s, &mut seen);
     assert!(seen.contains(&as_read(&format!("user: {SHOWN}"))), "{seen:?}");
     assert_shown_not_obeyed("sampling request", &seen);
@@ -217,8 +216,16 @@ fn opened(p: &Project) -> Vec<String> {
     log.lines().map(String::from).collect()
 }
 
-fn url_args(url: &str) -> String {
-    json!({ "url": url }).to_string()
+/// `hostile_url` asking to visit `url`, answered on the terminal: `open` to "Open it in the
+/// browser?", then "done"; what the terminal showed.
+fn visit(p: &Project, url: &str, open: &str) -> String {
+    let args = json!({ "url": url }).to_string();
+    let mut s = with_opener(p, &["mcp", "call", "fixture.hostile_url", "--args", &args]);
+    let mut seen = String::new();
+    answer(&mut s, &mut seen, "Open it in the browser?", open);
+    answer(&mut s, &mut seen, "When you are done there:", "\r");
+    assert_eq!(finish(s, &mut seen), 0, "{seen:?}");
+    seen
 }
 
 #[test]
@@ -230,7 +237,8 @@ fn a_url_elicitation_opens_only_https_and_only_when_the_user_says_yes() {
         ("file:///tmp/evil.desktop", "only https URLs (or http to this machine) are opened, not `file:` URLs"),
         ("http://example.com/connect", "an http URL is opened only when it leads to this machine"),
     ] {
-        let mut s = with_opener(&p, &["mcp", "call", "fixture.hostile_url", "--args", &url_args(url)]);
+        let args = json!({ "url": url }).to_string();
+        let mut s = with_opener(&p, &["mcp", "call", "fixture.hostile_url", "--args", &args]);
         let mut seen = String::new();
         expect(&mut s, &mut seen, &format!("fixture: declined a URL elicitation ({url}): {why}"));
         assert_eq!(finish(s, &mut seen), 0, "{seen:?}");
@@ -240,13 +248,7 @@ fn a_url_elicitation_opens_only_https_and_only_when_the_user_says_yes() {
 
     // https: the host on its own line; Enter means no.
     let url = "https://bank.example@evil.example/connect?id=42";
-    let mut s = with_opener(&p, &["mcp", "call", "fixture.hostile_url", "--args", &url_args(url)]);
-    let mut seen = String::new();
-    expect(&mut s, &mut seen, "Open it in the browser?");
-    key(&mut s, "\r");
-    expect(&mut s, &mut seen, "When you are done there:");
-    key(&mut s, "\r");
-    assert_eq!(finish(s, &mut seen), 0, "{seen:?}");
+    let seen = visit(&p, url, "\r");
     assert!(seen.contains(&as_read(&format!("fixture asks you to open a URL: {SHOWN}"))), "{seen:?}");
     assert!(seen.contains("  host: evil.example\r\n"), "{seen:?}");
     assert!(seen.contains(&format!("  url:  {url}\r\n")), "{seen:?}");
@@ -256,13 +258,7 @@ fn a_url_elicitation_opens_only_https_and_only_when_the_user_says_yes() {
     // Yes opens exactly the URL shown; http to this machine is offered too.
     let yes = [url, "http://127.0.0.1:8765/callback"];
     for (n, url) in yes.iter().enumerate() {
-        let mut s = with_opener(&p, &["mcp", "call", "fixture.hostile_url", "--args", &url_args(url)]);
-        let mut seen = String::new();
-        expect(&mut s, &mut seen, "Open it in the browser?");
-        key(&mut s, "y");
-        expect(&mut s, &mut seen, "When you are done there:");
-        key(&mut s, "\r");
-        assert_eq!(finish(s, &mut seen), 0, "{seen:?}");
+        let seen = visit(&p, url, "y");
         assert!(wait_until(Duration::from_secs(10), || opened(&p).len() > n), "{url}: not opened: {seen:?}");
     }
     // Only those two, in order: the refused URLs and the one answered with Enter (all asked
