@@ -673,6 +673,10 @@ impl Fixture {
         if let Some(token) = cx.meta.get_progress_token() {
             let p = ProgressNotificationParam::new(token, 1.0).with_total(2.0).with_message(HOSTILE.to_string());
             let _ = cx.peer.notify_progress(p).await;
+            // Work after the report, as a real server would: a client handles a notification
+            // on its own task, so one sent right before the answer may be shown after it, or
+            // not at all once the call is over.
+            tokio::time::sleep(Duration::from_millis(200)).await;
         }
         let content = vec![ContentBlock::text(HOSTILE)];
         if a.error { CallToolResult::error(content) } else { CallToolResult::success(content) }
