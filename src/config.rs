@@ -359,6 +359,9 @@ pub struct ServerConfig {
     pub sampling: SamplingPolicy,
     /// Cap on a sampling request's `maxTokens`.
     pub sampling_max_tokens: u32,
+    /// Cap on the text of one sampling request (system prompt, messages, stop sequences), in
+    /// bytes; a larger request is refused before the model is asked.
+    pub sampling_max_input_bytes: usize,
     /// Model for sampling (default: `llm.model`).
     pub sampling_model: Option<String>,
     /// Tokens (input + output) this server's sampling requests may use per run; unlimited when absent.
@@ -391,6 +394,7 @@ impl Default for ServerConfig {
             elicitation: None,
             sampling: SamplingPolicy::Deny,
             sampling_max_tokens: 1024,
+            sampling_max_input_bytes: DEFAULT_SAMPLING_MAX_INPUT_BYTES,
             sampling_model: None,
             sampling_budget: None,
             roots: Vec::new(),
@@ -399,6 +403,9 @@ impl Default for ServerConfig {
         }
     }
 }
+
+/// Default of `mcp.servers.X.sampling_max_input_bytes`: 64 KiB of text per sampling request.
+pub const DEFAULT_SAMPLING_MAX_INPUT_BYTES: usize = 64 << 10;
 
 /// `mcp.servers.X.elicitation`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -610,6 +617,11 @@ impl Config {
             if server.sampling_max_tokens == 0 {
                 return Err(ConfigError::new(format!(
                     "mcp.servers.{name}.sampling_max_tokens: must be greater than zero"
+                )));
+            }
+            if server.sampling_max_input_bytes == 0 {
+                return Err(ConfigError::new(format!(
+                    "mcp.servers.{name}.sampling_max_input_bytes: must be greater than zero"
                 )));
             }
         }
@@ -1355,5 +1367,10 @@ mod tests {
         assert!(bad.unwrap_err().0.contains("sampling"));
         let zero = load(dir.path(), "mcp:\n  servers:\n    gh:\n      command: x\n      sampling_max_tokens: 0\n", &[]);
         assert!(zero.unwrap_err().0.contains("mcp.servers.gh.sampling_max_tokens: must be greater than zero"));
+        assert_eq!(d.mcp.servers["gh"].sampling_max_input_bytes, 64 << 10);
+        let input = "mcp:\n  servers:\n    gh:\n      command: x\n      sampling_max_input_bytes: 4096\n";
+        assert_eq!(load(dir.path(), input, &[]).unwrap().mcp.servers["gh"].sampling_max_input_bytes, 4096);
+        let zero = load(dir.path(), &input.replace("4096", "0"), &[]);
+        assert!(zero.unwrap_err().0.contains("mcp.servers.gh.sampling_max_input_bytes: must be greater than zero"));
     }
 }

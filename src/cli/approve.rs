@@ -1,7 +1,9 @@
 //! The CLI's [`Approver`]: calls of destructive tools (`mcp.approvals`) are asked on the
 //! terminal (stdin and stderr TTYs): approve once, approve the tool for the rest of the run, or
-//! deny. `agent mcp call --yes` approves without asking. Without a terminal nothing is
-//! installed and the manager applies `mcp.approvals.policy`.
+//! deny. Without a terminal nothing is installed and the manager applies `mcp.approvals.policy`.
+//! (`agent mcp call --yes` is no approver: it approves the one call it names, through that call's
+//! context, and nothing its result handler does.) The tool's name and arguments in the question
+//! are shown as `output::terminal_line` has them: a server names its tools.
 
 use std::sync::Arc;
 
@@ -12,21 +14,11 @@ use crate::mcp::McpManager;
 use crate::mcp::ToolInfo;
 use crate::mcp::approval::{Approver, Decision};
 
-/// Installs the approver for this process: `--yes` approves everything, a terminal asks,
-/// otherwise the policy decides (nothing installed).
-pub fn install(manager: &McpManager, yes: bool) {
-    if yes {
-        manager.set_approver(Arc::new(Yes));
-    } else if super::prompt::interactive() {
+/// Installs the approver for this process: a terminal asks, otherwise the policy decides
+/// (nothing installed).
+pub fn install(manager: &McpManager) {
+    if super::prompt::interactive() {
         manager.set_approver(Arc::new(Terminal));
-    }
-}
-
-struct Yes;
-
-impl Approver for Yes {
-    fn approve<'a>(&'a self, _: &'a ToolInfo, _: &'a Map<String, Value>) -> BoxFuture<'a, Decision> {
-        Box::pin(async { Decision::Once })
     }
 }
 
@@ -42,13 +34,14 @@ impl Approver for Terminal {
     fn approve<'a>(&'a self, tool: &'a ToolInfo, args: &'a Map<String, Value>) -> BoxFuture<'a, Decision> {
         let name = tool.qualified_name();
         let mut shown = Value::Object(args.clone()).to_string();
+        let question_name = super::output::terminal_line(&name).into_owned();
         if shown.chars().count() > MAX_ARGS_SHOWN {
             shown = shown.chars().take(MAX_ARGS_SHOWN).collect::<String>() + "…";
         }
         let why =
             if tool.hint_labels().contains(&"destructive") { "a destructive tool" } else { "mcp.approvals.require" };
         Box::pin(async move {
-            let question = format!("run `{name}` ({why}) with {shown}?");
+            let question = format!("run `{question_name}` ({why}) with {}?", super::output::terminal_line(&shown));
             // Deny is the default: Enter alone never runs a destructive tool.
             let items = ["approve once", "approve this tool for the rest of the run", "deny"];
             let answer = tokio::task::spawn_blocking(move || super::prompt::select(&question, &items, 2)).await;

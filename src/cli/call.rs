@@ -2,15 +2,17 @@
 
 use std::io::{IsTerminal, Read};
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use anyhow::Context as _;
 use clap::Args;
 use rmcp::model::CallToolResult;
 use serde_json::{Map, Value};
 
-use super::output::write_stdout;
+use super::output::{for_stderr, terminal_line, terminal_text, write_stderr, write_stdout};
 use super::{Context, EXIT_FAILURE, EXIT_OK, usage};
 use crate::handler::{CallError, Called, Handler, HandlerRunner, Source};
+use crate::mcp::approval::PreApproved;
 use crate::mcp::handler::ClientEvent;
 use crate::mcp::tools::{Reader, result_text};
 use crate::mcp::{CallContext, McpError, McpManager};
@@ -37,7 +39,12 @@ made once you confirm (declining exits 1 without calling). Needs stdin and stder
 terminal; not with --args.
 
 Output: text content as text, structuredContent as pretty JSON, images/audio/resources summarised
-(mime type and size, or uri). --json prints the whole MCP CallToolResult instead.
+(mime type and size, or uri). --json prints the whole MCP CallToolResult instead. On a terminal,
+control characters in what the server sent (escape sequences, carriage returns) are shown as
+\u{FFFD}, not obeyed; to a pipe or --output FILE the output is byte-exact.
+
+--yes approves this one call when the tool needs approval (docs/approvals.md); calls its result
+handler makes are asked on the terminal, or decided by mcp.approvals.policy, like any other.
 SERVER.TOOL splits at the first dot, so tool names may contain dots.
 
 Result handlers (--jq, --js, --handler; docs/handlers.md): checked before the tool is called, run
@@ -82,7 +89,8 @@ pub struct CallArgs {
     /// Result handler: a jq filter over the tool's output.
     #[arg(long, value_name = "FILTER", group = "result_handler")]
     pub jq: Option<String>,
-    /// Approve the call if the tool needs approval (`mcp.approvals`: destructive tools).
+    /// Approve this call if the tool needs approval (`mcp.approvals`: destructive tools); not
+    /// the calls its result handler makes.
     #[arg(long, short = 'y')]
     pub yes: bool,
 }
@@ -104,7 +112,7 @@ pub async fn run(ctx: Context, args: &CallArgs) -> anyhow::Result<u8> {
     }
     let arguments = if args.interactive { Map::new() } else { parse_args(&args.args)? };
     let handler = read_handler(args)?;
-    let session = super::session::Session::open(&ctx.config, args.yes);
+    let session = super::session::Session::open(&ctx.config);
     let manager = session.manager().clone();
     manager.check_server(server).map_err(|e| usage(e.to_string()))?;
     let runner = match &handler {
@@ -134,7 +142,9 @@ pub async fn run(ctx: Context, args: &CallArgs) -> anyhow::Result<u8> {
             Asked::Call(arguments)
         };
         let source = compiled.as_ref().map_or(Source::None, Source::Compiled);
-        let cx = CallContext::default();
+        // --yes approves this call, and only this one (not what its handler calls).
+        let approval = args.yes.then(|| Arc::new(PreApproved::new(server, tool)));
+        let cx = CallContext { approval, ..Default::default() };
         Ok::<_, anyhow::Error>(match asked {
             Asked::Call(arguments) => {
                 Some(crate::handler::call(runner.as_ref(), &manager, server, tool, arguments, source, &cx).await)
@@ -185,7 +195,8 @@ pub async fn run(ctx: Context, args: &CallArgs) -> anyhow::Result<u8> {
         }
         Ok(Called::Value(value)) => crate::handler::value_result(value),
         Err(CallError::After(e) | CallError::Handler(e)) => {
-            eprintln!("error: {e}");
+            // Quotes the raw result: server text.
+            eprintln!("error: {}", for_stderr(&e));
             return Ok(EXIT_FAILURE);
         }
         Err(CallError::Mcp(
@@ -223,7 +234,7 @@ pub async fn run(ctx: Context, args: &CallArgs) -> anyhow::Result<u8> {
     };
     if is_error && !args.json && args.output.is_none() {
         // The tool's own words go to stderr with the error, so stdout stays a clean result.
-        eprint!("{rendered}");
+        write_stderr(&rendered);
     } else {
         emit(args, &rendered)?;
     }
@@ -246,6 +257,7 @@ async fn ask_arguments(manager: &McpManager, server: &str, tool: &str) -> anyhow
         Err(e) => return Ok(Err(e)),
     };
     let heading = info.title.as_deref().or(info.description.as_deref().and_then(|d| d.lines().next())).unwrap_or("");
+    let heading = terminal_line(heading);
     eprintln!("{server}.{tool}{}{heading}", if heading.is_empty() { "" } else { ": " });
     let mut answers = Map::new();
     let mut only: Option<Vec<String>> = None;
@@ -267,13 +279,13 @@ async fn ask_arguments(manager: &McpManager, server: &str, tool: &str) -> anyhow
         }
         eprintln!("invalid arguments for `{server}.{tool}`:");
         for v in &violations {
-            eprintln!("  - {v}");
+            eprintln!("  - {}", terminal_line(v));
         }
         let named: Vec<String> = violations.iter().filter_map(|v| violation_property(v)).collect();
         only = if named.is_empty() { None } else { Some(named) };
     }
     let json = serde_json::to_string_pretty(&Value::Object(answers.clone())).context("cannot show the arguments")?;
-    eprintln!("{json}");
+    eprintln!("{}", terminal_text(&json));
     let question = format!("Call {server}.{tool} with these arguments?");
     let yes = tokio::task::spawn_blocking(move || super::prompt::confirm(&question, true))
         .await
@@ -397,7 +409,8 @@ pub fn render(result: &CallToolResult) -> String {
     result_text(result, Reader::Terminal)
 }
 
-/// Prints server progress notifications to stderr while a call runs.
+/// Prints server progress notifications to stderr while a call runs (the server's message on one
+/// line, sanitised: on a terminal it follows `\r`, which a server's own `\r` must not imitate).
 pub fn spawn_progress_printer(manager: &McpManager) -> tokio::task::JoinHandle<()> {
     let mut rx = manager.events().subscribe();
     let tty = std::io::stderr().is_terminal();
@@ -408,7 +421,7 @@ pub fn spawn_progress_printer(manager: &McpManager) -> tokio::task::JoinHandle<(
                     Some(t) => format!("{progress}/{t}"),
                     None => format!("{progress}"),
                 };
-                let msg = message.map(|m| format!(" {m}")).unwrap_or_default();
+                let msg = message.map(|m| format!(" {}", terminal_line(&m))).unwrap_or_default();
                 if tty {
                     eprint!("\r\x1b[2K{server}: progress {amount}{msg}");
                 } else {

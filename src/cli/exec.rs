@@ -5,13 +5,12 @@
 //! servers it refers to, only those are started (and the tree regenerated for them when
 //! `regenerate_on_startup` says so and their tools changed), the bridge comes up, the script runs.
 
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use anyhow::Context as _;
 use clap::Args;
 
-use super::output::write_stdout;
+use super::output::{for_stderr, write_stderr, write_stdout};
 use super::{Context, EXIT_FAILURE, EXIT_OK, usage};
 use crate::codemode::{CodeMode, Options};
 use crate::runtime::{ExecOutcome, FailureKind, Limits, Script};
@@ -30,7 +29,9 @@ imports must resolve inside the workspace (mcp.code_execution.workspace_dir, def
 Only the servers the script refers to are started.
 
 Output: the script's console.log/info/debug on stdout, console.warn/error on stderr, then the
-default export's value (a function is called first) as JSON on stdout. A failure prints one line,
+default export's value (a function is called first) as JSON on stdout. On a terminal, control
+characters in what the script printed (escape sequences, carriage returns: it may print what a
+server sent) are shown as \u{FFFD}, not obeyed; to a pipe or file the output is byte-exact. A failure prints one line,
 `error: <message>` (the TypeScript-mapped stack too with -v). --json prints the whole result as
 one JSON object instead: {stdout, stderr, value, error: {kind, message, stack}, tool_calls,
 duration_ms, output_truncated_bytes}.
@@ -79,7 +80,7 @@ pub async fn run(ctx: Context, args: &ExecArgs) -> anyhow::Result<u8> {
     options.limits = limits_from(args, options.limits)?;
     options.typecheck |= args.check;
     let limits = options.limits.clone();
-    let session = super::session::Session::open(&ctx.config, false);
+    let session = super::session::Session::open(&ctx.config);
     // Bootstrapping the isolate (~25 ms) overlaps with everything below.
     let mut code = CodeMode::new(session.manager().clone(), options);
     code.set_recorder(session.recorder().clone());
@@ -191,9 +192,7 @@ fn print_outcome(outcome: &ExecOutcome, json: bool, verbose: bool, limits: &Limi
     }
     write_stdout(&outcome.stdout)?;
     if !outcome.stderr.is_empty() {
-        let mut err = std::io::stderr().lock();
-        let _ = err.write_all(outcome.stderr.as_bytes());
-        let _ = err.flush();
+        write_stderr(&outcome.stderr);
     }
     if let Some(value) = &outcome.value {
         let mut text = serde_json::to_string_pretty(value).context("cannot serialise the default export")?;
@@ -205,13 +204,14 @@ fn print_outcome(outcome: &ExecOutcome, json: bool, verbose: bool, limits: &Limi
             && let Some(errors) = &error.stack
         {
             // The diagnostics are the point: always shown, before the summary line.
-            eprintln!("{errors}");
-            eprintln!("error: {}", error.message);
+            eprintln!("{}", for_stderr(errors));
+            eprintln!("error: {}", for_stderr(&error.message));
             return Ok(EXIT_FAILURE);
         }
-        eprintln!("error: {}", error.message);
+        // What a script throws may quote a server.
+        eprintln!("error: {}", for_stderr(&error.message));
         if verbose && let Some(stack) = &error.stack {
-            eprintln!("{stack}");
+            eprintln!("{}", for_stderr(stack));
         }
     } else if truncated {
         eprintln!(

@@ -68,7 +68,7 @@ pub async fn run(ctx: Context, args: &GenerateArgs) -> anyhow::Result<u8> {
             (tools, Vec::new(), only)
         }
         None => {
-            let session = super::session::Session::open(&ctx.config, false);
+            let session = super::session::Session::open(&ctx.config);
             let manager = session.manager();
             let servers = super::select_servers(manager, &args.filter)?;
             if servers.is_empty() {
@@ -116,11 +116,12 @@ pub async fn run(ctx: Context, args: &GenerateArgs) -> anyhow::Result<u8> {
     };
     super::output::write_stdout(&text)?;
     if !args.json {
+        // Both name the servers' tools.
         for d in &report.degraded {
-            eprintln!("warning: generated untyped: {d}");
+            eprintln!("warning: generated untyped: {}", super::output::for_stderr(d));
         }
         for w in &report.warnings {
-            eprintln!("warning: {w}");
+            eprintln!("warning: {}", super::output::for_stderr(w));
         }
     }
     if !failed.is_empty() {

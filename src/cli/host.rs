@@ -2,16 +2,23 @@
 //! `mcp::host::Interaction` (elicitation forms, URL mode, approval of sampling requests, notices
 //! on stderr) and the configured LLM provider behind `mcp::host::Sampler`. [`install`] puts both
 //! into a manager; every command that calls tools does so.
+//!
+//! Everything a server wrote (its messages, the URL, the sampling request, notices quoting it)
+//! is printed as `output::terminal_text`/`terminal_line` has it: shown, never obeyed. A URL is
+//! shown with its host on a line of its own and opened only when the user says yes (the default
+//! is no); `mcp::host::url_to_visit` already refused every scheme but https (and http to this
+//! machine).
 
 use std::sync::{Arc, Mutex};
 
 use futures::future::BoxFuture;
 use serde_json::{Map, Value};
 
+use super::output::{terminal_line, terminal_text};
 use crate::agent::provider::{ChatRequest, LlmProvider, Message, Part, ProviderEvent, Role, StopReason, Usage};
 use crate::config::{Config, SamplingPolicy};
 use crate::mcp::McpManager;
-use crate::mcp::host::{Decision, Interaction, SampleAnswer, SampleRequest, Sampler, shorten};
+use crate::mcp::host::{Decision, Interaction, SampleAnswer, SampleRequest, Sampler, VisitUrl, shorten};
 
 /// Installs the terminal and (when a server may sample) the configured provider into `manager`.
 /// Returns the token use of sampling requests answered by the provider, for `agent run`.
@@ -49,9 +56,11 @@ impl Interaction for Terminal {
 
     fn elicit_form(&self, server: &str, message: &str, schema: &Value, problems: &[String]) -> Decision {
         let _one = self.lock.lock();
-        eprintln!("\n{server} asks: {message}");
+        // Lines after the first are indented, so the message cannot pass for a prompt of ours.
+        let message = terminal_text(message.trim_end()).replace('\n', "\n  ");
+        eprintln!("\n{} asks: {message}", terminal_line(server));
         for p in problems {
-            eprintln!("  ! {p}");
+            eprintln!("  ! {}", terminal_line(p));
         }
         match self.choose("Answer?", &["fill in the form", "decline", "cancel"]) {
             Some(0) => {}
@@ -69,14 +78,17 @@ impl Interaction for Terminal {
         }
     }
 
-    fn elicit_url(&self, server: &str, message: &str, url: &str) -> Decision {
+    fn elicit_url(&self, server: &str, message: &str, url: &VisitUrl) -> Decision {
         let _one = self.lock.lock();
-        eprintln!("\n{server} asks you to open a URL: {message}\n  {url}");
+        // One line for the message, so it cannot draw a host line of its own.
+        eprintln!("\n{} asks you to open a URL: {}", terminal_line(server), terminal_line(message));
+        eprintln!("  host: {}\n  url:  {}", url.host, url.url);
+        // No is the default: Enter alone never opens what a server names.
         if let Some(opener) = browser_opener()
-            && super::prompt::confirm("Open it in the browser?", true).unwrap_or(false)
+            && super::prompt::confirm("Open it in the browser?", false).unwrap_or(false)
         {
             let spawned = std::process::Command::new(&opener)
-                .arg(url)
+                .arg(&url.url)
                 .stdin(std::process::Stdio::null())
                 .stdout(std::process::Stdio::null())
                 .stderr(std::process::Stdio::null())
@@ -94,18 +106,19 @@ impl Interaction for Terminal {
 
     fn approve_sampling(&self, r: &SampleRequest) -> bool {
         let _one = self.lock.lock();
-        eprintln!("\n{} wants to ask the model (max {} tokens):", r.server, r.max_tokens);
+        eprintln!("\n{} wants to ask the model (max {} tokens):", terminal_line(&r.server), r.max_tokens);
         if let Some(s) = &r.system {
-            eprintln!("  system: {}", shorten(s, 200));
+            eprintln!("  system: {}", shorten(&terminal_line(s), 200));
         }
         for m in &r.messages {
-            eprintln!("  {}: {}", if m.assistant { "assistant" } else { "user" }, shorten(&m.text, 300));
+            let who = if m.assistant { "assistant" } else { "user" };
+            eprintln!("  {who}: {}", shorten(&terminal_line(&m.text), 300));
         }
         super::prompt::confirm("Send this to the model?", false).unwrap_or(false)
     }
 
     fn notice(&self, server: &str, text: &str) {
-        eprintln!("{server}: {text}");
+        eprintln!("{}: {}", terminal_line(server), terminal_line(text));
     }
 }
 
@@ -146,9 +159,8 @@ impl Sampler for ProviderSampler {
             };
             let sink = |_e: ProviderEvent<'_>| {};
             let resp = provider.complete(req, &sink).await.map_err(|e| e.to_string())?;
-            let used = resp.usage.unwrap_or_default();
-            if let Ok(mut u) = self.usage.lock() {
-                u.add(&used);
+            if let (Some(used), Ok(mut u)) = (&resp.usage, self.usage.lock()) {
+                u.add(used);
             }
             let stop_reason = resp.stop_reason.map(|s| match s {
                 StopReason::EndTurn => "endTurn".to_string(),
@@ -160,8 +172,7 @@ impl Sampler for ProviderSampler {
                 text: resp.text,
                 model: resp.model.unwrap_or_else(|| model.to_string()),
                 stop_reason,
-                input_tokens: used.input_tokens,
-                output_tokens: used.output_tokens,
+                tokens: resp.usage.map(|u| u.input_tokens + u.output_tokens),
             })
         })
     }

@@ -11,6 +11,9 @@ use crate::mcp::tools::param_summary;
 use crate::mcp::{McpManager, ToolInfo};
 
 pub const AFTER_HELP: &str = "\
+On a terminal, control characters in what servers sent (escape sequences, carriage returns in
+names and descriptions) are shown as \u{FFFD}, not obeyed; to a pipe the output is byte-exact.
+
 JSON output (--json) is an array sorted by server then tool name, one object per tool:
   {\"server\": \"...\", \"name\": \"...\", \"title\": \"...\"|null, \"description\": \"...\"|null,
    \"inputSchema\": {...}, \"outputSchema\": {...}|null, \"annotations\": {...}|null}
@@ -52,14 +55,15 @@ pub async fn collect_tools(manager: &McpManager, servers: &[String]) -> (Vec<Too
     spinner.finish();
     let mut failed = Vec::new();
     for (name, e) in started.failed {
-        eprintln!("error: {e}");
+        // Quotes the server's stderr.
+        eprintln!("error: {}", super::output::for_stderr(&e.to_string()));
         failed.push(name);
     }
     (started.tools, failed)
 }
 
 pub async fn run(ctx: Context, args: &ListArgs) -> anyhow::Result<u8> {
-    let session = super::session::Session::open(&ctx.config, false);
+    let session = super::session::Session::open(&ctx.config);
     let manager = session.manager();
     let servers = super::select_servers(manager, &args.filter)?;
     if servers.is_empty() {

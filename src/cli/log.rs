@@ -70,23 +70,11 @@ where
     }
 }
 
-/// Newlines and other control characters folded into spaces, so an event is one line (and a
-/// message from a server cannot move the cursor or recolour the terminal).
+/// Whitespace runs folded into one space, so an event is one line, and control characters shown
+/// as `\u{FFFD}` (`output::terminal_line`), so a message from a server cannot move the cursor or
+/// recolour the terminal.
 fn one_line(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    let mut space = false;
-    for c in s.trim().chars() {
-        if c.is_control() || c.is_whitespace() {
-            if !space {
-                out.push(' ');
-            }
-            space = true;
-        } else {
-            out.push(c);
-            space = false;
-        }
-    }
-    out
+    super::output::terminal_line(s.trim()).split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
 #[derive(Default)]
@@ -119,7 +107,7 @@ mod tests {
 
     #[test]
     fn events_are_folded_into_one_line_without_control_characters() {
-        assert_eq!(one_line("a\nb\r\n  c\x1b[31m"), "a b c [31m");
+        assert_eq!(one_line("a\nb\r\n  c\x1b[31m"), "a b c\u{FFFD}[31m");
         assert_eq!(one_line("  plain  "), "plain");
     }
 }

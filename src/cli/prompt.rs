@@ -13,7 +13,13 @@
 //! and `anyOf`/`oneOf` with `null` (optional values) are followed. Prompts need stdin and
 //! stderr to be terminals ([`interactive`]); they block, so async callers run them in
 //! `spawn_blocking`.
+//!
+//! A schema comes from a server (a tool's input schema, an elicitation's requested schema), so
+//! every text of it that is shown (names, titles, descriptions, choices, defaults) goes through
+//! `output::terminal_line` first: shown, never obeyed by the terminal. Answers keep the schema's
+//! own values.
 
+use std::borrow::Cow;
 use std::io::IsTerminal;
 
 use dialoguer::console::{Term, style};
@@ -21,6 +27,7 @@ use dialoguer::theme::{ColorfulTheme, SimpleTheme, Theme};
 use dialoguer::{Confirm, Input, MultiSelect, Select};
 use serde_json::{Map, Value};
 
+use super::output::terminal_line;
 use crate::util::json::resolve_local_ref;
 
 /// Whether prompts can be shown: stdin and stderr are both terminals.
@@ -50,7 +57,9 @@ pub enum Kind {
 /// One property of an object schema, as asked.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Field {
+    /// The property's name as the schema has it (the key of its answer).
     pub name: String,
+    /// Title and description as shown (sanitised for the terminal).
     pub title: Option<String>,
     pub description: Option<String>,
     pub kind: Kind,
@@ -58,11 +67,16 @@ pub struct Field {
     /// `null` is allowed (`type: [.., "null"]`, `anyOf` with `{"type": "null"}`).
     pub nullable: bool,
     pub default: Option<Value>,
-    /// The titles of `Choice`/`Many` values, by position (`None`: the value is shown).
+    /// The titles of `Choice`/`Many` values, by position (`None`: the value is shown), as shown.
     pub titles: Vec<Option<String>>,
 }
 
 impl Field {
+    /// The name as shown.
+    fn shown_name(&self) -> Cow<'_, str> {
+        terminal_line(&self.name)
+    }
+
     /// `name* (integer)`, `mode (choice)`, `labels (JSON array)`.
     pub fn label(&self) -> String {
         let star = if self.required { "*" } else { "" };
@@ -72,12 +86,12 @@ impl Field {
             Kind::Number => "number",
             Kind::Boolean => "boolean",
             Kind::Choice(_) => "choice",
-            Kind::Many { .. } => return format!("{}{star} (choices{})", self.name, self.bounds()),
+            Kind::Many { .. } => return format!("{}{star} (choices{})", self.shown_name(), self.bounds()),
             Kind::Json("array") => "JSON array",
             Kind::Json("object") => "JSON object",
             Kind::Json(_) => "JSON",
         };
-        format!("{}{star} ({kind})", self.name)
+        format!("{}{star} ({kind})", self.shown_name())
     }
 
     /// `, 1 to 2`, `, at least 1`, `, at most 2` or nothing: how many of a `Many` to pick.
@@ -112,15 +126,15 @@ impl Field {
     pub fn check_picks(&self, n: usize) -> Result<(), String> {
         let lo = self.min_picks();
         match self.max_picks() {
-            Some(hi) if n > hi => Err(format!("`{}`: choose at most {hi} (got {n})", self.name)),
-            _ if n < lo => Err(format!("`{}`: choose at least {lo} (got {n})", self.name)),
+            Some(hi) if n > hi => Err(format!("`{}`: choose at most {hi} (got {n})", self.shown_name())),
+            _ if n < lo => Err(format!("`{}`: choose at least {lo} (got {n})", self.shown_name())),
             _ => Ok(()),
         }
     }
 
     /// How choice `i` is shown: its title, else its value.
     pub fn choice_label(&self, i: usize, value: &Value) -> String {
-        self.titles.get(i).cloned().flatten().unwrap_or_else(|| choice_text(value))
+        self.titles.get(i).cloned().flatten().unwrap_or_else(|| terminal_line(&choice_text(value)).into_owned())
     }
 
     /// The answer typed for this field: `Ok(None)` leaves the property out; `Err` says what is
@@ -131,7 +145,7 @@ impl Field {
             return match (&self.default, self.required) {
                 (Some(d), _) => Ok(Some(d.clone())),
                 (None, false) => Ok(None),
-                (None, true) => Err(format!("`{}` is required", self.name)),
+                (None, true) => Err(format!("`{}` is required", self.shown_name())),
             };
         }
         if self.nullable && t == "null" && !matches!(self.kind, Kind::Text) {
@@ -196,7 +210,7 @@ pub fn fields(schema: &Value) -> Vec<Field> {
 }
 
 fn field(name: &str, prop: &Value, root: &Value, required: bool) -> Field {
-    let text = |v: &Value, key: &str| v.get(key).and_then(Value::as_str).map(str::to_string);
+    let text = |v: &Value, key: &str| v.get(key).and_then(Value::as_str).map(|t| terminal_line(t).into_owned());
     let mut title = text(prop, "title");
     let mut description = text(prop, "description");
     let default = prop.get("default").cloned();
@@ -270,7 +284,7 @@ fn field(name: &str, prop: &Value, root: &Value, required: bool) -> Field {
 fn enum_choices(schema: &Value) -> Option<(Vec<Value>, Vec<Option<String>>, bool)> {
     let values = schema.get("enum").and_then(Value::as_array)?;
     let names = schema.get("enumNames").and_then(Value::as_array);
-    let title = |i: usize| names.and_then(|n| n.get(i)).and_then(Value::as_str).map(str::to_string);
+    let title = |i: usize| names.and_then(|n| n.get(i)).and_then(Value::as_str).map(|t| terminal_line(t).into_owned());
     let (kept, titles): (Vec<Value>, Vec<Option<String>>) =
         values.iter().enumerate().filter(|(_, v)| !v.is_null()).map(|(i, v)| (v.clone(), title(i))).unzip();
     let had_null = kept.len() < values.len();
@@ -289,7 +303,7 @@ fn const_choices(alts: &[&Value]) -> Option<(Vec<Value>, Vec<Option<String>>)> {
                 _ => None,
             };
             let v = a.get("const").cloned().or_else(|| a.get("enum").and_then(one))?;
-            Some((v, a.get("title").and_then(Value::as_str).map(str::to_string)))
+            Some((v, a.get("title").and_then(Value::as_str).map(|t| terminal_line(t).into_owned())))
         })
         .collect::<Option<Vec<_>>>()
         .map(|pairs| pairs.into_iter().unzip())
@@ -430,18 +444,28 @@ fn type_in(term: &Term, theme: &dyn Theme, f: &Field, previous: Option<&Value>) 
         other => other.to_string(),
     };
     let mut input = Input::<String>::with_theme(theme).with_prompt(f.label()).allow_empty(true);
-    if let Some(d) = &f.default {
-        // Shown as `[1]`; an empty answer takes it (see `Field::parse`).
-        input = input.default(shown(d)).show_default(true);
+    // The default as shown (`[1]`); dialoguer answers it for an empty line, and that answer
+    // stands for the default itself (which may hold what the display replaced).
+    let default_shown = f.default.as_ref().map(|d| terminal_line(&shown(d)).into_owned());
+    if let Some(d) = &default_shown {
+        input = input.default(d.clone()).show_default(true);
     }
     if let Some(p) = previous {
-        input = input.with_initial_text(shown(p));
+        input = input.with_initial_text(terminal_line(&shown(p)));
     }
     let checked = f.clone();
+    let default_answer = default_shown.clone();
     let text = input
-        .validate_with(move |s: &String| checked.parse(s).map(|_| ()))
+        .validate_with(
+            move |s: &String| {
+                if default_answer.as_ref() == Some(s) { Ok(()) } else { checked.parse(s).map(|_| ()) }
+            },
+        )
         .interact_text_on(term)
         .map_err(std::io::Error::from)?;
+    if default_shown.as_ref() == Some(&text) {
+        return Ok(f.default.clone());
+    }
     f.parse(&text).map_err(std::io::Error::other)
 }
 

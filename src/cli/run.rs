@@ -3,7 +3,7 @@
 //! line per tool call on stderr, the final answer last, then a one-line summary; or the whole
 //! transcript as JSON (`--json`), or only the final answer (`--quiet`).
 
-use std::io::Write;
+use std::io::{IsTerminal, Write};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 use std::time::Duration;
@@ -208,7 +208,7 @@ pub async fn run(ctx: Context, args: &RunArgs) -> anyhow::Result<u8> {
         }
     }
 
-    let session = super::session::Session::open(&config, false);
+    let session = super::session::Session::open(&config);
     let servers = super::select_servers(session.manager(), &args.filter)?;
 
     // A signal cancels the loop (which returns what it has) or the set-up before it.
@@ -283,16 +283,20 @@ fn report(
             EXIT_OK
         }
         Outcome::MaxTurns | Outcome::ProviderError => {
-            eprintln!("error: {}", t.error.as_deref().unwrap_or("the run failed"));
+            eprintln!("error: {}", super::output::for_stderr(t.error.as_deref().unwrap_or("the run failed")));
             if t.configuration_error { EXIT_USAGE } else { EXIT_FAILURE }
         }
         Outcome::Interrupted => super::signal::exit_after(signal),
     })
 }
 
-/// The CLI's [`Observer`]: streams text to stdout and tool activity to stderr.
+/// The CLI's [`Observer`]: streams text to stdout and tool activity to stderr. On a terminal, the
+/// model's text and what tools said are shown as `output::terminal_text` has them: a tool's
+/// result can steer what the model writes.
 struct Printer {
     stream_text: bool,
+    /// Whether stdout is a terminal (the streamed text is sanitised then).
+    stdout_terminal: bool,
     activity: bool,
     color: bool,
     /// Whether stdout ends in a newline (so stderr lines don't land mid-sentence).
@@ -306,6 +310,7 @@ impl Printer {
         let color = super::log::stderr_color();
         Printer {
             stream_text: !args.json && !args.quiet,
+            stdout_terminal: std::io::stdout().is_terminal(),
             activity: !args.quiet,
             color,
             streamed: AtomicBool::new(false),
@@ -335,7 +340,7 @@ impl Observer for Printer {
     fn note(&self, msg: &str) {
         if self.activity {
             self.end_line();
-            eprintln!("{}", self.dim(msg));
+            eprintln!("{}", self.dim(&super::output::for_stderr(msg)));
         }
     }
 
@@ -343,8 +348,9 @@ impl Observer for Printer {
         if !self.stream_text || delta.is_empty() {
             return;
         }
+        let shown = if self.stdout_terminal { super::output::terminal_text(delta) } else { delta.into() };
         let mut out = std::io::stdout().lock();
-        let _ = out.write_all(delta.as_bytes()).and_then(|_| out.flush());
+        let _ = out.write_all(shown.as_bytes()).and_then(|_| out.flush());
         self.at_line_start.store(delta.ends_with('\n'), Ordering::SeqCst);
         self.streamed.store(true, Ordering::SeqCst);
     }
@@ -367,7 +373,7 @@ impl Observer for Printer {
     fn tool_started(&self, label: &str) {
         if self.activity {
             self.end_line();
-            eprintln!("{}", self.dim(&format!("→ {label}")));
+            eprintln!("{}", self.dim(&format!("→ {}", super::output::terminal_line(label))));
         }
     }
 
@@ -391,6 +397,7 @@ impl Observer for Printer {
         } else {
             format!("← {who}{} in {took}{calls}{cut}", human_bytes(r.result_bytes as u64))
         };
-        eprintln!("{}", self.dim(&line));
+        // The tool's name comes from the model, its error from a server.
+        eprintln!("{}", self.dim(&super::output::terminal_line(&line)));
     }
 }

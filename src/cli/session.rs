@@ -22,12 +22,12 @@ pub struct Session {
 }
 
 impl Session {
-    /// Opens the session of a command; `yes` approves calls that need approval without asking
-    /// (`agent mcp call --yes`).
-    pub fn open(config: &Config, yes: bool) -> Session {
+    /// Opens the session of a command. Nothing here approves calls wholesale: `agent mcp call
+    /// --yes` approves its one call through that call's context.
+    pub fn open(config: &Config) -> Session {
         let manager = Arc::new(McpManager::new(config));
         let sampled = super::host::install(&manager, config);
-        super::approve::install(&manager, yes);
+        super::approve::install(&manager);
         let recorder = Recorder::install(config, &manager);
         Session { manager, recorder, sampled }
     }

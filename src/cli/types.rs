@@ -93,7 +93,7 @@ pub async fn run(ctx: Context, args: &TypesArgs) -> anyhow::Result<u8> {
     }
 
     // `--yes` only skips the question before discovery; destructive tools still need approval.
-    let session = super::session::Session::open(&ctx.config, false);
+    let session = super::session::Session::open(&ctx.config);
     let manager = session.manager();
     let servers = super::select_servers(manager, &args.filter)?;
     let work = async {
@@ -114,7 +114,8 @@ pub async fn run(ctx: Context, args: &TypesArgs) -> anyhow::Result<u8> {
         Err(signal) => return Ok(super::signal::exit_after(signal)),
     };
     for (name, e) in &started.failed {
-        eprintln!("warning: {e}");
+        // Quotes the server's stderr.
+        eprintln!("warning: {}", super::output::for_stderr(&e.to_string()));
         let _ = name;
     }
     let registry = crate::learn::load_registry(&ctx.config);
@@ -238,8 +239,10 @@ async fn discover(ctx: &Context, manager: &McpManager, tools: &[ToolInfo], args:
         return Ok(false);
     }
     eprintln!("will call {} tool(s) once to observe their results:", plan.len());
+    // Tool names are the servers' text.
+    let shown = |t: &ToolInfo| super::output::terminal_line(&t.qualified_name()).into_owned();
     for (t, a) in &plan {
-        eprintln!("  {}({})", t.qualified_name(), Value::Object(a.clone()));
+        eprintln!("  {}({})", shown(t), Value::Object(a.clone()));
     }
     if !args.yes {
         if !std::io::stdin().is_terminal() {
@@ -258,12 +261,12 @@ async fn discover(ctx: &Context, manager: &McpManager, tools: &[ToolInfo], args:
         match manager.call_tool(&t.server, &t.name, a).await {
             Ok(r) if r.is_error == Some(true) => {
                 failed = true;
-                eprintln!("  {}: the tool reported an error", t.qualified_name());
+                eprintln!("  {}: the tool reported an error", shown(t));
             }
-            Ok(_) => eprintln!("  {}: observed", t.qualified_name()),
+            Ok(_) => eprintln!("  {}: observed", shown(t)),
             Err(e) => {
                 failed = true;
-                eprintln!("  {}: {e}", t.qualified_name());
+                eprintln!("  {}: {}", shown(t), super::output::terminal_line(&e.to_string()));
             }
         }
     }

@@ -9,8 +9,13 @@
 //! the run" is not asked again; concurrent calls that need approval are asked one at a time, and
 //! while the user decides, script timeouts are paused ([`crate::util::pause`]). A denial becomes
 //! a tool error (`isError`) the model and scripts read: `denied by the user: server.tool`.
+//!
+//! The user may also approve one call before it is made (`agent mcp call --yes`): a
+//! [`PreApproved`] in that call's [`CallContext`](super::CallContext). It covers that call and
+//! nothing else: not the calls a result handler or script makes meanwhile, even of the same tool.
 
 use std::collections::HashSet;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex as StdMutex, RwLock};
 
 use futures::future::BoxFuture;
@@ -35,6 +40,29 @@ pub enum Decision {
 /// at a time; may take as long as the user needs.
 pub trait Approver: Send + Sync {
     fn approve<'a>(&'a self, tool: &'a ToolInfo, args: &'a Map<String, Value>) -> BoxFuture<'a, Decision>;
+}
+
+/// The user's approval of one call, given before it is made (`agent mcp call --yes`). It is spent
+/// by the first approval check of a call of the named tool under the context that carries it,
+/// which is the named call itself (it is checked before it is sent): calls a result handler or a
+/// script makes later under a copy of that context find it spent and are asked, or decided by
+/// the policy, like any other.
+#[derive(Debug)]
+pub struct PreApproved {
+    qualified: String,
+    spent: AtomicBool,
+}
+
+impl PreApproved {
+    /// An approval of the next call of `server.tool`.
+    pub fn new(server: &str, tool: &str) -> PreApproved {
+        PreApproved { qualified: format!("{server}.{tool}"), spent: AtomicBool::new(false) }
+    }
+
+    /// Whether this approval covers a call of `qualified`; true at most once.
+    fn take(&self, qualified: &str) -> bool {
+        self.qualified == qualified && !self.spent.swap(true, Ordering::SeqCst)
+    }
 }
 
 /// The message of a denied call, the text of its `isError` result.
@@ -94,11 +122,19 @@ impl Approvals {
     }
 
     /// `None` when the call may run; otherwise the `isError` result to return instead.
-    pub async fn check(&self, tool: &ToolInfo, args: &Map<String, Value>) -> Option<CallToolResult> {
-        if !self.needs_approval(tool) {
+    /// `pre` is the approval the user gave this call beforehand, if any (see [`PreApproved`]).
+    pub async fn check(
+        &self,
+        tool: &ToolInfo,
+        args: &Map<String, Value>,
+        pre: Option<&PreApproved>,
+    ) -> Option<CallToolResult> {
+        let name = tool.qualified_name();
+        // Spent by the first check of the named tool, whether or not that call needs approval.
+        let pre_approved = pre.is_some_and(|p| p.take(&name));
+        if !self.needs_approval(tool) || pre_approved {
             return None;
         }
-        let name = tool.qualified_name();
         let approved = |set: &StdMutex<HashSet<String>>| set.lock().map(|s| s.contains(&name)).unwrap_or(false);
         if approved(&self.for_run) {
             return None;
@@ -214,10 +250,10 @@ mod tests {
     #[tokio::test]
     async fn without_an_approver_the_policy_decides() {
         let t = tool("delete_repository", Some(json!({"destructiveHint": true})));
-        let denied_result = rules(&[], &[]).check(&t, &Map::new()).await.unwrap();
+        let denied_result = rules(&[], &[]).check(&t, &Map::new(), None).await.unwrap();
         assert_eq!(denied(&denied_result), Some("denied by the user: github.delete_repository"));
         let allow = Approvals::new(&ApprovalsConfig { policy: ApprovalPolicy::Allow, ..Default::default() });
-        assert!(allow.check(&t, &Map::new()).await.is_none());
+        assert!(allow.check(&t, &Map::new(), None).await.is_none());
     }
 
     /// Counts questions and how many were open at once; answers after a moment.
@@ -259,20 +295,38 @@ mod tests {
         let once = rules(&[], &[]);
         let c = counting(Decision::Once);
         once.set_approver(c.clone());
-        let all = futures::future::join_all((0..4).map(|_| once.check(&t, &args))).await;
+        let all = futures::future::join_all((0..4).map(|_| once.check(&t, &args, None))).await;
         assert!(all.iter().all(Option::is_none));
         assert_eq!((c.asked.load(SeqCst), c.max_open.load(SeqCst)), (4, 1));
 
         let for_run = rules(&[], &[]);
         let c = counting(Decision::ForRun);
         for_run.set_approver(c.clone());
-        let all = futures::future::join_all((0..4).map(|_| for_run.check(&t, &args))).await;
+        let all = futures::future::join_all((0..4).map(|_| for_run.check(&t, &args, None))).await;
         assert!(all.iter().all(Option::is_none));
         assert_eq!(c.asked.load(SeqCst), 1, "approved for the run: asked once");
 
         let deny = rules(&[], &[]);
         deny.set_approver(counting(Decision::Deny));
-        let r = deny.check(&t, &args).await.unwrap();
+        let r = deny.check(&t, &args, None).await.unwrap();
         assert_eq!(denied(&r), Some("denied by the user: github.delete_repository"));
+    }
+
+    #[tokio::test]
+    async fn a_pre_approval_covers_one_call_of_the_named_tool_only() {
+        let t = tool("delete_repository", Some(json!({"destructiveHint": true})));
+        let other = tool("delete_branch", Some(json!({"destructiveHint": true})));
+        let args = Map::new();
+        let r = rules(&[], &[]);
+        let pre = PreApproved::new("github", "delete_repository");
+        assert!(r.check(&other, &args, Some(&pre)).await.is_some(), "another tool is not approved");
+        assert!(r.check(&t, &args, Some(&pre)).await.is_none(), "the named call runs");
+        let again = r.check(&t, &args, Some(&pre)).await;
+        assert_eq!(again.as_ref().and_then(denied), Some("denied by the user: github.delete_repository"));
+        // Spent by a named call that needed no approval, too.
+        let pre = PreApproved::new("github", "list_issues");
+        assert!(r.check(&tool("list_issues", None), &args, Some(&pre)).await.is_none());
+        let list = tool("list_issues", Some(json!({"destructiveHint": true})));
+        assert!(r.check(&list, &args, Some(&pre)).await.is_some());
     }
 }

@@ -1,6 +1,6 @@
 //! One tool call's own context: where its progress goes ([`ProgressSink`]), who is asked when
-//! the server elicits during it ([`Asker`]: the downstream client of `serve`), and a token that
-//! stops it ([`CallContext`]); and the calls in flight on one connection ([`Calls`]), which the
+//! the server elicits during it ([`Asker`]: the downstream client of `serve`), the user's
+//! approval given beforehand ([`PreApproved`]), and a token that stops it ([`CallContext`]); and the calls in flight on one connection ([`Calls`]), which the
 //! client handler routes progress and server requests by. Nothing here knows who the caller is.
 //!
 //! Its own file so that both users, the loop that sends a call's rounds (`call`) and the client
@@ -13,6 +13,8 @@ use std::sync::{Arc, Mutex};
 use futures::future::BoxFuture;
 use rmcp::model::{ElicitRequestParams, ElicitResult, ProgressToken};
 use tokio_util::sync::CancellationToken;
+
+use super::approval::PreApproved;
 
 /// One progress notification of a call.
 #[derive(Debug, Clone, PartialEq)]
@@ -46,6 +48,9 @@ pub struct CallContext {
     pub asker: Option<Arc<dyn Asker>>,
     /// Cancelling it stops the call (the server is told).
     pub cancel: Option<CancellationToken>,
+    /// The user approved this call before it was made (`agent mcp call --yes`); spent by the
+    /// call itself, so copies of this context approve nothing else.
+    pub approval: Option<Arc<PreApproved>>,
 }
 
 /// The calls in flight on one connection: progress routes by token, and the contexts a classic

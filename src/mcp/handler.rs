@@ -22,9 +22,12 @@ use serde_json::{Value, json};
 use tokio::sync::broadcast;
 
 use super::context::{CallContext, Calls, ProgressUpdate};
-use super::host::{Decision, Host, SampleMessage, SampleRequest, accept_defaults, fill_defaults, violations};
+use super::host::{
+    Decision, Host, SampleMessage, SampleRequest, accept_defaults, fill_defaults, url_to_visit, violations,
+};
 use crate::config::{ElicitationPolicy, SamplingPolicy, ServerConfig as Entry};
 use crate::util::clock::PauseClock;
+use crate::util::size::human_bytes;
 
 /// A notification from a server, tagged with the server's name.
 #[derive(Debug, Clone)]
@@ -180,12 +183,19 @@ impl McpClientHandler {
                     }
                 }
             }
-            (ElicitRequestParams::UrlElicitationParams { message, url, .. }, Some(i)) => {
-                let _paused = (self.clock.pause(), crate::util::clock::user_wait().pause());
-                tokio::task::spawn_blocking(move || i.elicit_url(&server, &message, &url))
-                    .await
-                    .unwrap_or(Decision::Cancel)
-            }
+            (ElicitRequestParams::UrlElicitationParams { message, url, .. }, Some(i)) => match url_to_visit(&url) {
+                Ok(visit) => {
+                    let _paused = (self.clock.pause(), crate::util::clock::user_wait().pause());
+                    tokio::task::spawn_blocking(move || i.elicit_url(&server, &message, &visit))
+                        .await
+                        .unwrap_or(Decision::Cancel)
+                }
+                // Never offered to open, nor shown as a link: declined with the reason.
+                Err(e) => {
+                    self.notice(&format!("declined a URL elicitation ({}): {e}", super::host::shorten(&url, 100)));
+                    Decision::Decline
+                }
+            },
             (ElicitRequestParams::UrlElicitationParams { .. }, None) => Decision::Decline,
             // A mode added after this was written.
             _ => Decision::Decline,
@@ -213,17 +223,23 @@ impl McpClientHandler {
             ));
         }
         let request = sample_request(server, entry, &params)?;
-        if let Some(budget) = entry.sampling_budget {
-            let used = self.host.used(server);
-            if used >= budget {
-                return Err(ErrorData::invalid_request(
-                    format!(
-                        "the sampling budget of server `{server}` is spent ({used} of {budget} tokens, `sampling_budget`)"
-                    ),
-                    None,
-                ));
-            }
+        let bytes = request.input_bytes();
+        if bytes > entry.sampling_max_input_bytes {
+            return Err(ErrorData::invalid_request(
+                format!(
+                    "the sampling request of server `{server}` is too large: {} of text, over its `sampling_max_input_bytes` ({})",
+                    human_bytes(bytes as u64),
+                    human_bytes(entry.sampling_max_input_bytes as u64)
+                ),
+                None,
+            ));
         }
+        // The worst case is reserved before anyone is asked; what the request used replaces it
+        // after, and a request that fails gives it back (the reservation is dropped).
+        let reservation = self
+            .host
+            .reserve(server, request.worst_case(), entry.sampling_budget)
+            .map_err(|over| ErrorData::invalid_request(over.to_string(), None))?;
         let _paused = (self.clock.pause(), crate::util::clock::user_wait().pause());
         if entry.sampling == SamplingPolicy::Ask {
             let Some(i) = self.host.interaction().filter(|i| i.is_terminal()) else {
@@ -249,10 +265,10 @@ impl McpClientHandler {
             .sample(&request)
             .await
             .map_err(|e| ErrorData::internal_error(format!("sampling failed: {e}"), None))?;
-        self.host.add_used(server, answer.input_tokens + answer.output_tokens);
+        let charged = reservation.settle(answer.tokens);
+        let counted = if answer.tokens.is_some() { "" } else { ", not reported: counted as its worst case" };
         self.notice(&format!(
-            "sampling answered ({} tokens): {}",
-            answer.input_tokens + answer.output_tokens,
+            "sampling answered ({charged} tokens{counted}): {}",
             super::host::shorten(&answer.text, 100)
         ));
         let mut result = json!({

@@ -6,12 +6,15 @@
 //! - [`Sampler`]: the configured LLM provider (implemented above `agent`), answering a
 //!   provider-neutral [`SampleRequest`].
 //! - [`Host`]: where the manager keeps both (installed after it is created) and the per-run
-//!   sampling token use of each server (`sampling_budget`).
+//!   sampling token account of each server (`sampling_budget`): a request reserves its worst
+//!   case ([`SampleRequest::worst_case`]) before the model is asked and is charged what it used
+//!   after, so concurrent requests never spend more than the budget together.
 //!
 //! Time spent asking is not counted by any timeout (`util::clock`).
 //!
 //! The policies themselves (`elicitation`, `sampling` on a server's entry) are applied by the
-//! client handler (`handler.rs`); the pure parts (defaults, validation) live here.
+//! client handler (`handler.rs`); the pure parts (defaults, validation, which URLs may be
+//! offered to open: [`url_to_visit`]) live here.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, RwLock};
@@ -48,6 +51,32 @@ pub struct SampleRequest {
     pub model: Option<String>,
 }
 
+/// Tokens that frame a request beyond its text (its structure, the reply's start), at most.
+const REQUEST_FRAMING_TOKENS: u64 = 64;
+/// Tokens that frame one message beyond its text (role markers), at most.
+const MESSAGE_FRAMING_TOKENS: u64 = 8;
+
+impl SampleRequest {
+    /// Bytes of text the request sends: the system prompt, the messages and the stop sequences.
+    pub fn input_bytes(&self) -> usize {
+        let messages: usize = self.messages.iter().map(|m| m.text.len()).sum();
+        let stop: usize = self.stop.iter().map(String::len).sum();
+        self.system.as_ref().map_or(0, String::len) + messages + stop
+    }
+
+    /// The most input tokens the request can cost. A token of the byte-level tokenizers providers
+    /// use covers at least one byte of text, so the text's UTF-8 length bounds its tokens from
+    /// above; the framing of the request and of each message is added on top.
+    pub fn input_bound(&self) -> u64 {
+        self.input_bytes() as u64 + REQUEST_FRAMING_TOKENS + MESSAGE_FRAMING_TOKENS * self.messages.len() as u64
+    }
+
+    /// The most tokens (input and output) the request can cost: what it reserves of a budget.
+    pub fn worst_case(&self) -> u64 {
+        self.input_bound() + u64::from(self.max_tokens)
+    }
+}
+
 /// The host model's answer.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct SampleAnswer {
@@ -55,8 +84,8 @@ pub struct SampleAnswer {
     pub model: String,
     /// MCP's names: `endTurn`, `stopSequence`, `maxTokens`.
     pub stop_reason: Option<String>,
-    pub input_tokens: u64,
-    pub output_tokens: u64,
+    /// Tokens the provider says it used (input and output), when it says.
+    pub tokens: Option<u64>,
 }
 
 /// The terminal. Methods block (they run in `spawn_blocking`); only one prompt is shown at a time.
@@ -66,8 +95,10 @@ pub trait Interaction: Send + Sync {
     /// A form for `schema` (a flat object of primitive fields and multi-select enum arrays); the
     /// answer is validated by the caller.
     fn elicit_form(&self, server: &str, message: &str, schema: &Value, problems: &[String]) -> Decision;
-    /// Shows `url` and the server's reason, offers to open it, waits for the user's confirmation.
-    fn elicit_url(&self, server: &str, message: &str, url: &str) -> Decision;
+    /// Shows `url` (its host on a line of its own) and the server's reason, offers to open it
+    /// (the default answer is no), waits for the user's confirmation. Only URLs
+    /// [`url_to_visit`] accepted get here.
+    fn elicit_url(&self, server: &str, message: &str, url: &VisitUrl) -> Decision;
     /// Shows a sampling request and asks whether to send it to the model.
     fn approve_sampling(&self, request: &SampleRequest) -> bool;
     /// One line on stderr about `server` (what was sampled, a declined elicitation).
@@ -79,12 +110,84 @@ pub trait Sampler: Send + Sync {
     fn sample<'a>(&'a self, request: &'a SampleRequest) -> BoxFuture<'a, Result<SampleAnswer, String>>;
 }
 
-/// The interaction and sampler of a manager, and the sampling tokens each server used this run.
+/// The interaction and sampler of a manager, and the sampling token account of each server.
 #[derive(Default)]
 pub struct Host {
     interaction: RwLock<Option<Arc<dyn Interaction>>>,
     sampler: RwLock<Option<Arc<dyn Sampler>>>,
-    used: Mutex<HashMap<String, u64>>,
+    accounts: Mutex<HashMap<String, Account>>,
+}
+
+/// One server's sampling tokens this run: charged for answered requests, reserved for requests
+/// in flight (each its worst case).
+#[derive(Debug, Default, Clone, Copy)]
+struct Account {
+    used: u64,
+    reserved: u64,
+}
+
+/// A sampling request that does not fit what is left of its server's budget.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OverBudget {
+    pub server: String,
+    pub budget: u64,
+    pub used: u64,
+    /// Reserved by the server's requests in flight.
+    pub reserved: u64,
+    /// The request's worst case.
+    pub need: u64,
+}
+
+impl std::fmt::Display for OverBudget {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let OverBudget { server, budget, used, reserved, need } = self;
+        if used >= budget {
+            return write!(
+                f,
+                "the sampling budget of server `{server}` is spent ({used} of {budget} tokens, `sampling_budget`)"
+            );
+        }
+        let left = budget.saturating_sub(used + reserved);
+        let in_flight =
+            if *reserved > 0 { format!(", {reserved} more reserved by requests in flight") } else { String::new() };
+        write!(
+            f,
+            "the sampling budget of server `{server}` does not cover this request: it may use up to {need} tokens \
+             (its text and maxTokens), and {left} of {budget} are left ({used} used{in_flight}; `sampling_budget`)"
+        )
+    }
+}
+
+/// Tokens reserved for one sampling request: released when dropped (the request failed or was
+/// cancelled), or replaced by what it used with [`Reservation::settle`].
+pub struct Reservation<'a> {
+    host: &'a Host,
+    server: String,
+    tokens: u64,
+    open: bool,
+}
+
+impl Reservation<'_> {
+    /// Charges what the request used in place of its reservation: `used` as the provider
+    /// reported it, or the whole reservation when it did not. Returns the tokens charged.
+    pub fn settle(mut self, used: Option<u64>) -> u64 {
+        let charged = used.unwrap_or(self.tokens);
+        self.host.update(&self.server, |a| {
+            a.reserved = a.reserved.saturating_sub(self.tokens);
+            a.used = a.used.saturating_add(charged);
+        });
+        self.open = false;
+        charged
+    }
+}
+
+impl Drop for Reservation<'_> {
+    fn drop(&mut self) {
+        if self.open {
+            let tokens = self.tokens;
+            self.host.update(&self.server, |a| a.reserved = a.reserved.saturating_sub(tokens));
+        }
+    }
 }
 
 impl Host {
@@ -113,16 +216,73 @@ impl Host {
         self.interaction().is_some_and(|i| i.is_terminal())
     }
 
-    /// Tokens `server`'s sampling requests used this run.
+    /// Tokens `server`'s sampling requests used this run (answered ones; not those in flight).
     pub fn used(&self, server: &str) -> u64 {
-        self.used.lock().map(|u| u.get(server).copied().unwrap_or(0)).unwrap_or(0)
+        self.accounts.lock().map(|a| a.get(server).map_or(0, |a| a.used)).unwrap_or(0)
     }
 
-    pub fn add_used(&self, server: &str, tokens: u64) {
-        if let Ok(mut u) = self.used.lock() {
-            *u.entry(server.to_string()).or_default() += tokens;
+    /// Reserves `tokens` for one request of `server`: refused when what the server used, what
+    /// its requests in flight reserved and `tokens` together exceed `budget` (`None`: no limit).
+    /// Checked and reserved under one lock, so concurrent requests cannot all pass the check.
+    pub fn reserve(&self, server: &str, tokens: u64, budget: Option<u64>) -> Result<Reservation<'_>, OverBudget> {
+        let mut accounts = self.accounts.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        let account = accounts.entry(server.to_string()).or_default();
+        if let Some(budget) = budget
+            && account.used.saturating_add(account.reserved).saturating_add(tokens) > budget
+        {
+            return Err(OverBudget {
+                server: server.to_string(),
+                budget,
+                used: account.used,
+                reserved: account.reserved,
+                need: tokens,
+            });
         }
+        account.reserved = account.reserved.saturating_add(tokens);
+        Ok(Reservation { host: self, server: server.to_string(), tokens, open: true })
     }
+
+    fn update(&self, server: &str, f: impl FnOnce(&mut Account)) {
+        let mut accounts = self.accounts.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        f(accounts.entry(server.to_string()).or_default());
+    }
+}
+
+/// A URL a server asked the user to visit, as it may be shown and opened: `https`, or `http` to
+/// this machine. Made by [`url_to_visit`] only.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct VisitUrl {
+    /// The URL as the WHATWG parser writes it: ASCII only (controls, spaces and non-ASCII
+    /// characters percent-encoded, an international host in punycode), so it can be printed
+    /// and handed to a browser opener as it is.
+    pub url: String,
+    /// Where it leads (punycode for an international name): shown on a line of its own, since
+    /// `https://bank.example@evil.example/` leads to `evil.example`.
+    pub host: String,
+}
+
+/// The URL of a URL-mode elicitation if it may be offered to open, else why not: it must parse,
+/// have a host, and be `https`, or `http` to a loopback address or `localhost` (a local OAuth
+/// callback). Any other scheme (`file:`, `javascript:`, `data:`, a custom handler) is refused:
+/// a browser opener hands those to whatever program is registered for them.
+pub fn url_to_visit(raw: &str) -> Result<VisitUrl, String> {
+    let parsed = url::Url::parse(raw).map_err(|e| format!("it is not a valid URL ({e})"))?;
+    let scheme = parsed.scheme().to_string();
+    let Some(host) = parsed.host() else {
+        return Err(format!("only https URLs (or http to this machine) are opened, not `{scheme}:` URLs"));
+    };
+    let loopback = match &host {
+        url::Host::Domain(d) => d.eq_ignore_ascii_case("localhost"),
+        url::Host::Ipv4(a) => a.is_loopback(),
+        url::Host::Ipv6(a) => a.is_loopback(),
+    };
+    match scheme.as_str() {
+        "https" => {}
+        "http" if loopback => {}
+        "http" => return Err("an http URL is opened only when it leads to this machine; use https".into()),
+        other => return Err(format!("only https URLs (or http to this machine) are opened, not `{other}:` URLs")),
+    }
+    Ok(VisitUrl { host: host.to_string(), url: parsed.into() })
 }
 
 /// SEP-1034: every field filled from its schema `default`, then checked against the schema (a
@@ -257,5 +417,76 @@ mod tests {
         let mut b = Map::new();
         fill_defaults(&form(), &mut b);
         assert!(violations(&form(), &b).is_empty());
+    }
+
+    fn request(text: &str, max_tokens: u32) -> SampleRequest {
+        SampleRequest {
+            server: "s".into(),
+            system: Some("sys".into()),
+            messages: vec![SampleMessage { assistant: false, text: text.into() }],
+            max_tokens,
+            stop: vec!["END".into()],
+            model: None,
+        }
+    }
+
+    #[test]
+    fn the_worst_case_bounds_the_text_by_its_bytes() {
+        let r = request("héllo", 100);
+        assert_eq!(r.input_bytes(), 3 + 6 + 3);
+        assert_eq!(r.worst_case(), 12 + REQUEST_FRAMING_TOKENS + MESSAGE_FRAMING_TOKENS + 100);
+    }
+
+    #[test]
+    fn reservations_hold_the_budget_until_settled_or_dropped() {
+        let host = Host::default();
+        let a = host.reserve("s", 60, Some(100)).unwrap();
+        let over = host.reserve("s", 50, Some(100)).err().unwrap();
+        assert_eq!((over.used, over.reserved, over.need), (0, 60, 50));
+        assert!(over.to_string().contains("may use up to 50 tokens"), "{over}");
+        assert!(
+            over.to_string().contains("40 of 100 are left (0 used, 60 more reserved by requests in flight"),
+            "{over}"
+        );
+        assert_eq!(a.settle(Some(20)), 20);
+        let b = host.reserve("s", 50, Some(100)).unwrap();
+        drop(b);
+        assert_eq!(host.used("s"), 20, "a dropped reservation charges nothing");
+        // Not reported: the whole reservation is charged.
+        assert_eq!(host.reserve("s", 80, Some(100)).unwrap().settle(None), 80);
+        let spent = host.reserve("s", 1, Some(100)).err().unwrap();
+        assert_eq!(
+            spent.to_string(),
+            "the sampling budget of server `s` is spent (100 of 100 tokens, `sampling_budget`)"
+        );
+        // Other servers and no budget are not limited by it.
+        assert!(host.reserve("t", 100, Some(100)).is_ok());
+        assert!(host.reserve("s", u64::MAX, None).is_ok());
+    }
+
+    #[test]
+    fn only_https_and_local_http_urls_are_offered() {
+        let ok = url_to_visit("https://example.com/connect?id=42").unwrap();
+        assert_eq!((ok.url.as_str(), ok.host.as_str()), ("https://example.com/connect?id=42", "example.com"));
+        // Where it really leads, whatever the text before `@` says.
+        assert_eq!(url_to_visit("https://bank.example@evil.example/x").unwrap().host, "evil.example");
+        // International names in punycode; controls and spaces in the path percent-encoded.
+        assert_eq!(url_to_visit("https://bücher.example/").unwrap().host, "xn--bcher-kva.example");
+        assert_eq!(url_to_visit("https://a.example/p\u{1b}[2J q").unwrap().url, "https://a.example/p%1B[2J%20q");
+        for local in ["http://127.0.0.1:8765/cb", "http://localhost/cb", "http://[::1]/cb"] {
+            assert!(url_to_visit(local).is_ok(), "{local}");
+        }
+        for (bad, why) in [
+            ("file:///tmp/evil.desktop", "not `file:` URLs"),
+            ("javascript:alert(1)", "not `javascript:` URLs"),
+            ("data:text/html,hi", "not `data:` URLs"),
+            ("vscode://x/y", "not `vscode:` URLs"),
+            ("http://example.com/", "an http URL is opened only when it leads to this machine"),
+            ("https://exa\u{1b}mple.com/", "not a valid URL"),
+            ("not a url", "not a valid URL"),
+        ] {
+            let e = url_to_visit(bad).unwrap_err();
+            assert!(e.contains(why), "{bad}: {e}");
+        }
     }
 }

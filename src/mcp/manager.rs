@@ -335,7 +335,7 @@ impl McpManager {
             return Err(McpError::InvalidArguments { server: server.into(), tool: tool.into(), violations });
         }
         // Destructive tools wait for the user's approval; a denial is the tool's error.
-        if let Some(denied) = self.approvals.check(info, &args).await {
+        if let Some(denied) = self.approvals.check(info, &args, cx.approval.as_deref()).await {
             return Ok(denied);
         }
         let slot = self.slot(server)?.clone();

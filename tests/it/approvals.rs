@@ -56,6 +56,30 @@ fn mcp_call_is_denied_by_default_and_yes_or_policy_allow_runs_it() {
     p.run(&["mcp", "call", "fixture.add", "--args", r#"{"a": 1, "b": 2}"#]).assert_ok();
 }
 
+/// `--yes` approves the call named on the command line and nothing else: a result handler that
+/// calls a destructive tool (one copied from a hostile server's docs, say) gets the policy's
+/// answer, even when it calls the very tool `--yes` approved once.
+#[test]
+fn yes_approves_the_named_call_and_not_what_its_handler_calls() {
+    let p = project("  result_handlers:\n    tool_calls: true\n");
+    let handler = |id: &str| {
+        format!(
+            "const r = await callMCPTool('fixture', 'delete_item', {{ id: '{id}' }})\n\
+             .then(v => 'ran: ' + String(v), e => 'refused: ' + e.message);\n\
+             return String(tool_output) + ' | ' + r;"
+        )
+    };
+    let r = p.run(&["mcp", "call", "fixture.echo", "--args", r#"{"message": "hi"}"#, "--yes", "--js", &handler("x9")]);
+    r.assert_ok();
+    assert_eq!(r.stdout, format!("hi | refused: fixture.delete_item failed: {DENIED}\n"), "{}", r.stderr);
+
+    // The named destructive call runs once; the handler's second call of the same tool does not.
+    let r =
+        p.run(&["mcp", "call", "fixture.delete_item", "--args", r#"{"id": "a1"}"#, "--yes", "--js", &handler("b2")]);
+    r.assert_ok();
+    assert_eq!(r.stdout, format!("deleted a1 | refused: fixture.delete_item failed: {DENIED}\n"), "{}", r.stderr);
+}
+
 #[test]
 fn require_and_exempt_patterns_decide_over_the_hints() {
     let p = project("  approvals:\n    require: [\"fixture.text.*\", \"fixture.ad?\"]\n    exempt: [\"*.delete_*\"]\n");

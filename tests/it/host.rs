@@ -189,7 +189,9 @@ fn sampling_ask_without_a_terminal_is_refused_not_hung() {
 fn a_spent_sampling_budget_refuses_further_requests() {
     for (path, args) in PATHS {
         let fake = FakeLlm::start(vec![Reply::text("first"), Reply::text("second")]);
-        let p = project(Some(&fake), args, &["sampling: allow", "sampling_budget: 5"]);
+        // One request's worst case (its text, framing and 100 maxTokens: under 200) fits; what
+        // it used plus a second one's worst case does not.
+        let p = project(Some(&fake), args, &["sampling: allow", "sampling_budget: 200"]);
         // Two calls in one process (the budget is per run): a script.
         let r = p.run(&["mcp", "generate"]);
         r.assert_ok();
@@ -199,8 +201,57 @@ fn a_spent_sampling_budget_refuses_further_requests() {
         let r = p.run_stdin(&["exec", "-"], script);
         let out = all_output(&r);
         assert!(out.contains("said: first"), "{path}: {out}");
-        assert!(out.contains("the sampling budget of server `fixture` is spent"), "{path}: {out}");
+        assert!(out.contains("the sampling budget of server `fixture` does not cover this request"), "{path}: {out}");
         assert_eq!(fake.requests().len(), 1, "{path}: the second request never reached the model");
+    }
+}
+
+/// A hostile server asks for far more than the budget in one request: the request is refused
+/// before the provider is called, by the budget (its worst case does not fit) or, without a
+/// budget, by `sampling_max_input_bytes`.
+#[test]
+fn an_oversized_sampling_request_never_reaches_the_model() {
+    for (path, args) in PATHS {
+        for (keys, prompt_bytes, expected) in [
+            (&["sampling: allow", "sampling_budget: 200"][..], 2_000, "does not cover this request: it may use up to"),
+            (
+                &["sampling: allow"][..],
+                400_000,
+                "the sampling request of server `fixture` is too large: 390.6 KB of text",
+            ),
+            (&["sampling: allow", "sampling_budget: 200"][..], 400_000, "is too large"),
+        ] {
+            let fake = FakeLlm::start(vec![Reply::text("never")]);
+            let p = project(Some(&fake), args, keys);
+            p.write("args.json", &json!({"prompt": "x".repeat(prompt_bytes)}).to_string());
+            let r = p.run(&["mcp", "call", "fixture.sample", "--args", "@args.json"]);
+            let out = all_output(&r);
+            assert!(out.contains(expected), "{path} {keys:?} {prompt_bytes}: {out}");
+            assert!(fake.requests().is_empty(), "{path} {keys:?} {prompt_bytes}: the provider was called");
+        }
+    }
+}
+
+/// A hostile server sends 20 sampling requests at once: together they never use more than the
+/// budget (each reserves its worst case before the model is asked).
+#[test]
+fn concurrent_sampling_requests_never_exceed_the_budget() {
+    const BUDGET: u64 = 600;
+    for (path, args) in PATHS {
+        let fake = FakeLlm::start((0..20).map(|_| Reply::text("ok")).collect());
+        let p = project(Some(&fake), args, &["sampling: allow", &format!("sampling_budget: {BUDGET}")]);
+        p.run(&["mcp", "generate"]).assert_ok();
+        let script = "import { sample } from './servers/fixture/index.ts';\n\
+                      const all = await Promise.allSettled(Array.from({ length: 20 }, (_, i) => sample({ prompt: 'p' + i, max_tokens: 50 })));\n\
+                      for (const r of all) console.log(r.status === 'fulfilled' ? String(r.value) : 'ERR ' + r.reason.message);";
+        let r = p.run_stdin(&["exec", "-"], script);
+        let out = all_output(&r);
+        let reqs = fake.requests();
+        let spent: u64 = reqs.iter().filter_map(|q| q.usage).map(|(i, o)| i + o).sum();
+        assert!(!reqs.is_empty(), "{path}: none ran: {out}");
+        assert!(spent <= BUDGET, "{path}: {} requests spent {spent} of {BUDGET} tokens: {out}", reqs.len());
+        let refused = r.stdout.lines().filter(|l| l.contains("the sampling budget of server `fixture`")).count();
+        assert_eq!(refused + reqs.len(), 20, "{path}: every request either ran or was refused: {out}");
     }
 }
 

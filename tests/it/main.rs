@@ -23,5 +23,6 @@ mod run;
 mod search;
 mod serve;
 mod state;
+mod terminal;
 mod typecheck;
 mod types;
