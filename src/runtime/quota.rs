@@ -24,6 +24,8 @@ use crate::config::StateConfig;
 use crate::util::fs::{Access, Dir, Lock, Node};
 use crate::util::size::human_bytes;
 
+/// What scripts keep as state, under the workspace (`runtime::state` works in it).
+pub const DATA_DIR: &str = "data";
 /// The running total, in the workspace.
 pub const USAGE_FILE: &str = "state_quota.json";
 /// Its lock, in the workspace.
@@ -169,7 +171,7 @@ impl<'a> Ledger<'a> {
 /// `skills` itself counts as one entry).
 pub fn count(ws: &Dir) -> io::Result<Usage> {
     let mut usage = Usage::default();
-    for area in [super::state::DATA_DIR, crate::skills::SKILLS_DIR] {
+    for area in [DATA_DIR, crate::skills::SKILLS_DIR] {
         match ws.node(area)? {
             Some(Node::Dir) => walk(&ws.sub(area)?, &mut Vec::new(), &mut |_, node| {
                 usage.bytes = usage.bytes.saturating_add(node.bytes());

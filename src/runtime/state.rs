@@ -36,10 +36,7 @@ use super::confine::{self, Refusal};
 use super::quota::{Change, Ledger};
 use crate::util::fs::{Access, Dir, Node};
 
-pub use super::quota::{Quota, Usage};
-
-/// The directory under the workspace.
-pub const DATA_DIR: &str = "data";
+pub use super::quota::{DATA_DIR, Quota, Usage};
 /// Where `store` keeps its keys, inside `data/`.
 pub const STORE_DIR: &str = ".store";
 /// Longest file name a key may take once escaped.
