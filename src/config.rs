@@ -283,18 +283,23 @@ pub struct CodeExecutionConfig {
     pub typecheck: bool,
     /// The TypeScript compiler to use (default: `tsc` on PATH).
     pub tsc: Option<PathBuf>,
-    /// Quotas of what scripts keep under `<workspace>/data/` (`store`, `writeText`, ...).
+    /// The quota of what scripts keep: `<workspace>/data/` (`store`, `writeText`, ...) and
+    /// `<workspace>/skills/` (`saveSkill`, `agent skill add`) together.
     pub state: StateConfig,
 }
 
-/// `mcp.code_execution.state`: the quotas of `<workspace>/data/`.
+/// `mcp.code_execution.state`: the one quota of `<workspace>/data/` and `<workspace>/skills/`
+/// together, checked before a write creates anything.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct StateConfig {
-    /// Total bytes of the files under `data/` (`100MB`, or a number of bytes).
+    /// Total bytes of the files (and links) under `data/` and `skills/` (`100MB`, or a number
+    /// of bytes).
     #[serde(with = "byte_size")]
     pub max_bytes: u64,
-    /// Files under `data/` (stored keys included).
+    /// Files, directories and links under `data/` and `skills/` (stored keys, `.store/` and
+    /// every directory a write creates included), so a flood of directories stops as a flood of
+    /// files does.
     pub max_files: u64,
 }
 

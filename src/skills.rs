@@ -5,15 +5,17 @@
 //! This module owns the format: names are kebab-case ([`validate_name`]), the description is the
 //! file's leading TSDoc comment ([`compose`] writes it, [`description_of`] reads it back), and
 //! [`list`] reads the directory for the generated README, catalog search and `agent skill ls`.
-//! It does not check that a skill transpiles (the runtime's transpiler does that before
-//! anything is written) and it does not confine paths (callers that take paths from scripts do).
+//! Reads and writes go through the `skills/` directory's descriptor and never through a link
+//! (`skills` itself or a skill file that is a link is left out). It does not check that a skill
+//! transpiles (the runtime's transpiler does that before anything is written) nor count it
+//! against the quota (the runtime does, before it calls [`write`]).
 
 use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
-use crate::util::fs::{Access, write_atomic};
-use crate::util::read::{FileError, read_text_file};
+use crate::util::fs::{Access, Dir, Node};
+use crate::util::read::{CapError, read_capped};
 
 /// The directory of skills inside the workspace.
 pub const SKILLS_DIR: &str = "skills";
@@ -140,35 +142,42 @@ pub fn exports_of(text: &str) -> Vec<String> {
 /// Reads one skill file (capped).
 pub fn read(workspace: &Path, name: &str) -> Result<String, String> {
     validate_name(name)?;
-    read_file(&path_of(workspace, name), name)
+    let missing = || format!("no skill named `{name}`");
+    let dir = match Dir::open(workspace).and_then(|ws| ws.sub(SKILLS_DIR)) {
+        Ok(dir) => dir,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Err(missing()),
+        Err(e) => return Err(format!("cannot open {}: {e}", workspace.join(SKILLS_DIR).display())),
+    };
+    match dir.node(format!("{name}.ts")) {
+        Ok(None) => Err(missing()),
+        Ok(Some(Node::File { .. })) => read_file(&dir, name),
+        Ok(Some(_)) => Err(format!("skill `{name}` is not a regular file (links are not followed)")),
+        Err(e) => Err(format!("cannot read skill `{name}`: {e}")),
+    }
 }
 
-fn read_file(path: &Path, name: &str) -> Result<String, String> {
-    read_text_file(path, MAX_SKILL_BYTES).map_err(|e| match e {
-        FileError::Missing(_) => format!("no skill named `{name}`"),
-        FileError::NotUtf8 => format!("skill `{name}` is not UTF-8 text"),
-        FileError::TooLarge(_) => e.message(&format!("skill `{name}`")),
-        FileError::Io(_) => e.message(&path.display().to_string()),
-    })
+fn read_file(dir: &Dir, name: &str) -> Result<String, String> {
+    let file = dir.open_file(format!("{name}.ts")).map_err(|e| format!("cannot read skill `{name}`: {e}"))?;
+    let bytes = read_capped(file, MAX_SKILL_BYTES).map_err(|e| match e {
+        CapError::TooLarge => format!("skill `{name}` is larger than {} MB", MAX_SKILL_BYTES >> 20),
+        CapError::Io(e) => format!("cannot read skill `{name}`: {e}"),
+    })?;
+    String::from_utf8(bytes).map_err(|_| format!("skill `{name}` is not UTF-8 text"))
 }
 
 /// The skills in `<workspace>/skills/`, sorted by name. Files whose name is not a valid skill
-/// name, links and unreadable files are left out.
+/// name, links and unreadable files are left out, and so is a `skills` that is a link.
 pub fn list(workspace: &Path) -> Vec<Skill> {
-    let dir = workspace.join(SKILLS_DIR);
-    // A linked skills directory is not listed (it could be anywhere).
-    if std::fs::symlink_metadata(&dir).map(|m| !m.is_dir()).unwrap_or(true) {
-        return Vec::new();
-    }
-    let Ok(entries) = std::fs::read_dir(&dir) else { return Vec::new() };
+    let Ok(dir) = Dir::open(workspace).and_then(|ws| ws.sub(SKILLS_DIR)) else { return Vec::new() };
+    let Ok(entries) = dir.entries() else { return Vec::new() };
     let mut out: Vec<Skill> = entries
-        .flatten()
-        .filter(|e| e.file_type().is_ok_and(|t| t.is_file()))
-        .filter_map(|e| {
-            let file = e.file_name().into_string().ok()?;
+        .into_iter()
+        .filter(|(_, node)| node.is_file())
+        .filter_map(|(file, _)| {
+            let file = file.into_string().ok()?;
             let name = file.strip_suffix(".ts")?.to_string();
             validate_name(&name).ok()?;
-            let text = read_file(&e.path(), &name).ok()?;
+            let text = read_file(&dir, &name).ok()?;
             Some(Skill {
                 description: description_of(&text),
                 exports: exports_of(&text),
@@ -182,18 +191,16 @@ pub fn list(workspace: &Path) -> Vec<Skill> {
     out
 }
 
-/// Writes `text` (from [`compose`]) as skill `name` into `skills_dir`, which the caller has
-/// checked. Returns whether a skill of that name was replaced.
-pub fn write(skills_dir: &Path, name: &str, text: &str) -> Result<bool, String> {
+/// Writes `text` (from [`compose`]) as skill `name` into the open `skills/` directory. Returns
+/// whether a skill of that name was replaced (a link at the name is replaced, not followed).
+pub fn write(dir: &Dir, name: &str, text: &str) -> Result<bool, String> {
     validate_name(name)?;
     if text.len() as u64 > MAX_SKILL_BYTES {
         return Err(format!("skill `{name}` is larger than {} MB", MAX_SKILL_BYTES >> 20));
     }
-    std::fs::create_dir_all(skills_dir).map_err(|e| format!("cannot create {}: {e}", skills_dir.display()))?;
-    let path = skills_dir.join(format!("{name}.ts"));
-    let existed = std::fs::symlink_metadata(&path).is_ok();
-    write_atomic(&path, text.as_bytes(), Access::Shared)
-        .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+    let file = format!("{name}.ts");
+    let existed = dir.node(&file).map_err(|e| format!("cannot write skills/{file}: {e}"))?.is_some();
+    dir.write_atomic(&file, text.as_bytes(), Access::Shared).map_err(|e| format!("cannot write skills/{file}: {e}"))?;
     Ok(existed)
 }
 

@@ -10,7 +10,6 @@ use clap::{Args, Subcommand};
 use super::output::write_stdout;
 use super::{Context, EXIT_OK, usage};
 use crate::codegen;
-use crate::codemode::Options;
 use crate::skills::{self, MAX_SKILL_BYTES};
 use crate::util::suggest::{did_you_mean, suggest};
 
@@ -70,7 +69,8 @@ pub struct NameArg {
 }
 
 pub async fn run(ctx: Context, cmd: &SkillCommand) -> anyhow::Result<u8> {
-    let workspace = Options::from_config(&ctx.config)?.workspace;
+    let state = super::state::state_of(&ctx)?;
+    let workspace = state.workspace().to_path_buf();
     match cmd {
         SkillCommand::Add(args) => {
             let name = match &args.name {
@@ -85,7 +85,7 @@ pub async fn run(ctx: Context, cmd: &SkillCommand) -> anyhow::Result<u8> {
             let source = crate::util::read::read_text_file(&args.file, MAX_SKILL_BYTES)
                 .map_err(|e| usage(e.message(&args.file.display().to_string())))?;
             let replaced =
-                crate::runtime::skill::save_skill(&workspace, &name, &source, &args.description).map_err(usage)?;
+                crate::runtime::skill::save_skill(&state, &name, &source, &args.description).map_err(usage)?;
             refresh(&workspace);
             eprintln!(
                 "{} skill {name}: {}",
@@ -117,13 +117,8 @@ pub async fn run(ctx: Context, cmd: &SkillCommand) -> anyhow::Result<u8> {
         }
         SkillCommand::Rm(arg) => {
             skills::validate_name(&arg.name).map_err(usage)?;
-            let path = skills::path_of(&workspace, &arg.name);
-            match std::fs::remove_file(&path) {
-                Ok(()) => {}
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                    return Err(not_found(&workspace, &arg.name, format!("no skill named `{}`", arg.name)));
-                }
-                Err(e) => return Err(anyhow::anyhow!("cannot remove {}: {e}", path.display())),
+            if !crate::runtime::skill::remove_skill(&state, &arg.name).map_err(|e| anyhow::anyhow!(e))? {
+                return Err(not_found(&workspace, &arg.name, format!("no skill named `{}`", arg.name)));
             }
             refresh(&workspace);
             eprintln!("removed skill {}", arg.name);

@@ -14,7 +14,8 @@ use crate::util::suggest::{did_you_mean, suggest};
 pub const AFTER_HELP: &str = "\
 Scripts keep state in <workspace>/data/ (mcp.code_execution.workspace_dir, default
 .kodelet/mcp): `store(key, value)` keys (in data/.store/) and files written with writeText /
-writeJson. KEY_OR_PATH names a key first, else a path relative to data/.
+writeJson. KEY_OR_PATH names a key first, else a path relative to data/. `ls` lists what is on
+disk, skills/ included (one quota, mcp.code_execution.state, covers both), and counts it again.
 
 Examples:
   agent state ls
@@ -23,7 +24,8 @@ Examples:
   agent state rm reports/old.json
   agent state rm --all          (same as `agent run --fresh-state` does before a run)
 
-JSON output of ls (--json): an array of {\"kind\": \"key\"|\"file\", \"name\": \"...\", \"bytes\": N}.";
+JSON output of ls (--json): an array of
+  {\"kind\": \"key\"|\"file\"|\"dir\"|\"skill\", \"name\": \"...\", \"bytes\": N}.";
 
 #[derive(Debug, Subcommand)]
 pub enum StateCommand {
@@ -74,19 +76,22 @@ pub async fn run(ctx: Context, cmd: &StateCommand) -> anyhow::Result<u8> {
                 s.push('\n');
                 write_stdout(&s)?;
             } else if entries.is_empty() {
-                eprintln!("no state: scripts have stored nothing in data/");
+                eprintln!("no state: scripts have stored nothing in data/ or skills/");
             } else {
-                let (bytes, files) = state.usage().map_err(fail)?;
+                let used = state.usage().map_err(fail)?;
                 let mut s = String::new();
                 for e in &entries {
-                    s.push_str(&format!("{:<5} {:>9}  {}\n", e.kind, human_bytes(e.bytes), e.name));
+                    let size = if e.kind == "dir" { "-".to_string() } else { human_bytes(e.bytes) };
+                    let slash = if e.kind == "dir" { "/" } else { "" };
+                    s.push_str(&format!("{:<5} {:>9}  {}{slash}\n", e.kind, size, e.name));
                 }
                 write_stdout(&s)?;
-                let q = Quota::from_config(&ctx.config.mcp.code_execution.state);
+                let q = state.quota();
                 eprintln!(
-                    "{} of {} used, {files} of {} files",
-                    human_bytes(bytes),
+                    "{} of {} used, {} of {} files and directories (data/ and skills/ together)",
+                    human_bytes(used.bytes),
                     human_bytes(q.max_bytes),
+                    used.entries,
                     q.max_files
                 );
             }
@@ -127,7 +132,13 @@ pub async fn run(ctx: Context, cmd: &StateCommand) -> anyhow::Result<u8> {
 }
 
 fn not_found(state: &State, name: &str) -> anyhow::Error {
-    let names: Vec<String> = state.entries().unwrap_or_default().into_iter().map(|e| e.name).collect();
+    let names: Vec<String> = state
+        .entries()
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|e| matches!(e.kind, "key" | "file"))
+        .map(|e| e.name)
+        .collect();
     usage(format!(
         "no key or file named `{name}` in data/{}",
         did_you_mean(&suggest(name, names.iter().map(String::as_str)))

@@ -376,7 +376,6 @@ impl Prepared {
                 .unwrap_or(usize::MAX / MIB)
                 .saturating_mul(MIB),
             state: super::state::State::new(&workspace, req.limits.state),
-            workspace: workspace.clone(),
             skills_saved: Vec::new(),
             out_of_memory: {
                 let control = self.control.clone();

@@ -16,8 +16,9 @@
 //! - `output`: captured stdout/stderr under the output cap.
 //! - `snapshot`: the bootstrapped isolate, snapshotted once per binary and cached on disk.
 //! - `scan`: which MCP servers a script (and its imports) refers to.
-//! - `state`: `<workspace>/data/` behind its fence (`store`/`load`, the file API, quotas), also
-//!   used by `agent state`.
+//! - `state`: `<workspace>/data/` behind its fence (`store`/`load`, the file API), also used by
+//!   `agent state`.
+//! - `quota`: the one quota of `data/` and `skills/`, a running total under a lock.
 //! - `skill`: the checks before a skill is saved, and the save under `<workspace>/skills/`.
 //! - `confine`: opening workspace files only where they really are inside it (the loader and
 //!   code mode's discovery tools read through it).
@@ -27,6 +28,7 @@ mod isolate;
 mod loader;
 mod ops;
 mod output;
+pub(crate) mod quota;
 pub mod scan;
 pub mod skill;
 mod snapshot;

@@ -36,10 +36,9 @@ pub(crate) struct JobState {
     pub max_request_bytes: usize,
     /// Stops the script with the memory-limit error.
     pub out_of_memory: Rc<dyn Fn()>,
-    /// `<workspace>/data/` for `store`/`load` and the file API.
+    /// `<workspace>/data/` for `store`/`load` and the file API; its workspace and quota also
+    /// serve `saveSkill` (`skills/<name>.ts`).
     pub state: super::state::State,
-    /// The workspace (absolute), where `saveSkill` writes `skills/<name>.ts`.
-    pub workspace: std::path::PathBuf,
     /// Skills this script saved, by name.
     pub skills_saved: Vec<String>,
 }
@@ -319,7 +318,7 @@ fn op_agent_save_skill(
     #[string] description: String,
 ) -> String {
     let job = state.borrow_mut::<JobState>();
-    let saved = super::skill::save_skill(&job.workspace, &name, &source, &description);
+    let saved = super::skill::save_skill(&job.state, &name, &source, &description);
     if saved.is_ok() && !job.skills_saved.contains(&name) {
         job.skills_saved.push(name.clone());
     }

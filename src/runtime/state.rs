@@ -6,63 +6,55 @@
 //! `agent state` and `agent run --fresh-state` use the same [`State`].
 //!
 //! The fence: a path is refused when it is empty, absolute, holds a NUL byte or a `..` component,
-//! or names the reserved `.store/`. It is then resolved component by component through
-//! [`super::confine`]: every directory on the way and the file itself are opened and kept only
-//! when the kernel says (through `/proc/self/fd`) that they really are inside `data/`, so a
-//! symlink inside `data/` that leads out (to `/etc`, to the workspace, anywhere) is refused, and
-//! a `data/` that is itself a link is refused as a whole. Writes never open the target: they go
-//! through `util::fs::write_atomic` (a temp file in the checked real directory, renamed over the
-//! name), so a link planted at the name is replaced, never written through; readers and
-//! concurrent scripts see the old file or the new one, never a mix.
+//! has more than [`MAX_COMPONENTS`] components, or names the reserved `.store/`.
 //!
-//! Quotas (`mcp.code_execution.state`): before each write the files under `data/` are counted
-//! (links not followed); a write that would take the total past `max_bytes`, or add a file past
-//! `max_files`, fails with `state quota exceeded: ...`. Concurrent writers are each checked
-//! against what is on disk, so together they can overshoot by at most their own writes.
+//! Reads resolve it component by component through [`super::confine`]: every directory on the
+//! way and the file itself are opened and kept only when the kernel says (through
+//! `/proc/self/fd`) that they really are inside `data/`.
+//!
+//! Writes and removals never go by path once `data/` is open: `data` is opened from the
+//! workspace's descriptor without following a link, each directory on the way below it with
+//! `openat2(RESOLVE_BENEATH)` (a link is followed only while it stays inside `data/`; without
+//! `openat2`, not at all), new directories are made with `mkdirat` and opened with `O_NOFOLLOW`,
+//! and the file is replaced by a temp file renamed over it in that directory's descriptor
+//! ([`Dir::write_atomic`]). A process that swaps a directory for a link after it was opened
+//! changes nothing: the write lands in the directory that was opened. A link at the file's name
+//! that stays inside `data/` is written through (its target replaced); any other link is refused.
+//!
+//! Quotas: one for `data/` and `skills/` together, kept as a running total under a lock
+//! ([`super::quota`]); a write is checked, directories it needs included, before it creates
+//! anything.
 
+use std::ffi::{OsStr, OsString};
 use std::io::ErrorKind;
+use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
 use super::confine::{self, Refusal};
-use crate::config::StateConfig;
-use crate::util::fs::{Access, write_atomic};
-use crate::util::size::human_bytes;
+use super::quota::{Change, Ledger};
+use crate::util::fs::{Access, Dir, Node};
 
-/// The directory under the workspace.
-pub const DATA_DIR: &str = "data";
+pub use super::quota::{DATA_DIR, Quota, Usage};
 /// Where `store` keeps its keys, inside `data/`.
 pub const STORE_DIR: &str = ".store";
 /// Longest file name a key may take once escaped.
 const MAX_KEY_FILE: usize = 250;
+/// Most components a path under `data/` may have.
+pub const MAX_COMPONENTS: usize = 64;
+/// Links followed at a file's name before a write gives up.
+const MAX_LINK_HOPS: usize = 8;
 
-/// The quotas of `data/`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Quota {
-    pub max_bytes: u64,
-    pub max_files: u64,
-}
-
-impl Quota {
-    pub fn from_config(c: &StateConfig) -> Quota {
-        Quota { max_bytes: c.max_bytes, max_files: c.max_files }
-    }
-}
-
-impl Default for Quota {
-    fn default() -> Self {
-        Quota::from_config(&StateConfig::default())
-    }
-}
-
-/// One thing in `data/`, as `agent state ls` lists it.
+/// One thing in `data/` or `skills/`, as `agent state ls` lists it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Entry {
-    /// `key` (from `store`) or `file`.
+    /// `key` (from `store`), `file`, `dir` (a directory of `data/`, `.store` included) or
+    /// `skill` (anything under `skills/`).
     pub kind: &'static str,
-    /// The key, or the path relative to `data/`.
+    /// The key, the path relative to `data/`, or `skills/<path>`.
     pub name: String,
+    /// Bytes of a file or link; 0 for a directory.
     pub bytes: u64,
 }
 
@@ -83,26 +75,79 @@ pub struct State {
 
 type Result<T> = std::result::Result<T, String>;
 
+/// Where a write goes, found before anything is created.
+struct Plan {
+    /// The deepest directory on the way that exists (`None`: `data/` itself is missing).
+    base: Option<Dir>,
+    /// Directories still to make below `base`, in order.
+    missing: Vec<OsString>,
+    /// The file's name in the last directory.
+    name: OsString,
+    /// The size of what the write replaces.
+    old: Option<u64>,
+}
+
 impl State {
     /// `workspace` should be absolute.
     pub fn new(workspace: &Path, quota: Quota) -> State {
         State { workspace: workspace.to_path_buf(), quota }
     }
 
-    /// Where `data/` really is; `None` when it does not exist and `create` is false.
-    fn data(&self, create: bool) -> Result<Option<PathBuf>> {
-        let shown = self.workspace.join(DATA_DIR);
-        if create {
-            // Creating a missing directory does not follow a link at that name (it fails instead).
-            if let Err(e) = std::fs::create_dir_all(&shown)
-                && e.kind() != ErrorKind::AlreadyExists
-            {
-                return Err(format!("cannot create {}: {e}", shown.display()));
-            }
+    pub fn workspace(&self) -> &Path {
+        &self.workspace
+    }
+
+    pub fn quota(&self) -> Quota {
+        self.quota
+    }
+
+    /// The workspace held open, created first with `create`; `None` when it does not exist.
+    pub(crate) fn open_workspace(&self, create: bool) -> Result<Option<Dir>> {
+        if create && let Err(e) = std::fs::create_dir_all(&self.workspace) {
+            return Err(format!("cannot create the workspace {}: {e}", self.workspace.display()));
         }
+        match Dir::open(&self.workspace) {
+            Ok(d) => Ok(Some(d)),
+            Err(e) if e.kind() == ErrorKind::NotFound && !create => Ok(None),
+            Err(e) => Err(format!("cannot open the workspace {}: {e}", self.workspace.display())),
+        }
+    }
+
+    /// `<workspace>/<area>` (`data`, `skills`) held open, never through a link; `None` when
+    /// it does not exist. `kept` says what is kept there, for the error about a link.
+    pub(crate) fn open_area(&self, ws: &Dir, area: &str, kept: &str) -> Result<Option<Dir>> {
+        let shown = self.workspace.join(area);
+        match ws.sub(area) {
+            Ok(d) => Ok(Some(d)),
+            Err(e) if e.kind() == ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(match ws.node(area) {
+                Ok(Some(Node::Link { .. })) => format!(
+                    "{} is a symbolic link; {kept} only in a real directory inside the workspace",
+                    shown.display()
+                ),
+                Ok(Some(Node::Dir)) | Err(_) => format!("cannot open {}: {e}", shown.display()),
+                Ok(_) => format!("{} is not a directory", shown.display()),
+            }),
+        }
+    }
+
+    /// `<workspace>/<area>` open, made first (with `mode`) when it is missing.
+    pub(crate) fn make_area(&self, ws: &Dir, area: &str, kept: &str, mode: u32) -> Result<Dir> {
+        if let Err(e) = ws.create_dir(area, mode)
+            && e.kind() != ErrorKind::AlreadyExists
+        {
+            return Err(format!("cannot create {}: {e}", self.workspace.join(area).display()));
+        }
+        self.open_area(ws, area, kept)?
+            .ok_or_else(|| format!("{} disappeared while it was being made", self.workspace.join(area).display()))
+    }
+
+    /// Where `data/` really is (for reads); `None` when it does not exist.
+    fn data(&self) -> Result<Option<PathBuf>> {
+        let shown = self.workspace.join(DATA_DIR);
         let ws = match std::fs::canonicalize(&self.workspace) {
             Ok(p) => p,
-            Err(e) if e.kind() == ErrorKind::NotFound && !create => return Ok(None),
+            Err(e) if e.kind() == ErrorKind::NotFound => return Ok(None),
             Err(e) => return Err(format!("cannot open the workspace {}: {e}", self.workspace.display())),
         };
         match confine::open_inside(&ws, &ws.join(DATA_DIR)) {
@@ -113,7 +158,7 @@ impl State {
                 shown.display()
             )),
             Err(Refusal::Special) => Err(format!("{} is not a directory", shown.display())),
-            Err(Refusal::Missing(e)) if e.kind() == ErrorKind::NotFound && !create => Ok(None),
+            Err(Refusal::Missing(e)) if e.kind() == ErrorKind::NotFound => Ok(None),
             Err(Refusal::Missing(e)) => Err(format!("cannot open {}: {e}", shown.display())),
         }
     }
@@ -121,7 +166,7 @@ impl State {
     /// The value stored under `key` (JSON text), `None` when there is none.
     pub fn load(&self, key: &str) -> Result<Option<String>> {
         let file = key_file(key)?;
-        let Some(data) = self.data(false)? else { return Ok(None) };
+        let Some(data) = self.data()? else { return Ok(None) };
         match self.open(&data, &[STORE_DIR, &file])? {
             Some(opened) => {
                 let bytes = read(opened, &format!("key {key:?}"), self.quota.max_bytes)?;
@@ -135,17 +180,8 @@ impl State {
     pub fn store(&self, key: &str, json: Option<&str>) -> Result<()> {
         let file = key_file(key)?;
         match json {
-            Some(text) => {
-                let data = self.data(true)?.unwrap_or_default();
-                self.write_at(&data, &[STORE_DIR, &file], text.as_bytes(), &format!("key {key:?}"))
-            }
-            None => {
-                let Some(data) = self.data(false)? else { return Ok(()) };
-                match self.parent(&data, &[STORE_DIR, &file], false)? {
-                    Some(dir) => remove_file(&dir.join(&file)),
-                    None => Ok(()),
-                }
-            }
+            Some(text) => self.write_parts(&[STORE_DIR, &file], text.as_bytes(), &format!("key {key:?}")),
+            None => self.remove_key(&file).map(|_| ()),
         }
     }
 
@@ -153,7 +189,7 @@ impl State {
     pub fn read(&self, path: &str) -> Result<Vec<u8>> {
         let parts = check_path(path)?;
         let missing = || format!("data/{} does not exist", parts.join("/"));
-        let Some(data) = self.data(false)? else { return Err(missing()) };
+        let Some(data) = self.data()? else { return Err(missing()) };
         let opened = self.open(&data, &parts)?.ok_or_else(missing)?;
         if opened.is_dir() {
             return Err(format!("data/{} is a directory; list(...) it instead", parts.join("/")));
@@ -170,15 +206,14 @@ impl State {
     /// Replaces `data/<path>` with `bytes`, creating the directories on the way.
     pub fn write(&self, path: &str, bytes: &[u8]) -> Result<()> {
         let parts = check_path(path)?;
-        let data = self.data(true)?.unwrap_or_default();
-        self.write_at(&data, &parts, bytes, &format!("data/{}", parts.join("/")))
+        self.write_parts(&parts, bytes, &format!("data/{}", parts.join("/")))
     }
 
     /// The names in `data/<dir>` (`""`: `data/` itself), sorted; directories end in `/`. The
     /// reserved `.store/` is not listed.
     pub fn list(&self, dir: &str) -> Result<Vec<String>> {
         let parts = if dir.is_empty() || dir == "." || dir == "./" { Vec::new() } else { check_path(dir)? };
-        let Some(data) = self.data(false)? else {
+        let Some(data) = self.data()? else {
             return if parts.is_empty() { Ok(Vec::new()) } else { Err(format!("data/{dir} does not exist")) };
         };
         let opened = if parts.is_empty() {
@@ -202,26 +237,39 @@ impl State {
         Ok(out)
     }
 
-    /// Every key and every file under `data/`, keys first, each sorted.
+    /// Everything under `data/` (keys first, then files and directories, by name) and under
+    /// `skills/`, as it is on disk.
     pub fn entries(&self) -> Result<Vec<Entry>> {
-        let Some(data) = self.data(false)? else { return Ok(Vec::new()) };
+        let Some(ws) = self.open_workspace(false)? else { return Ok(Vec::new()) };
         let mut keys = Vec::new();
         let mut files = Vec::new();
-        walk(&data, &data, &mut |rel, len| {
-            let rel = rel.to_string_lossy().into_owned();
-            match rel.strip_prefix(&format!("{STORE_DIR}/")) {
-                Some(file) => {
-                    if let Some(key) = key_from_file(file) {
-                        keys.push(Entry { kind: "key", name: key, bytes: len });
+        let mut skills = Vec::new();
+        let store = OsString::from(STORE_DIR);
+        if let Some(data) = self.open_area(&ws, DATA_DIR, "script state is kept")? {
+            super::quota::walk(&data, &mut Vec::new(), &mut |rel, node| {
+                let name = joined(rel);
+                match (rel, node) {
+                    ([first, file], Node::File { bytes } | Node::Link { bytes }) if *first == store => {
+                        match file.to_str().and_then(key_from_file) {
+                            Some(key) => keys.push(Entry { kind: "key", name: key, bytes }),
+                            None => files.push(Entry { kind: "file", name, bytes }),
+                        }
                     }
+                    (_, Node::Dir) => files.push(Entry { kind: "dir", name, bytes: 0 }),
+                    (_, node) => files.push(Entry { kind: "file", name, bytes: node.bytes() }),
                 }
-                None if rel.rsplit('/').next().is_some_and(|n| n.starts_with(".agent-tmp-")) => {}
-                None => files.push(Entry { kind: "file", name: rel, bytes: len }),
-            }
-        });
+            })
+            .map_err(|e| format!("cannot list data/: {e}"))?;
+        }
+        if let Some(dir) = self.open_area(&ws, crate::skills::SKILLS_DIR, "skills are kept")? {
+            super::quota::walk(&dir, &mut Vec::new(), &mut |rel, node| {
+                skills.push(Entry { kind: "skill", name: format!("skills/{}", joined(rel)), bytes: node.bytes() });
+            })
+            .map_err(|e| format!("cannot list skills/: {e}"))?;
+        }
         keys.sort_by(|a, b| a.name.cmp(&b.name));
-        files.sort_by(|a, b| a.name.cmp(&b.name));
         keys.extend(files);
+        keys.extend(skills);
         Ok(keys)
     }
 
@@ -246,53 +294,66 @@ impl State {
     /// Removes key `name`, else `data/<name>` (a directory with what it holds). `None` when
     /// neither exists.
     pub fn remove(&self, name: &str) -> Result<Option<Kind>> {
-        let Some(data) = self.data(false)? else { return Ok(None) };
         if let Ok(file) = key_file(name)
-            && let Some(dir) = self.parent(&data, &[STORE_DIR, &file], false)?
-            && std::fs::symlink_metadata(dir.join(&file)).is_ok()
+            && self.remove_key(&file)?
         {
-            remove_file(&dir.join(&file))?;
             return Ok(Some(Kind::Key));
         }
         let Ok(parts) = check_path(name) else { return Ok(None) };
-        let Some(dir) = self.parent(&data, &parts, false)? else { return Ok(None) };
-        let last = parts.last().copied().unwrap_or_default();
-        let path = dir.join(last);
-        match std::fs::symlink_metadata(&path) {
-            Ok(m) if m.is_dir() => std::fs::remove_dir_all(&path)
-                .map(|()| Some(Kind::Directory))
-                .map_err(|e| format!("cannot remove data/{name}: {e}")),
-            Ok(_) => remove_file(&path).map(|()| Some(Kind::File)),
-            Err(_) => Ok(None),
-        }
+        let Some(ws) = self.open_workspace(false)? else { return Ok(None) };
+        let Some(data) = self.open_area(&ws, DATA_DIR, "script state is kept")? else { return Ok(None) };
+        let (dirs, last) = split(&parts);
+        let dir = match data.beneath(dirs) {
+            Ok(d) => d,
+            Err(e) if e.kind() == ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(open_error(&data, dirs, &e)),
+        };
+        let mut ledger = Ledger::open(&ws)?;
+        let removed = match dir.node(last).map_err(|e| format!("cannot open data/{name}: {e}"))? {
+            None => return Ok(None),
+            Some(Node::Dir) => {
+                dir.remove_dir_all(last).map_err(|e| format!("cannot remove data/{name}: {e}"))?;
+                Kind::Directory
+            }
+            Some(_) => {
+                dir.remove_file(last).map_err(|e| format!("cannot remove data/{name}: {e}"))?;
+                Kind::File
+            }
+        };
+        ledger.recount()?;
+        Ok(Some(removed))
     }
 
     /// Removes `data/` and everything in it (a link at `data` is removed, not followed).
     /// Returns whether there was anything.
     pub fn clear(&self) -> Result<bool> {
-        let data = self.workspace.join(DATA_DIR);
-        match std::fs::symlink_metadata(&data) {
-            Err(_) => Ok(false),
-            Ok(m) if m.is_dir() => {
-                std::fs::remove_dir_all(&data).map_err(|e| format!("cannot clear {}: {e}", data.display()))?;
-                Ok(true)
+        let Some(ws) = self.open_workspace(false)? else { return Ok(false) };
+        let shown = self.workspace.join(DATA_DIR);
+        let mut ledger = Ledger::open(&ws)?;
+        let removed = match ws.node(DATA_DIR).map_err(|e| format!("cannot open {}: {e}", shown.display()))? {
+            None => false,
+            Some(Node::Dir) => {
+                ws.remove_dir_all(DATA_DIR).map_err(|e| format!("cannot clear {}: {e}", shown.display()))?;
+                true
             }
-            Ok(_) => {
-                std::fs::remove_file(&data).map_err(|e| format!("cannot remove {}: {e}", data.display()))?;
-                Ok(true)
+            Some(_) => {
+                ws.remove_file(DATA_DIR).map_err(|e| format!("cannot remove {}: {e}", shown.display()))?;
+                true
             }
-        }
+        };
+        ledger.recount()?;
+        Ok(removed)
     }
 
-    /// Bytes and files under `data/` (links count as files of their own size, never followed).
-    pub fn usage(&self) -> Result<(u64, u64)> {
-        let Some(data) = self.data(false)? else { return Ok((0, 0)) };
-        Ok(usage_of(&data))
+    /// What `data/` and `skills/` hold, counted on disk now (the running total is set to it).
+    pub fn usage(&self) -> Result<Usage> {
+        let Some(ws) = self.open_workspace(false)? else { return Ok(Usage::default()) };
+        Ledger::open(&ws)?.recount()
     }
 
     /// Opens `data/<parts>` where it really is inside `data/`; `None` when it does not exist.
     fn open(&self, data: &Path, parts: &[&str]) -> Result<Option<confine::Confined>> {
-        let Some(dir) = self.parent(data, parts, false)? else { return Ok(None) };
+        let Some(dir) = self.parent(data, parts)? else { return Ok(None) };
         let last = parts.last().copied().unwrap_or_default();
         match confine::open_inside(data, &dir.join(last)) {
             Ok(c) => Ok(Some(c)),
@@ -307,80 +368,195 @@ impl State {
     }
 
     /// The real directory holding `data/<parts>` (all but the last part), checked inside
-    /// `data/` at each step; created with `create`. `None` when it does not exist.
-    fn parent(&self, data: &Path, parts: &[&str], create: bool) -> Result<Option<PathBuf>> {
+    /// `data/` at each step (for reads). `None` when it does not exist.
+    fn parent(&self, data: &Path, parts: &[&str]) -> Result<Option<PathBuf>> {
         let mut real = data.to_path_buf();
         let dirs = parts.len().saturating_sub(1);
         for (i, part) in parts[..dirs].iter().enumerate() {
-            let next = real.join(part);
-            let upto = &parts[..=i];
-            match confine::open_inside(data, &next) {
+            match confine::open_inside(data, &real.join(part)) {
                 Ok(d) if d.is_dir() => real = d.real,
-                Ok(_) => return Err(format!("data/{} is a file, not a directory", shown(upto))),
-                Err(Refusal::Missing(e)) if e.kind() == ErrorKind::NotFound => {
-                    if !create {
-                        return Ok(None);
-                    }
-                    if let Err(e) = std::fs::create_dir(&next)
-                        && e.kind() != ErrorKind::AlreadyExists
-                    {
-                        return Err(format!("cannot create data/{}: {e}", shown(upto)));
-                    }
-                    match confine::open_inside(data, &next) {
-                        Ok(d) if d.is_dir() => real = d.real,
-                        Ok(_) => return Err(format!("data/{} is a file, not a directory", shown(upto))),
-                        Err(r) => return Err(refusal(r, upto)),
-                    }
-                }
-                Err(r) => return Err(refusal(r, upto)),
+                Ok(_) => return Err(format!("data/{} is a file, not a directory", shown(&parts[..=i]))),
+                Err(Refusal::Missing(e)) if e.kind() == ErrorKind::NotFound => return Ok(None),
+                Err(r) => return Err(refusal(r, &parts[..=i])),
             }
         }
         Ok(Some(real))
     }
 
-    fn write_at(&self, data: &Path, parts: &[&str], bytes: &[u8], what: &str) -> Result<()> {
-        let dir = self.parent(data, parts, true)?.unwrap_or_default();
-        let last = parts.last().copied().unwrap_or_default();
-        let mut target = dir.join(last);
-        let mut old_len = None;
-        if let Ok(m) = std::fs::symlink_metadata(&target) {
-            if m.file_type().is_symlink() {
-                // A link inside data/ to a file inside data/ writes that file; anything else is refused.
-                match confine::open_inside(data, &target) {
-                    Ok(c) if c.meta.is_file() => {
-                        old_len = Some(c.meta.len());
-                        target = c.real;
-                    }
-                    Ok(_) => return Err(format!("{what} is a directory")),
-                    Err(Refusal::Missing(_)) => {
-                        return Err(format!("{what} is a symbolic link that leads nowhere"));
-                    }
-                    Err(r) => return Err(refusal(r, parts)),
+    /// Removes the key stored in `.store/<file>`; whether there was one.
+    fn remove_key(&self, file: &str) -> Result<bool> {
+        let Some(ws) = self.open_workspace(false)? else { return Ok(false) };
+        let Some(data) = self.open_area(&ws, DATA_DIR, "script state is kept")? else { return Ok(false) };
+        let store = match data.sub(STORE_DIR) {
+            Ok(d) => d,
+            Err(e) if e.kind() == ErrorKind::NotFound => return Ok(false),
+            Err(e) => return Err(format!("cannot open data/{STORE_DIR}: {e}")),
+        };
+        let mut ledger = Ledger::open(&ws)?;
+        match store.node(file).map_err(|e| format!("cannot open data/{STORE_DIR}/{file}: {e}"))? {
+            None => Ok(false),
+            Some(Node::Dir) => Err(format!("data/{STORE_DIR}/{file} is a directory")),
+            Some(node) => {
+                match store.remove_file(file) {
+                    Ok(()) => ledger.commit(Change::removal(node.bytes())),
+                    Err(e) if e.kind() == ErrorKind::NotFound => {}
+                    Err(e) => return Err(format!("cannot remove data/{STORE_DIR}/{file}: {e}")),
                 }
-            } else if m.is_dir() {
-                return Err(format!("{what} is a directory"));
-            } else {
-                old_len = Some(m.len());
+                Ok(true)
             }
         }
-        let (used, files) = usage_of(data);
-        let after = used.saturating_sub(old_len.unwrap_or(0)).saturating_add(bytes.len() as u64);
-        if after > self.quota.max_bytes {
-            return Err(format!(
-                "state quota exceeded: writing {} would bring data/ to {} of {} (mcp.code_execution.state.max_bytes)",
-                human_bytes(bytes.len() as u64),
-                human_bytes(after),
-                human_bytes(self.quota.max_bytes)
-            ));
-        }
-        if old_len.is_none() && files >= self.quota.max_files {
-            return Err(format!(
-                "state quota exceeded: data/ already holds {files} files of {} (mcp.code_execution.state.max_files)",
-                self.quota.max_files
-            ));
-        }
-        write_atomic(&target, bytes, Access::Private).map_err(|e| format!("cannot write {what}: {e}"))
     }
+
+    /// Replaces `data/<parts>` with `bytes`: the quota checked first, then the directories made
+    /// and the file written, all through descriptors.
+    fn write_parts(&self, parts: &[&str], bytes: &[u8], what: &str) -> Result<()> {
+        let ws = self.open_workspace(true)?.ok_or_else(|| "the workspace disappeared".to_string())?;
+        let mut ledger = Ledger::open(&ws)?;
+        let data = self.open_area(&ws, DATA_DIR, "script state is kept")?;
+        let plan = plan(data.as_ref(), parts, what)?;
+        let new_entries = plan.missing.len() as u64 + u64::from(plan.old.is_none());
+        let change = Change {
+            added_bytes: bytes.len() as u64,
+            freed_bytes: plan.old.unwrap_or(0),
+            new_entries,
+            gone_entries: 0,
+        };
+        ledger.check(self.quota, change, what)?;
+        let mut made = 0;
+        let written = (|| {
+            let mut dir = match plan.base {
+                Some(d) => d,
+                None => self.make_area(&ws, DATA_DIR, "script state is kept", 0o700)?,
+            };
+            for (i, name) in plan.missing.iter().enumerate() {
+                let upto = format!("data/{}", joined(&plan.missing[..=i]));
+                match dir.create_dir(name, 0o700) {
+                    Ok(()) => made += 1,
+                    Err(e) if e.kind() == ErrorKind::AlreadyExists => {}
+                    Err(e) => return Err(format!("cannot create {upto}: {e}")),
+                }
+                dir = dir.sub(name).map_err(|e| format!("cannot open {upto}: {e}"))?;
+            }
+            dir.write_atomic(&plan.name, bytes, Access::Private).map_err(|e| format!("cannot write {what}: {e}"))
+        })();
+        match written {
+            Ok(()) => ledger.commit(change),
+            Err(_) => ledger.commit(Change { new_entries: made, ..Change::default() }),
+        }
+        written
+    }
+}
+
+/// Where a write of `data/<parts>` goes. A link at the file's name is followed while it stays
+/// inside `data/` (the write replaces its target); every directory is opened beneath `data/`.
+fn plan(data: Option<&Dir>, parts: &[&str], what: &str) -> Result<Plan> {
+    let (dirs, last) = split(parts);
+    let Some(data) = data else {
+        return Ok(Plan {
+            base: None,
+            missing: dirs.iter().map(OsString::from).collect(),
+            name: last.into(),
+            old: None,
+        });
+    };
+    let mut rel: Vec<OsString> = parts.iter().map(OsString::from).collect();
+    for hop in 0..=MAX_LINK_HOPS {
+        let (name, dirs) = match rel.split_last() {
+            Some((name, dirs)) if name != ".." && name != "." => (name.clone(), dirs),
+            // A link to a directory, or one that climbs out.
+            _ => {
+                return Err(match data.beneath(&rel) {
+                    Err(e) if is_escape(&e) => outside(what),
+                    _ => format!("{what} is a directory"),
+                });
+            }
+        };
+        let mut base = data.beneath::<&OsStr>(&[]).map_err(|e| format!("cannot open data/: {e}"))?;
+        for i in 0..dirs.len() {
+            match data.beneath(&dirs[..=i]) {
+                Ok(d) => base = d,
+                Err(e) if e.kind() == ErrorKind::NotFound && hop == 0 => {
+                    return Ok(Plan { base: Some(base), missing: dirs[i..].to_vec(), name, old: None });
+                }
+                Err(e) if hop == 0 => return Err(open_error(data, &dirs[..=i], &e)),
+                Err(e) if is_escape(&e) => return Err(outside(what)),
+                Err(_) => return Err(format!("{what} is a symbolic link that leads nowhere")),
+            }
+        }
+        match base.node(&name).map_err(|e| format!("cannot open {what}: {e}"))? {
+            None if hop == 0 => return Ok(Plan { base: Some(base), missing: Vec::new(), name, old: None }),
+            None => return Err(format!("{what} is a symbolic link that leads nowhere")),
+            Some(Node::File { bytes }) => {
+                return Ok(Plan { base: Some(base), missing: Vec::new(), name, old: Some(bytes) });
+            }
+            Some(Node::Dir) => return Err(format!("{what} is a directory")),
+            Some(Node::Special) => return Err(format!("{what} is not a regular file or directory")),
+            Some(Node::Link { .. }) => {
+                if !crate::util::fs::beneath_follows_links() {
+                    return Err(format!("{what} is a symbolic link (links are not followed without openat2)"));
+                }
+                let target = base.read_link(&name).map_err(|e| format!("cannot read the link {what}: {e}"))?;
+                if target.as_bytes().starts_with(b"/") {
+                    return Err(outside(what));
+                }
+                let mut next = dirs.to_vec();
+                next.extend(
+                    target
+                        .as_bytes()
+                        .split(|b| *b == b'/')
+                        .filter(|c| !c.is_empty() && *c != b".")
+                        .map(|c| OsStr::from_bytes(c).to_os_string()),
+                );
+                rel = next;
+            }
+        }
+    }
+    Err(format!("{what}: too many levels of symbolic links"))
+}
+
+/// An error opening directory `data/<dirs>` for a write, in one line.
+fn open_error<S: AsRef<OsStr>>(data: &Dir, dirs: &[S], e: &std::io::Error) -> String {
+    let shown = format!("data/{}", joined(dirs));
+    if is_escape(e) {
+        return format!("{shown} leads outside data/ (a symbolic link); scripts may only use files inside data/");
+    }
+    if e.raw_os_error() == Some(libc::ENOTDIR) {
+        // What is at the failing name: a file, or (without openat2) a link.
+        let (parents, last) = match dirs.split_last() {
+            Some((last, parents)) => (parents, last),
+            None => return format!("cannot open {shown}: {e}"),
+        };
+        if let Ok(parent) = data.beneath(parents)
+            && let Ok(Some(Node::Link { .. })) = parent.node(last)
+        {
+            if crate::util::fs::beneath_follows_links() {
+                return format!("{shown} is a file, not a directory");
+            }
+            return format!("{shown} is a symbolic link (links are not followed without openat2)");
+        }
+        return format!("{shown} is a file, not a directory");
+    }
+    format!("cannot open {shown}: {e}")
+}
+
+/// Whether opening beneath `data/` failed because a link or `..` would leave it.
+fn is_escape(e: &std::io::Error) -> bool {
+    matches!(e.raw_os_error(), Some(libc::EXDEV) | Some(libc::ELOOP))
+}
+
+fn outside(what: &str) -> String {
+    format!("{what} leads outside data/ (a symbolic link); scripts may only use files inside data/")
+}
+
+fn split<'a, 'b>(parts: &'a [&'b str]) -> (&'a [&'b str], &'b str) {
+    match parts.split_last() {
+        Some((last, dirs)) => (dirs, last),
+        None => (&[], ""),
+    }
+}
+
+fn joined<S: AsRef<OsStr>>(parts: &[S]) -> String {
+    parts.iter().map(|p| p.as_ref().to_string_lossy()).collect::<Vec<_>>().join("/")
 }
 
 fn shown(parts: &[&str]) -> String {
@@ -400,14 +576,6 @@ fn refusal(r: Refusal, parts: &[&str]) -> String {
 
 fn read(opened: confine::Confined, what: &str, max: u64) -> Result<Vec<u8>> {
     opened.read_bytes(max).map_err(|e| format!("cannot read {what}: {e}"))
-}
-
-fn remove_file(path: &Path) -> Result<()> {
-    match std::fs::remove_file(path) {
-        Ok(()) => Ok(()),
-        Err(e) if e.kind() == ErrorKind::NotFound => Ok(()),
-        Err(e) => Err(format!("cannot remove {}: {e}", path.display())),
-    }
 }
 
 /// Checks a path relative to `data/` and splits it into its components.
@@ -435,6 +603,12 @@ pub fn check_path(path: &str) -> Result<Vec<&str>> {
     }
     if parts.is_empty() {
         return Err(format!("invalid path {path:?}: it names no file"));
+    }
+    if parts.len() > MAX_COMPONENTS {
+        return Err(format!(
+            "invalid path {:?}…: more than {MAX_COMPONENTS} names deep",
+            path.chars().take(40).collect::<String>()
+        ));
     }
     if parts[0] == STORE_DIR {
         return Err(format!("invalid path {path:?}: data/{STORE_DIR}/ is reserved for store()/load()"));
@@ -485,30 +659,6 @@ pub fn key_from_file(name: &str) -> Option<String> {
     String::from_utf8(bytes).ok()
 }
 
-fn usage_of(data: &Path) -> (u64, u64) {
-    let mut bytes = 0u64;
-    let mut files = 0u64;
-    walk(data, data, &mut |_, len| {
-        bytes = bytes.saturating_add(len);
-        files += 1;
-    });
-    (bytes, files)
-}
-
-/// Calls `f(path relative to root, size)` for every non-directory under `dir`, links not followed.
-fn walk(root: &Path, dir: &Path, f: &mut dyn FnMut(&Path, u64)) {
-    let Ok(entries) = std::fs::read_dir(dir) else { return };
-    for e in entries.flatten() {
-        let path = e.path();
-        let Ok(m) = std::fs::symlink_metadata(&path) else { continue };
-        if m.is_dir() {
-            walk(root, &path, f);
-        } else {
-            f(path.strip_prefix(root).unwrap_or(&path), m.len());
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -535,29 +685,39 @@ mod tests {
     #[test]
     fn store_write_and_quota() {
         let ws = tempfile::tempdir().unwrap();
-        let s = State::new(ws.path(), Quota { max_bytes: 100, max_files: 3 });
+        let s = State::new(ws.path(), Quota { max_bytes: 100, max_files: 5 });
         assert_eq!(s.load("k").unwrap(), None);
+        // .store/ and the key: two entries.
         s.store("k", Some("[1,2]")).unwrap();
         assert_eq!(s.load("k").unwrap().as_deref(), Some("[1,2]"));
         s.write("a/b.txt", b"hello").unwrap();
         assert_eq!(s.read_text("a/b.txt").unwrap(), "hello");
         assert_eq!(s.list("").unwrap(), ["a/"]);
         let err = s.write("big", &[b'x'; 200]).unwrap_err();
-        assert!(err.starts_with("state quota exceeded: writing 200 B would bring data/ to"), "{err}");
+        assert!(
+            err.starts_with("state quota exceeded: writing data/big (200 B) would bring data/ and skills/ to"),
+            "{err}"
+        );
         s.write("c", b"1").unwrap();
-        let err = s.write("d", b"1").unwrap_err();
-        assert!(err.contains("already holds 3 files of 3"), "{err}");
+        let err = s.write("d/e", b"1").unwrap_err();
+        assert!(
+            err.contains("data/ and skills/ hold 5 of 5 files and directories and writing data/d/e adds 2"),
+            "{err}"
+        );
+        assert!(!ws.path().join("data/d").exists(), "a refused write makes no directory");
         s.write("c", b"22").unwrap();
         let names: Vec<String> = s.entries().unwrap().into_iter().map(|e| format!("{}:{}", e.kind, e.name)).collect();
-        assert_eq!(names, ["key:k", "file:a/b.txt", "file:c"]);
+        assert_eq!(names, ["key:k", "dir:.store", "dir:a", "file:a/b.txt", "file:c"]);
+        assert_eq!(s.usage().unwrap(), Usage { bytes: 12, entries: 5 });
         s.store("k", None).unwrap();
         assert_eq!(s.load("k").unwrap(), None);
+        assert_eq!(s.usage().unwrap(), Usage { bytes: 7, entries: 4 });
         assert!(s.clear().unwrap());
-        assert_eq!(s.usage().unwrap(), (0, 0));
+        assert_eq!(s.usage().unwrap(), Usage::default());
     }
 
     #[test]
-    fn links_out_of_data_are_refused() {
+    fn links_are_followed_by_writes_only_while_they_stay_inside_data() {
         let base = tempfile::tempdir().unwrap();
         let ws = base.path().join("ws");
         let s = State::new(&ws, Quota::default());
@@ -574,5 +734,36 @@ mod tests {
         assert!(s.write("secret", b"1").unwrap_err().contains("leads outside data/"));
         assert_eq!(std::fs::read_to_string(base.path().join("secret")).unwrap(), "s");
         assert_eq!(s.read_text("alias").unwrap(), "x");
+
+        // Links that stay inside data/ are followed by writes too.
+        s.write("sub/keep", b"k").unwrap();
+        let d = ws.join("data");
+        let link = |target: &str, at: &str| std::os::unix::fs::symlink(target, d.join(at)).unwrap();
+        link("sub", "dirlink");
+        link("../..", "sub/up");
+        link("../../../secret", "sub/up2");
+        link("nowhere/x", "dangling");
+        link("../ok.txt", "sub/back");
+        if !crate::util::fs::beneath_follows_links() {
+            // Without openat2 no link is followed: each of them is refused.
+            assert!(s.write("alias", b"y").unwrap_err().contains("symbolic link"));
+            return;
+        }
+        // Written through: the target is replaced, the link stays.
+        s.write("alias", b"y").unwrap();
+        assert_eq!(std::fs::read(d.join("ok.txt")).unwrap(), b"y");
+        assert!(std::fs::symlink_metadata(d.join("alias")).unwrap().file_type().is_symlink());
+        s.write("sub/back", b"z").unwrap();
+        assert_eq!(std::fs::read(d.join("ok.txt")).unwrap(), b"z");
+        s.write("dirlink/new", b"n").unwrap();
+        assert_eq!(std::fs::read(d.join("sub/new")).unwrap(), b"n");
+        let err = |p: &str| s.write(p, b"1").unwrap_err();
+        assert_eq!(err("dirlink"), "data/dirlink is a directory");
+        assert!(err("sub/up").starts_with("data/sub/up leads outside data/"), "{}", err("sub/up"));
+        assert!(err("sub/up2").starts_with("data/sub/up2 leads outside data/"), "{}", err("sub/up2"));
+        assert!(err("sub/up/x").starts_with("data/sub/up leads outside data/"), "{}", err("sub/up/x"));
+        assert_eq!(err("dangling"), "data/dangling is a symbolic link that leads nowhere");
+        assert_eq!(err("ok.txt/x"), "data/ok.txt is a file, not a directory");
+        assert_eq!(std::fs::read_to_string(base.path().join("secret")).unwrap(), "s");
     }
 }

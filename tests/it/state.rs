@@ -60,6 +60,8 @@ console.log(load("totals") === undefined);
         ls.json(),
         json!([
             {"kind": "key", "name": "weekly report/v1", "bytes": 12},
+            {"kind": "dir", "name": ".store", "bytes": 0},
+            {"kind": "dir", "name": "reports", "bytes": 0},
             {"kind": "file", "name": "reports/big.txt", "bytes": 5242880},
             {"kind": "file", "name": "reports/summary.json", "bytes": 7},
         ])
@@ -74,7 +76,11 @@ console.log(load("totals") === undefined);
     p.run(&["state", "rm", "reports/big.txt"]).assert_ok();
     assert!(!data(&p).join("reports/big.txt").exists());
     p.run(&["state", "rm", "weekly report/v1"]).assert_ok();
-    assert_eq!(p.run(&["state", "ls", "--json"]).json().as_array().unwrap().len(), 1);
+    assert_eq!(
+        p.run(&["state", "ls", "--json"]).json().as_array().unwrap().len(),
+        3,
+        "summary.json and two directories"
+    );
     p.run(&["state", "rm", "--all"]).assert_ok();
     assert!(!data(&p).exists());
 }
@@ -150,14 +156,19 @@ console.log(readText("alias"));
     std::os::unix::fs::symlink(q.path().join("elsewhere"), q.path().join(".kodelet/mcp/data")).unwrap();
     let r = exec(&q, "store(\"k\", 1);");
     r.assert_code(1);
-    assert!(r.stderr.contains("data leads outside the workspace (a symbolic link)"), "{}", r.stderr);
+    assert!(
+        r.stderr
+            .contains("data is a symbolic link; script state is kept only in a real directory inside the workspace"),
+        "{}",
+        r.stderr
+    );
     assert_eq!(std::fs::read_dir(q.path().join("elsewhere")).unwrap().count(), 0);
 }
 
 #[test]
 fn quotas_stop_writes_with_a_clear_error() {
     let p = Project::new();
-    p.write_config("mcp:\n  code_execution:\n    state:\n      max_bytes: 1MB\n      max_files: 3\n");
+    p.write_config("mcp:\n  code_execution:\n    state:\n      max_bytes: 1MB\n      max_files: 4\n");
     let r = exec(
         &p,
         r#"
@@ -173,14 +184,14 @@ try { store("k2", 3); } catch (e) { console.log(e.message); }
     r.assert_ok();
     assert_eq!(
         r.stdout,
-        "state quota exceeded: writing 500.0 KB would bring data/ to 1.1 MB of 1.0 MB (mcp.code_execution.state.max_bytes)\n\
-         state quota exceeded: data/ already holds 3 files of 3 (mcp.code_execution.state.max_files)\n"
+        "state quota exceeded: writing data/b.txt (500.0 KB) would bring data/ and skills/ to 1.1 MB of 1.0 MB (mcp.code_execution.state.max_bytes)\n\
+         state quota exceeded: data/ and skills/ hold 4 of 4 files and directories and writing key \"k2\" adds 1 (mcp.code_execution.state.max_files)\n"
     );
     // An uncaught one fails the script with the same message.
     let r = exec(&p, "writeText(\"a.txt\", \"z\".repeat(2 * 1024 * 1024));");
     r.assert_code(1);
     assert!(
-        r.stderr.contains("error: Error: state quota exceeded: writing 2.0 MB would bring data/ to 2.0 MB of 1.0 MB"),
+        r.stderr.contains("error: Error: state quota exceeded: writing data/a.txt (2.0 MB) would bring data/ and skills/ to 2.0 MB of 1.0 MB"),
         "{}",
         r.stderr
     );
@@ -358,4 +369,209 @@ console.log(saveSkill("weekly-report", "export function weeklyReport() { return 
     assert!(r.stderr.contains("did you mean `weekly-report`?"), "{}", r.stderr);
     p.run(&["skill", "rm", "weekly-report"]).assert_ok();
     assert_eq!(p.run(&["skill", "ls", "--json"]).json().as_array().unwrap().len(), 1);
+}
+
+/// Every name under `dir` (recursively, links not followed) that starts with `.agent-tmp-`.
+fn temp_files_under(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    let Ok(entries) = std::fs::read_dir(dir) else { return out };
+    for e in entries.flatten() {
+        let path = e.path();
+        if e.file_name().to_string_lossy().starts_with(".agent-tmp-") {
+            out.push(path.clone());
+        }
+        if e.file_type().is_ok_and(|t| t.is_dir()) {
+            out.extend(temp_files_under(&path));
+        }
+    }
+    out
+}
+
+/// Moves `dir` aside, puts a link to `outside` in its place, then puts it back: the racing local
+/// process. Errors are ignored (the script may have created or filled a directory meanwhile).
+fn swap_for_a_link(dir: &std::path::Path, aside: &std::path::Path, outside: &std::path::Path) {
+    if std::fs::rename(dir, aside).is_ok() {
+        let _ = std::os::unix::fs::symlink(outside, dir);
+        std::thread::yield_now();
+        let _ = std::fs::remove_file(dir);
+        let _ = std::fs::rename(aside, dir);
+    }
+}
+
+#[test]
+fn a_racing_process_swapping_directories_for_links_never_gets_a_write_outside() {
+    const WRITES: usize = 800;
+    const MAX_ROUNDS: usize = 1_000_000;
+    let p = Project::new();
+    exec(&p, "writeText(\"sub/seed.txt\", \"x\"); saveSkill(\"seed\", \"export const a = 1;\", \"\");").assert_ok();
+    let ws = p.path().join(".kodelet/mcp");
+    let outside_data = p.path().join("outside-data");
+    let outside_skills = p.path().join("outside-skills");
+    std::fs::create_dir_all(&outside_data).unwrap();
+    std::fs::create_dir_all(&outside_skills).unwrap();
+
+    let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let racer = {
+        let (ws, outside_data, outside_skills, done) =
+            (ws.clone(), outside_data.clone(), outside_skills.clone(), done.clone());
+        std::thread::spawn(move || {
+            let mut rounds = 0;
+            while !done.load(std::sync::atomic::Ordering::Relaxed) && rounds < MAX_ROUNDS {
+                swap_for_a_link(&ws.join("data/sub"), &ws.join(format!("data/sub-aside-{rounds}")), &outside_data);
+                swap_for_a_link(&ws.join("skills"), &ws.join(format!("skills-aside-{rounds}")), &outside_skills);
+                rounds += 1;
+            }
+            rounds
+        })
+    };
+    let script = format!(
+        r#"
+let wrote = 0, saved = 0, refused = 0;
+for (let i = 0; i < {WRITES}; i++) {{
+  try {{ writeText(`sub/f${{i % 40}}.txt`, `round ${{i}}`); wrote++; }} catch (e) {{ refused++; }}
+  try {{ saveSkill(`s-${{i % 40}}`, `export const n = ${{i}};`, ""); saved++; }} catch (e) {{ refused++; }}
+}}
+console.log(wrote, saved, refused);
+"#
+    );
+    let r = exec(&p, &script);
+    done.store(true, std::sync::atomic::Ordering::Relaxed);
+    let rounds = racer.join().unwrap();
+    r.assert_ok();
+    let counts: Vec<usize> = r.stdout.split_whitespace().map(|n| n.parse().unwrap()).collect();
+    assert!(counts[0] > 0 && counts[1] > 0, "some writes got through the race: {}", r.stdout);
+    assert!(rounds > 0);
+    let landed: Vec<_> = std::fs::read_dir(&outside_data)
+        .unwrap()
+        .chain(std::fs::read_dir(&outside_skills).unwrap())
+        .flatten()
+        .map(|e| e.path())
+        .collect();
+    assert!(landed.is_empty(), "{} writes landed outside the workspace: {landed:?}", landed.len());
+    let temps = temp_files_under(p.path());
+    assert!(temps.is_empty(), "temp files left behind: {temps:?}");
+}
+
+/// What is really under `data/` and `skills/`: (bytes of files and links, files + directories +
+/// links), walked by the test itself without following links.
+fn on_disk(p: &Project) -> (u64, u64) {
+    fn walk(dir: &std::path::Path, total: &mut (u64, u64)) {
+        let Ok(entries) = std::fs::read_dir(dir) else { return };
+        for e in entries.flatten() {
+            let m = std::fs::symlink_metadata(e.path()).unwrap();
+            total.1 += 1;
+            if m.is_dir() {
+                walk(&e.path(), total);
+            } else {
+                total.0 += m.len();
+            }
+        }
+    }
+    let mut total = (0, 0);
+    walk(&data(p), &mut total);
+    walk(&p.path().join(".kodelet/mcp/skills"), &mut total);
+    total
+}
+
+/// Spawns `agent exec -` with `script` on stdin.
+fn spawn_exec(p: &Project, script: &str) -> std::process::Child {
+    let mut c = p.cmd(&["exec", "-"]);
+    c.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped());
+    let mut child = c.spawn().unwrap();
+    child.stdin.take().unwrap().write_all(script.as_bytes()).unwrap();
+    child
+}
+
+#[test]
+fn a_flood_of_directories_files_and_skills_from_concurrent_scripts_never_passes_the_quota() {
+    const MAX_FILES: u64 = 50;
+    const MAX_BYTES: u64 = 1 << 20;
+    let p = Project::new();
+    p.write_config("mcp:\n  code_execution:\n    state:\n      max_bytes: 1MB\n      max_files: 50\n");
+    // Each flood counts what got through and what the quota refused; any other error fails it.
+    let flood = |body: &str| {
+        format!(
+            "let ok = 0, refused = 0;\nfor (let i = 0; i < 120; i++) {{\n  try {{ {body}; ok++; }}\n  catch (e) {{ if (!e.message.startsWith(\"state quota exceeded\")) throw e; refused++; }}\n}}\nconsole.log(ok, refused);\n"
+        )
+    };
+    let scripts = [
+        // Directories: each write makes three.
+        flood("writeText(`d${i}/e/f/g.txt`, \"x\")"),
+        // Skills of 100 KB.
+        flood("saveSkill(`big-${i}`, `export const s = \"${\"s\".repeat(100 * 1024)}\";`, \"\")"),
+        // Files and keys.
+        flood("writeText(`f${i}.txt`, \"y\".repeat(10 * 1024)); store(`k${i}`, i)"),
+    ];
+    let children: Vec<_> = scripts.iter().map(|s| spawn_exec(&p, s)).collect();
+    let outputs: Vec<_> = children.into_iter().map(|c| c.wait_with_output().unwrap()).collect();
+    let (bytes, entries) = on_disk(&p);
+    assert!(entries <= MAX_FILES, "{entries} files and directories on disk, quota {MAX_FILES}");
+    assert!(bytes <= MAX_BYTES, "{bytes} bytes on disk, quota {MAX_BYTES}");
+    for out in outputs {
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(out.status.success(), "{stdout}{}", String::from_utf8_lossy(&out.stderr));
+        let counts: Vec<u64> = stdout.split_whitespace().map(|n| n.parse().unwrap()).collect();
+        assert!(counts[1] > 0, "the flood reached the quota: {stdout}");
+    }
+    assert!(entries > MAX_FILES - 5 || bytes > MAX_BYTES - 110 * 1024, "the floods filled the quota");
+    let temps = temp_files_under(p.path());
+    assert!(temps.is_empty(), "temp files left behind: {temps:?}");
+
+    // A refused write makes no directory, even a deep one.
+    let r = exec(&p, "writeText(\"new/deeper/still/x.txt\", \"1\".repeat(2 * 1024 * 1024));");
+    r.assert_code(1);
+    assert!(r.stderr.contains("state quota exceeded"), "{}", r.stderr);
+    assert!(!data(&p).join("new").exists());
+    assert_eq!(on_disk(&p), (bytes, entries));
+}
+
+#[test]
+fn state_ls_reports_what_is_on_disk_and_recounts_after_changes_by_hand() {
+    let p = Project::new();
+    p.write_config("mcp:\n  code_execution:\n    state:\n      max_bytes: 1MB\n      max_files: 12\n");
+    exec(
+        &p,
+        r#"
+writeText("a/b/c.txt", "x".repeat(3000));
+writeJson("a/list.json", [1, 2, 3]);
+store("k", { v: 1 });
+saveSkill("one", "export const one = 1;", "One.");
+for (let i = 0; ; i++) { try { writeText(`fill/${i}`, "z"); } catch (e) { console.log(e.message); break; } }
+"#,
+    )
+    .assert_ok();
+    let summary = |r: &Run| r.stderr.lines().last().unwrap_or_default().to_string();
+    let check = |p: &Project, skills: bool| {
+        let (bytes, entries) = on_disk(p);
+        let ls = p.run(&["state", "ls", "--json"]);
+        ls.assert_ok();
+        let listed = ls.json();
+        let listed = listed.as_array().unwrap();
+        assert_eq!(listed.len() as u64, entries, "one entry per file and directory: {listed:?}");
+        assert_eq!(listed.iter().map(|e| e["bytes"].as_u64().unwrap()).sum::<u64>(), bytes);
+        let text = p.run(&["state", "ls"]);
+        text.assert_ok();
+        let want = format!(
+            "{} of 1.0 MB used, {entries} of 12 files and directories (data/ and skills/ together)",
+            agent::util::size::human_bytes(bytes)
+        );
+        assert_eq!(summary(&text), want);
+        assert!(text.stdout.contains("dir           -  .store/\n"), "{}", text.stdout);
+        assert_eq!(text.stdout.contains("skill      38 B  skills/one.ts\n"), skills, "{}", text.stdout);
+        entries
+    };
+    assert_eq!(check(&p, true), 12, "full");
+    // Files removed by hand: the next ls counts again, and writes fit again.
+    std::fs::remove_dir_all(data(&p).join("fill")).unwrap();
+    assert!(
+        exec(&p, "writeText(\"more.txt\", \"m\");").stderr.contains("state quota exceeded"),
+        "the total is kept, not recounted on each write"
+    );
+    assert!(check(&p, true) < 12);
+    exec(&p, "writeText(\"more.txt\", \"m\");").assert_ok();
+    // agent state rm and agent skill rm give the room back.
+    let before = on_disk(&p).1;
+    p.run(&["state", "rm", "a"]).assert_ok();
+    p.run(&["skill", "rm", "one"]).assert_ok();
+    assert_eq!(check(&p, false), before - 5);
 }
