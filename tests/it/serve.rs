@@ -990,31 +990,21 @@ async fn serve_answers_at_once_while_an_upstream_server_hangs_and_announces_late
     let first = names(client.list_all_tools().await.unwrap());
     assert!(first.contains(&"fixture_echo".to_string()), "{first:?}");
     assert!(!first.iter().any(|n| n.starts_with("hang_") || n.starts_with("late_")), "{first:?}");
-    let echo = client
-        .call_tool(
-            rmcp::model::CallToolRequestParams::new("fixture_echo")
-                .with_arguments(serde_json::json!({"message": "up"}).as_object().unwrap().clone()),
-        )
-        .await
-        .unwrap();
-    assert!(format!("{echo:?}").contains("up"), "{echo:?}");
+    let call = |name: &'static str, args: Value| {
+        let peer = client.peer().clone();
+        async move {
+            let params =
+                rmcp::model::CallToolRequestParams::new(name).with_arguments(args.as_object().unwrap().clone());
+            format!("{:?}", peer.call_tool(params).await.unwrap())
+        }
+    };
+    let echo = call("fixture_echo", serde_json::json!({"message": "up"})).await;
+    assert!(echo.contains("up"), "{echo}");
     let code = "import { add } from './servers/fixture/index.ts'; console.log((await add({a: 1, b: 2})).sum)";
-    let ran = client
-        .call_tool(
-            rmcp::model::CallToolRequestParams::new("execute_code")
-                .with_arguments(serde_json::json!({"code": code}).as_object().unwrap().clone()),
-        )
-        .await
-        .unwrap();
-    assert!(format!("{ran:?}").contains("\"3"), "{ran:?}");
-    let search = client
-        .call_tool(
-            rmcp::model::CallToolRequestParams::new("search_tools")
-                .with_arguments(serde_json::json!({"query": "echo"}).as_object().unwrap().clone()),
-        )
-        .await
-        .unwrap();
-    assert!(format!("{search:?}").contains("still starting"), "{search:?}");
+    let ran = call("execute_code", serde_json::json!({"code": code})).await;
+    assert!(ran.contains("\"3"), "{ran}");
+    let search = call("search_tools", serde_json::json!({"query": "echo"})).await;
+    assert!(search.contains("still starting"), "{search}");
     assert!(started.elapsed() < Duration::from_secs(15), "took {:?} while `hang` hangs", started.elapsed());
     // `late` comes up after about 4 s: the client hears of it and sees its tools.
     let heard = tokio::time::timeout(Duration::from_secs(30), async {
