@@ -11,6 +11,8 @@
 //!   overhead) and `sleep 5 ms` (a tool that does a little work): mean latency, the ratio
 //!   (target ≤ 1.5×) and what serve adds per call.
 //!
+//! Serve runs with a bearer token (`--token-env`), as every `serve --http` does; each client sends it.
+//!
 //! Run: `cargo bench --bench serve` (BENCH_QUICK=1 for fewer iterations; `SERVE_WORKERS=N`
 //! for `--workers N`; `SERVE_RATES=200,100` for the offered rates; `SERVE_ONLY=proxy` and
 //! `SERVE_PROXIED_CALLS=N` to profile the proxied path).
@@ -22,6 +24,7 @@ use std::time::{Duration, Instant};
 use rmcp::ServiceExt;
 use rmcp::model::CallToolRequestParams;
 use rmcp::transport::StreamableHttpClientTransport;
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use serde_json::{Map, Value, json};
 
 const CLIENTS: usize = 16;
@@ -49,8 +52,12 @@ fn listening(r: impl std::io::Read + Send + 'static) -> String {
     }
 }
 
+/// The bearer token serve is started with (from `--token-env`).
+const TOKEN: &str = "serve-bench-token";
+
 async fn client(url: &str) -> rmcp::service::RunningService<rmcp::RoleClient, ()> {
-    ().serve(StreamableHttpClientTransport::from_uri(url.to_string())).await.expect("connect")
+    let config = StreamableHttpClientTransportConfig::with_uri(url.to_string()).auth_header(TOKEN);
+    ().serve(StreamableHttpClientTransport::from_config(config)).await.expect("connect")
 }
 
 fn args(v: Value) -> Map<String, Value> {
@@ -90,7 +97,10 @@ fn main() {
     )
     .expect("agent.yaml");
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_agent"));
-    cmd.args(["mcp", "serve", "--http", "127.0.0.1:0"]).current_dir(dir.path()).env("HOME", dir.path());
+    cmd.args(["mcp", "serve", "--http", "127.0.0.1:0", "--token-env", "SERVE_BENCH_TOKEN"])
+        .current_dir(dir.path())
+        .env("HOME", dir.path())
+        .env("SERVE_BENCH_TOKEN", TOKEN);
     if let Ok(w) = std::env::var("SERVE_WORKERS") {
         cmd.args(["--workers", &w]);
     }
@@ -214,7 +224,7 @@ async fn offered(
 }
 
 async fn proxied_rows(url: &str, upstream_url: &str, proxied_calls: usize) {
-    let direct = client(upstream_url).await;
+    let direct = ().serve(StreamableHttpClientTransport::from_uri(upstream_url.to_string())).await.expect("connect");
     let via = client(url).await;
     // `add` does no work: the ratio is pure protocol overhead. `sleep 5 ms` stands for a tool
     // that does a little work (a fast local API), where what serve adds is what a user notices.
@@ -266,6 +276,7 @@ async fn keep_alive_row(url: &str, n: usize) {
             .post(url)
             .header("content-type", "application/json")
             .header("accept", "application/json, text/event-stream")
+            .header("authorization", format!("Bearer {TOKEN}"))
             .header("mcp-protocol-version", "2025-11-25");
         if let Some(s) = session {
             req = req.header("mcp-session-id", s);

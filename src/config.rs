@@ -36,7 +36,55 @@ pub struct Config {
     pub agent: AgentConfig,
     pub mcp: McpConfig,
     pub search: SearchConfig,
+    pub serve: ServeConfig,
 }
+
+/// `serve`: the limits of `agent mcp serve` (docs/serve.md). Every default is safe for a server
+/// that any process on the machine can reach.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ServeConfig {
+    /// HTTP connections open at once. At the cap, the connection idle longest (no request in
+    /// flight: a half-open or slow client, or a kept-alive one) is closed for a new one; when
+    /// every connection has a request in flight, the new one gets 503. Lowered at start to what
+    /// the process's open-file limit allows.
+    pub max_connections: usize,
+    /// MCP sessions open at once (over HTTP); an `initialize` over the cap gets 503 and the
+    /// open sessions keep working.
+    pub max_sessions: usize,
+    /// A session without a request for this long is closed (its client must initialize again).
+    #[serde(with = "duration")]
+    pub session_idle_timeout: Duration,
+    /// Time a client has for a request's headers, and again for its body; also how long a
+    /// kept-alive connection may sit idle.
+    #[serde(with = "duration")]
+    pub read_timeout: Duration,
+    /// Largest message from a client: an HTTP request body, or a line on stdio (`4MB`, or a
+    /// number of bytes).
+    #[serde(with = "byte_size")]
+    pub max_message_bytes: u64,
+    /// At start, `tools/list` and `search_tools` wait at most this long for upstream servers
+    /// that are still starting, then answer with those that are up (the others follow with
+    /// `notifications/tools/list_changed`).
+    #[serde(with = "duration")]
+    pub startup_wait: Duration,
+}
+
+impl Default for ServeConfig {
+    fn default() -> Self {
+        Self {
+            max_connections: 256,
+            max_sessions: 64,
+            session_idle_timeout: Duration::from_secs(300),
+            read_timeout: Duration::from_secs(10),
+            max_message_bytes: 4 << 20,
+            startup_wait: Duration::from_secs(5),
+        }
+    }
+}
+
+/// Upper bound of `serve.max_message_bytes` (rmcp's own limit on a stdio line).
+pub const MAX_SERVE_MESSAGE_BYTES: u64 = 16 << 20;
 
 /// The tool catalog search (`agent mcp search`, `searchTools`, progressive mode).
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -687,6 +735,29 @@ impl Config {
                 "agent.max_tool_result_bytes: must be at least 1 (0 would cut every tool result to nothing)",
             ));
         }
+        self.serve.validate()
+    }
+}
+
+impl ServeConfig {
+    fn validate(&self) -> Result<(), ConfigError> {
+        if self.max_connections == 0 || self.max_sessions == 0 {
+            return Err(ConfigError::new(
+                "serve: max_connections and max_sessions must be at least 1 (serve could answer no one)",
+            ));
+        }
+        positive_duration(
+            "serve.session_idle_timeout",
+            self.session_idle_timeout,
+            "every session would close at once",
+        )?;
+        positive_duration("serve.read_timeout", self.read_timeout, "no request could be read")?;
+        if !(1024..=MAX_SERVE_MESSAGE_BYTES).contains(&self.max_message_bytes) {
+            return Err(ConfigError::new(format!(
+                "serve.max_message_bytes: must be between 1KB and {} MB",
+                MAX_SERVE_MESSAGE_BYTES >> 20
+            )));
+        }
         Ok(())
     }
 }
@@ -1053,6 +1124,26 @@ mod tests {
         assert!(bad.0.contains("mcp.code_execution.state.max_bytes"), "{}", bad.0);
         let zero = load(dir.path(), "mcp:\n  code_execution:\n    state:\n      max_files: 0\n", &[]).unwrap_err();
         assert!(zero.0.contains("mcp.code_execution.state"), "{}", zero.0);
+    }
+
+    #[test]
+    fn serve_limits() {
+        let dir = tempfile::tempdir().unwrap();
+        let c = load(dir.path(), "", &[]).unwrap();
+        assert_eq!((c.serve.max_connections, c.serve.max_sessions), (256, 64));
+        assert_eq!(c.serve.read_timeout, Duration::from_secs(10));
+        let y = "serve:\n  max_sessions: 3\n  read_timeout: 1500ms\n  max_message_bytes: 64KB\n";
+        let c = load(dir.path(), y, &[("AGENT_SERVE__MAX_CONNECTIONS", "9")]).unwrap();
+        assert_eq!((c.serve.max_connections, c.serve.max_sessions), (9, 3));
+        assert_eq!(c.serve.read_timeout, Duration::from_millis(1500));
+        assert_eq!(c.serve.max_message_bytes, 64 << 10);
+        for bad in ["serve:\n  max_sessions: 0\n", "serve:\n  read_timeout: 0s\n", "serve:\n  max_message_bytes: 1GB\n"]
+        {
+            let e = load(dir.path(), bad, &[]).unwrap_err();
+            assert!(e.0.starts_with("serve"), "{bad}: {}", e.0);
+        }
+        let unknown = load(dir.path(), "serve:\n  max_sesions: 3\n", &[]).unwrap_err();
+        assert!(unknown.0.contains("max_sesions"), "{}", unknown.0);
     }
 
     fn env(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {

@@ -1,12 +1,17 @@
 //! `agent mcp serve [--stdio | --http ADDR]`: flags, start-up messages on stderr, racing the
-//! server against signals and stdin close, then stopping every upstream server. In stdio mode
-//! nothing but the protocol goes to stdout.
+//! server against signals and stdin close, then stopping every upstream server. Serve answers
+//! at once; upstream servers start in the background and are reported as they come up. Over
+//! HTTP a bearer token is always required unless `--no-auth`: from `--token-env`, or generated
+//! and written to a file only this user can read (its path is printed, never the token). In
+//! stdio mode nothing but the protocol goes to stdout.
+
+use std::sync::Arc;
 
 use clap::Args;
 
 use super::{Context, EXIT_OK, usage};
-use crate::serve::http::{HttpServer, parse_addr};
-use crate::serve::{Expose, Server};
+use crate::serve::http::{HttpServer, Limits, parse_addr};
+use crate::serve::{Expose, Server, StartReporter, token};
 
 pub const AFTER_HELP: &str = "\
 Examples:
@@ -17,12 +22,15 @@ Examples:
 
 Tools: every enabled server's tools as <server>_<tool> (each with an optional `result_handler`,
 see docs/handlers.md), `execute_code` (TypeScript as in `agent exec`), `search_tools` and
-`describe_tool`. The generated tree is refreshed at start.
+`describe_tool`. Upstream servers start in the background; clients hear tools/list_changed as
+each comes up.
 
-HTTP binds loopback by default, accepts only loopback Host names and Origins (403 otherwise),
-and with --token-env VAR wants `Authorization: Bearer $VAR` (401 otherwise). A non-loopback
-address is refused without a token. The bound address is printed on stderr as
-`listening on http://HOST:PORT/mcp`.
+HTTP wants `Authorization: Bearer <token>` on every request (401 otherwise): the token is read
+from --token-env VAR, or generated at start and written (mode 0600) to
+$XDG_RUNTIME_DIR/agent/serve-PORT.token (else ~/.cache/agent/), whose path is printed on
+stderr; --no-auth turns this off (loopback only). Loopback by default; only loopback Host
+names and Origins (403 otherwise). The `serve:` config section caps connections, sessions and
+message sizes. The bound address is printed on stderr as `listening on http://HOST:PORT/mcp`.
 
 Stops on Ctrl-C, SIGTERM, SIGHUP, or (stdio) when stdin closes; upstream servers are stopped.";
 
@@ -37,23 +45,35 @@ pub struct ServeArgs {
     /// What to offer: any of proxy, code, search (comma-separated; default all).
     #[arg(long, value_name = "LIST", default_value = "proxy,code,search")]
     pub expose: String,
-    /// Require `Authorization: Bearer <token>` over HTTP, the token read from this environment
-    /// variable.
+    /// Require `Authorization: Bearer <token>` over HTTP with the token read from this
+    /// environment variable (default: a generated token, written to a private file).
     #[arg(long, value_name = "VAR", requires = "http")]
     pub token_env: Option<String>,
+    /// Serve HTTP without a token: any local user can then run code as you (loopback only).
+    #[arg(long, requires = "http", conflicts_with = "token_env")]
+    pub no_auth: bool,
     /// Scripts that may run at once (default: CPUs, 2 to 8).
     #[arg(long, value_name = "N")]
     pub workers: Option<usize>,
 }
 
+/// The token HTTP wants: given in the environment, generated (written to a file once the port
+/// is known), or none (`--no-auth`).
+enum Auth {
+    Given(String),
+    Generate,
+    Off,
+}
+
 pub async fn run(ctx: Context, args: &ServeArgs) -> anyhow::Result<u8> {
     let expose = Expose::parse(&args.expose).map_err(|e| usage(format!("--expose: {e}")))?;
-    let token = match &args.token_env {
-        None => None,
-        Some(var) => match std::env::var(var) {
-            Ok(t) if !t.trim().is_empty() => Some(t.trim().to_string()),
+    let auth = match (&args.token_env, args.no_auth) {
+        (Some(var), _) => match std::env::var(var) {
+            Ok(t) if !t.trim().is_empty() => Auth::Given(t.trim().to_string()),
             _ => return Err(usage(format!("--token-env: the environment variable {var} is not set or empty"))),
         },
+        (None, true) => Auth::Off,
+        (None, false) => Auth::Generate,
     };
     let addr = match &args.http {
         Some(a) => Some(parse_addr(a).map_err(|e| usage(format!("--http: {e}")))?),
@@ -61,10 +81,10 @@ pub async fn run(ctx: Context, args: &ServeArgs) -> anyhow::Result<u8> {
     };
     if let Some(addr) = addr
         && !addr.ip().is_loopback()
-        && token.is_none()
+        && matches!(auth, Auth::Off)
     {
         return Err(usage(format!(
-            "--http: refusing to listen on {addr} without a token (use --token-env VAR, or a loopback address)"
+            "--http: refusing to listen on {addr} without a token (drop --no-auth, or use a loopback address)"
         )));
     }
     let workers = match args.workers {
@@ -74,31 +94,34 @@ pub async fn run(ctx: Context, args: &ServeArgs) -> anyhow::Result<u8> {
     };
     let session = super::session::Session::headless(&ctx.config);
     let manager = session.manager().clone();
-    let started = tokio::select! {
-        r = Server::start(&ctx.config, manager, session.recorder().clone(), expose, workers) => Ok(r),
-        signal = ctx.signals.received() => Err(signal),
-    };
-    let server = match started {
-        Ok(Ok((server, report))) => {
-            for (name, e) in &report.failed {
-                eprintln!("warning: {e} (`{name}` is tried again when one of its tools is used)");
-            }
-            tracing::info!("serving {} servers ({} tree files written)", report.started.len(), report.files_written);
-            server
-        }
-        Ok(Err(e)) => {
+    let server = match Server::start(&ctx.config, manager, session.recorder().clone(), expose, workers).await {
+        Ok(server) => server,
+        Err(e) => {
             session.close().await;
             return Err(e);
         }
-        Err(signal) => {
-            session.close().await;
-            return Ok(super::signal::exit_after(signal));
-        }
     };
+    // Upstream servers start while serve already answers.
+    let report: StartReporter = Arc::new(|name: &str, outcome: Result<usize, &crate::mcp::McpError>| match outcome {
+        Ok(n) => tracing::info!("`{name}` is up ({n} tools)"),
+        Err(e) => eprintln!(
+            "warning: {e} (`{name}` is left out; tried again at most once a minute when a client lists tools)"
+        ),
+    });
+    let up = tokio::spawn({
+        let server = server.clone();
+        async move { server.bring_up(report).await }
+    });
+    let limits = Limits::from_config(&ctx.config.serve);
+    let mut token_file = None;
     let outcome = tokio::select! {
-        r = serve(server.clone(), addr, token) => Ok(r),
+        r = serve(server.clone(), addr, auth, limits, &mut token_file) => Ok(r),
         signal = ctx.signals.received() => Err(signal),
     };
+    up.abort();
+    if let Some(path) = &token_file {
+        token::remove(path);
+    }
     // Bridges and executors first, then every upstream server with its process group.
     server.stop().await;
     session.close().await;
@@ -109,13 +132,36 @@ pub async fn run(ctx: Context, args: &ServeArgs) -> anyhow::Result<u8> {
 }
 
 /// Serves until stdin closes (stdio) or forever (HTTP).
-async fn serve(server: Server, addr: Option<std::net::SocketAddr>, token: Option<String>) -> anyhow::Result<()> {
-    match addr {
-        None => server.serve_stdio().await,
-        Some(addr) => {
-            let http = HttpServer::bind(server, addr, token).await?;
-            eprintln!("listening on http://{}/mcp", http.local_addr());
-            http.run().await
-        }
+async fn serve(
+    server: Server,
+    addr: Option<std::net::SocketAddr>,
+    auth: Auth,
+    limits: Limits,
+    token_file: &mut Option<std::path::PathBuf>,
+) -> anyhow::Result<()> {
+    let Some(addr) = addr else {
+        return server.serve_stdio(limits.max_message_bytes).await;
+    };
+    let generate = matches!(auth, Auth::Generate);
+    let token = match auth {
+        Auth::Given(t) => Some(t),
+        Auth::Generate => Some(token::generate()),
+        Auth::Off => None,
+    };
+    let http = HttpServer::bind(server, addr, token.clone(), limits.clone()).await?;
+    let local = http.local_addr();
+    if let (true, Some(t)) = (generate, &token) {
+        let path = token::write(local.port(), t).map_err(|e| anyhow::anyhow!("{e} (or pass --token-env VAR)"))?;
+        eprintln!("bearer token in {} (clients send `Authorization: Bearer <its content>`)", path.display());
+        *token_file = Some(path);
+    } else if token.is_none() {
+        eprintln!("warning: --no-auth: any local user can call this server and run code as you");
     }
+    if let Some((wanted, budget)) = http.lowered_connections {
+        eprintln!(
+            "warning: serve.max_connections lowered from {wanted} to {budget}: the open-file limit leaves room for no more"
+        );
+    }
+    eprintln!("listening on http://{local}/mcp");
+    http.run().await
 }

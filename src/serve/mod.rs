@@ -14,14 +14,29 @@
 //! Upstream `tools/list_changed` reaches every downstream peer. Each proxied call carries its
 //! own [`CallContext`]: upstream progress reaches the downstream request that asked for it, an
 //! upstream elicitation goes to the downstream client when it declared `elicitation` (else the
-//! server's policy answers), and a downstream cancellation cancels the upstream request. [`http`] serves it over Streamable HTTP at `/mcp` (loopback, `Host` and
-//! `Origin` checks, optional bearer token); stdio is [`Server::serve_stdio`].
+//! server's policy answers), and a downstream cancellation cancels the upstream request.
+//!
+//! Serve answers at once: upstream servers start in the background ([`Server::bring_up`]);
+//! `tools/list` and `search_tools` wait for them at most `serve.startup_wait` after start, then
+//! answer with those that are up, and each server that comes up later is announced with
+//! `notifications/tools/list_changed`; `execute_code` waits for the servers its script uses.
+//! Texts serve writes itself carry no absolute path of the machine ([`scrub`]).
+//!
+//! [`http`] serves it over Streamable HTTP at `/mcp` (loopback, bearer token, `Host` and
+//! `Origin` checks, caps on connections and sessions, timeouts); stdio is
+//! [`Server::serve_stdio`] ([`stdio`]: a line limit that answers).
 
+mod conns;
 pub mod http;
+pub mod scrub;
+mod sessions;
+pub mod stdio;
+pub mod token;
 
 use std::collections::{BTreeMap, HashSet};
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, Weak};
+use std::time::{Duration, Instant};
 
 use futures::future::BoxFuture;
 use rmcp::model::{
@@ -145,14 +160,20 @@ impl CodePool {
     }
 }
 
-/// How [`Server::start`] went.
-#[derive(Debug, Default)]
-pub struct StartReport {
-    pub started: Vec<String>,
-    pub failed: Vec<(String, McpError)>,
-    /// Files the tree refresh wrote (0: up to date or not refreshed).
-    pub files_written: usize,
+/// Where an upstream server is, as serve sees it.
+#[derive(Debug, Clone)]
+enum Upstream {
+    Starting,
+    Up,
+    /// Its last start failed (when, and why): left out of the lists.
+    Failed(Instant, String),
 }
+
+/// A failed server is tried again (when a client lists tools) at most this often.
+const RETRY_FAILED_AFTER: Duration = Duration::from_secs(60);
+
+/// Told how the first start of each upstream server went: its tool count, or why it failed.
+pub type StartReporter = Arc<dyn Fn(&str, Result<usize, &McpError>) + Send + Sync>;
 
 /// Proxied names and the tool lists they were made from.
 type BuiltNames = (Vec<Arc<Vec<ToolInfo>>>, Arc<ProxyNames>);
@@ -167,20 +188,51 @@ struct Inner {
     describer: crate::bridge::server::Describer,
     /// The proxied names, and the tool lists they were made from (their pointers identify them).
     names: Mutex<Option<BuiltNames>>,
-    /// Downstream peers to tell about tool list changes.
-    peers: Mutex<Vec<Peer<RoleServer>>>,
+    /// Downstream peers to tell about tool list changes, by session.
+    peers: Mutex<Vec<(u64, Peer<RoleServer>)>>,
+    next_session: AtomicU64,
     forwarder: Mutex<Option<tokio::task::JoinHandle<()>>>,
+    /// The enabled upstream servers and where each is.
+    upstream: tokio::sync::watch::Sender<BTreeMap<String, Upstream>>,
+    /// Servers that were not up when a tool list or search went out: their coming up is news.
+    listed_without: Mutex<HashSet<String>>,
+    /// When serve started, and how long after it lists wait for servers still starting.
+    started_at: Instant,
+    startup_wait: Duration,
+    /// Which servers a script uses (`CodeMode::servers_for_script` reads the server entries).
+    config: Config,
+    workspace: std::path::PathBuf,
+    scrubber: scrub::Scrubber,
 }
 
-/// The MCP server `agent mcp serve` runs; cheap to clone (one per HTTP session).
+/// The MCP server `agent mcp serve` runs; cheap to clone. Each session (the stdio one, each
+/// HTTP session) has its own [`Server::for_session`] clone: when its last clone is gone, the
+/// session's peer is forgotten, so nothing of an ended session stays.
 #[derive(Clone)]
 pub struct Server {
     inner: Arc<Inner>,
+    session: Option<Arc<SessionMark>>,
+}
+
+/// One session's mark; dropping it removes the session's peer.
+struct SessionMark {
+    id: u64,
+    inner: Weak<Inner>,
+}
+
+impl Drop for SessionMark {
+    fn drop(&mut self) {
+        if let Some(inner) = self.inner.upgrade()
+            && let Ok(mut p) = inner.peers.lock()
+        {
+            p.retain(|(id, _)| *id != self.id);
+        }
+    }
 }
 
 impl Server {
-    /// Starts every enabled server, refreshes the generated tree (when `code` is exposed), and
-    /// makes `workers` code-mode executors ready.
+    /// Makes `workers` code-mode executors ready (and their bridges); no upstream server is
+    /// started yet: [`Server::bring_up`] does that, in the background of a serve that answers.
     /// `recorder` is told each script's calls (the first executor's; the manager tells it every
     /// other call as its observer).
     pub async fn start(
@@ -189,8 +241,7 @@ impl Server {
         recorder: Option<Arc<crate::learn::Recorder>>,
         expose: Expose,
         workers: usize,
-    ) -> anyhow::Result<(Server, StartReport)> {
-        let mut report = StartReport::default();
+    ) -> anyhow::Result<Server> {
         let mut options = Options::from_config(config)?;
         let names = manager.server_names();
         let code = if expose.code {
@@ -200,10 +251,6 @@ impl Server {
                 let mut code = CodeMode::new(manager.clone(), options.clone());
                 if i == 0 {
                     code.set_recorder(recorder.clone());
-                    let prepared = code.prepare(&names, false).await?;
-                    report.started = prepared.started;
-                    report.failed = prepared.failed;
-                    report.files_written = prepared.regenerated.map(|r| r.files_written).unwrap_or(0);
                 }
                 if !names.is_empty() {
                     code.start_bridge().await?;
@@ -212,14 +259,13 @@ impl Server {
             }
             Some(CodePool { slots, next: AtomicUsize::new(0) })
         } else {
-            let started = manager.start_servers(&names).await;
-            report.started = started.ok;
-            report.failed = started.failed;
             None
         };
         let limits = crate::codemode::tool::LimitsText::from_config(&config.mcp.code_execution);
         let code_description = crate::codemode::tool::description(&limits);
         let describer = crate::codemode::describer(manager.configured_names(), options.workspace.clone());
+        let home = std::env::var_os("HOME").map(std::path::PathBuf::from);
+        let upstream = names.iter().map(|n| (n.clone(), Upstream::Starting)).collect();
         let inner = Arc::new(Inner {
             handlers: HandlerRunner::from_config(config, Some(manager.clone()))?,
             handlers_enabled: config.mcp.result_handlers.enabled,
@@ -230,11 +276,152 @@ impl Server {
             describer,
             names: Mutex::new(None),
             peers: Mutex::new(Vec::new()),
+            next_session: AtomicU64::new(1),
             forwarder: Mutex::new(None),
+            upstream: tokio::sync::watch::Sender::new(upstream),
+            listed_without: Mutex::new(HashSet::new()),
+            started_at: Instant::now(),
+            startup_wait: config.serve.startup_wait,
+            config: config.clone(),
+            workspace: options.workspace.clone(),
+            scrubber: scrub::Scrubber::new(&options.workspace, home.as_deref()),
         });
-        let server = Server { inner };
+        let server = Server { inner, session: None };
         server.forward_events();
-        Ok((server, report))
+        Ok(server)
+    }
+
+    /// A clone for one session (see [`Server`]).
+    pub fn for_session(&self) -> Server {
+        let id = self.inner.next_session.fetch_add(1, Ordering::Relaxed);
+        Server {
+            inner: self.inner.clone(),
+            session: Some(Arc::new(SessionMark { id, inner: Arc::downgrade(&self.inner) })),
+        }
+    }
+
+    /// Starts every enabled upstream server, concurrently; as each comes up, its part of the
+    /// tree is refreshed (when `code` is exposed), its tools are offered and the clients are told
+    /// (`tools/list_changed`). `report` hears how each start went. Returns when all are done.
+    pub async fn bring_up(&self, report: StartReporter) {
+        let names = self.inner.manager.server_names();
+        futures::future::join_all(names.iter().map(|n| self.start_upstream(n, Some(&report)))).await;
+    }
+
+    /// One start (or retry) of `server`.
+    async fn start_upstream(&self, server: &str, report: Option<&StartReporter>) {
+        let inner = &self.inner;
+        inner.upstream.send_modify(|m| {
+            m.insert(server.to_string(), Upstream::Starting);
+        });
+        let state = match inner.manager.tools(server).await {
+            Ok(tools) => {
+                if let Some(pool) = &inner.code
+                    && let Some(slot) = pool.slots.first()
+                    && let Some(code) = slot.lock().await.as_mut()
+                    && let Err(e) = code.prepare(&[server.to_string()], false).await
+                {
+                    tracing::warn!("cannot refresh the tree for `{server}`: {e:#}");
+                }
+                if let Some(report) = report {
+                    report(server, Ok(tools.len()));
+                }
+                Upstream::Up
+            }
+            Err(e) => {
+                match report {
+                    Some(report) => report(server, Err(&e)),
+                    None => tracing::info!("`{server}` still does not start: {e}"),
+                }
+                Upstream::Failed(Instant::now(), e.to_string())
+            }
+        };
+        let up = matches!(state, Upstream::Up);
+        // Clients hear of it when a list went out without it (not of what they have seen). The
+        // lock makes the change and the check one step against `up_servers`.
+        let missed = {
+            let mut listed = inner.listed_without.lock().ok();
+            inner.upstream.send_modify(|m| {
+                m.insert(server.to_string(), state);
+            });
+            listed.as_mut().map(|l| l.remove(server)).unwrap_or(true)
+        };
+        if up && missed {
+            self.notify_tools_changed().await;
+        }
+    }
+
+    /// Servers that failed long enough ago are started again, in the background.
+    fn retry_failed(&self) {
+        let now = Instant::now();
+        let mut due = Vec::new();
+        self.inner.upstream.send_modify(|m| {
+            for (name, state) in m.iter_mut() {
+                if let Upstream::Failed(at, _) = state
+                    && now.duration_since(*at) >= RETRY_FAILED_AFTER
+                {
+                    *state = Upstream::Starting;
+                    due.push(name.clone());
+                }
+            }
+        });
+        for name in due {
+            let server = self.clone();
+            tokio::spawn(async move { server.start_upstream(&name, None).await });
+        }
+    }
+
+    /// Waits until none of `servers` is starting, or until `deadline`.
+    async fn settled(&self, servers: &[String], deadline: Option<Instant>) {
+        let mut rx = self.inner.upstream.subscribe();
+        let done = rx.wait_for(|m| servers.iter().all(|s| !matches!(m.get(s), Some(Upstream::Starting))));
+        match deadline {
+            Some(d) => {
+                let _ = tokio::time::timeout_at(d.into(), done).await;
+            }
+            None => {
+                let _ = done.await;
+            }
+        }
+    }
+
+    /// Waits (at most until `serve.startup_wait` after start) for the servers still starting;
+    /// then the servers that are up, and why each other one is not.
+    async fn up_servers(&self) -> (Vec<String>, Vec<(String, String)>) {
+        let all = self.inner.manager.server_names();
+        self.settled(&all, Some(self.inner.started_at + self.inner.startup_wait)).await;
+        self.retry_failed();
+        let mut up = Vec::new();
+        let mut not = Vec::new();
+        let mut listed = self.inner.listed_without.lock().ok();
+        for (name, state) in self.inner.upstream.borrow().iter() {
+            match state {
+                Upstream::Up => up.push(name.clone()),
+                Upstream::Starting => not.push((name.clone(), "still starting".to_string())),
+                Upstream::Failed(_, why) => not.push((name.clone(), why.clone())),
+            }
+        }
+        if let Some(l) = listed.as_mut() {
+            l.extend(not.iter().map(|(n, _)| n.clone()));
+        }
+        drop(listed);
+        (up, not)
+    }
+
+    /// Tells every downstream peer that the tool list changed (and forgets peers that are gone).
+    async fn notify_tools_changed(&self) {
+        let peers: Vec<(u64, Peer<RoleServer>)> = self.inner.peers.lock().map(|p| p.clone()).unwrap_or_default();
+        let mut dead = Vec::new();
+        for (id, peer) in &peers {
+            if peer.notify_tool_list_changed().await.is_err() {
+                dead.push(*id);
+            }
+        }
+        if !dead.is_empty()
+            && let Ok(mut p) = self.inner.peers.lock()
+        {
+            p.retain(|(id, _)| !dead.contains(id));
+        }
     }
 
     /// Tells downstream peers when an upstream tool list changed (and refreshes the tree).
@@ -259,23 +446,7 @@ impl Server {
                 {
                     tracing::warn!("cannot refresh the tree for `{server}`: {e:#}");
                 }
-                let peers: Vec<Peer<RoleServer>> = inner.peers.lock().map(|p| p.clone()).unwrap_or_default();
-                let mut dead = Vec::new();
-                for (i, peer) in peers.iter().enumerate() {
-                    if peer.notify_tool_list_changed().await.is_err() {
-                        dead.push(i);
-                    }
-                }
-                if !dead.is_empty()
-                    && let Ok(mut p) = inner.peers.lock()
-                {
-                    let mut i = 0;
-                    p.retain(|_| {
-                        let keep = !dead.contains(&i);
-                        i += 1;
-                        keep
-                    });
-                }
+                Server { inner, session: None }.notify_tools_changed().await;
             }
         });
         if let Ok(mut f) = self.inner.forwarder.lock() {
@@ -283,15 +454,21 @@ impl Server {
         }
     }
 
-    /// Serves one client on stdin/stdout until stdin closes.
-    pub async fn serve_stdio(&self) -> anyhow::Result<()> {
-        let running = match self.clone().serve(rmcp::transport::stdio()).await {
+    /// Serves one client on stdin/stdout until stdin closes. A line over `max_line` bytes is
+    /// answered with an error for its id; one whose id cannot be read ends the session (`Err`).
+    pub async fn serve_stdio(&self, max_line: usize) -> anyhow::Result<()> {
+        let closed = Arc::new(Mutex::new(None));
+        let transport = stdio::StdioTransport::new(tokio::io::stdin(), tokio::io::stdout(), max_line, closed.clone());
+        let running = match self.for_session().serve(transport).await {
             Ok(r) => r,
             // The client went away before the handshake: nothing to serve.
             Err(rmcp::service::ServerInitializeError::ConnectionClosed(_)) => return Ok(()),
             Err(e) => anyhow::bail!("the MCP handshake on stdio failed: {e}"),
         };
         running.waiting().await.map_err(|e| anyhow::anyhow!("the stdio session failed: {e}"))?;
+        if let Some(why) = closed.lock().ok().and_then(|mut c| c.take()) {
+            anyhow::bail!("{why}");
+        }
         Ok(())
     }
 
@@ -316,8 +493,9 @@ impl Server {
     /// were made from (shared, not copied: this runs on every proxied call).
     async fn proxy_names(&self) -> (Arc<ProxyNames>, Vec<Arc<Vec<ToolInfo>>>) {
         let manager = &self.inner.manager;
+        let (up, _) = self.up_servers().await;
         let mut lists = Vec::new();
-        for (server, r) in manager.tools_of(&manager.server_names()).await {
+        for (server, r) in manager.tools_of(&up).await {
             match r {
                 Ok(list) => lists.push(list),
                 Err(e) => tracing::warn!("`{server}` is left out of the tool list: {e}"),
@@ -421,6 +599,7 @@ impl Server {
         peer: Option<&Peer<RoleServer>>,
     ) -> CallToolResult {
         let e = self.inner.expose;
+        let own = matches!((name, e.code, e.search), (EXECUTE_CODE, true, _) | (SEARCH_TOOLS | DESCRIBE_TOOL, _, true));
         let work = async {
             match name {
                 EXECUTE_CODE if e.code => self.execute_code(args, ct, peer).await,
@@ -430,9 +609,29 @@ impl Server {
                 _ => error_result(format!("unknown tool `{name}`")),
             }
         };
-        tokio::select! {
+        let mut r = tokio::select! {
             r = work => r,
             _ = ct.cancelled() => error_result("cancelled by the client"),
+        };
+        // What serve says itself, and every error: no absolute path of this machine. A proxied
+        // tool's successful result is the upstream server's data and stays as it is.
+        if own || r.is_error == Some(true) {
+            self.scrub(&mut r);
+        }
+        r
+    }
+
+    fn scrub(&self, r: &mut CallToolResult) {
+        let s = &self.inner.scrubber;
+        for block in &mut r.content {
+            if let ContentBlock::Text(t) = block
+                && let std::borrow::Cow::Owned(clean) = s.text(&t.text)
+            {
+                t.text = clean;
+            }
+        }
+        if let Some(v) = r.structured_content.as_mut() {
+            s.json(v);
         }
     }
 
@@ -474,6 +673,10 @@ impl Server {
             return error_result("execute_code: `code` (a string) is required");
         };
         let Some(pool) = &self.inner.code else { return error_result("code execution is not exposed") };
+        // The servers the script uses must have started (or failed) before it runs against the tree.
+        let workspace = &self.inner.workspace;
+        let uses = CodeMode::servers_for_script(&self.inner.config, code, &workspace.join("main.ts"), workspace);
+        self.settled(&uses, None).await;
         let guard = pool.acquire().await;
         let Some(mode) = guard.as_ref() else { return error_result("the server is stopping") };
         // The script's tool calls: cancelled with this request, eliciting through its client
@@ -495,7 +698,10 @@ impl Server {
         };
         let limit = args.get("limit").and_then(Value::as_u64).unwrap_or(5).clamp(1, 50) as usize;
         let manager = &self.inner.manager;
-        let (results, failed) = manager.search(&manager.server_names(), query, limit, &[]).await;
+        let (up, mut unavailable) = self.up_servers().await;
+        let (results, failed) = manager.search(&up, query, limit, &[]).await;
+        unavailable.extend(failed.iter().map(|(s, e)| (s.clone(), e.to_string())));
+        unavailable.sort();
         let (names, _) = self.proxy_names().await;
         let results: Vec<Value> = results
             .into_iter()
@@ -510,8 +716,8 @@ impl Server {
             })
             .collect();
         let mut out = json!({ "results": results });
-        if !failed.is_empty() {
-            out["unavailable"] = failed.iter().map(|(s, e)| json!({"server": s, "error": e.to_string()})).collect();
+        if !unavailable.is_empty() {
+            out["unavailable"] = unavailable.iter().map(|(s, e)| json!({"server": s, "error": e})).collect();
         }
         let mut r = CallToolResult::success(vec![ContentBlock::text(out.to_string())]);
         r.structured_content = Some(out);
@@ -526,6 +732,9 @@ impl Server {
             return error_result(format!("describe_tool: expected `server.tool`, got `{q}`"));
         };
         let manager = &self.inner.manager;
+        if matches!(self.inner.upstream.borrow().get(server), Some(Upstream::Starting)) {
+            return error_result(format!("`{server}` is still starting; try again when it is listed"));
+        }
         let info = match manager.tool(server, tool).await {
             Ok(i) => i,
             Err(e) => return error_result(e.to_string()),
@@ -542,8 +751,9 @@ impl Server {
     }
 
     fn remember_peer(&self, peer: Peer<RoleServer>) {
+        let id = self.session.as_ref().map(|s| s.id).unwrap_or(0);
         if let Ok(mut p) = self.inner.peers.lock() {
-            p.push(peer);
+            p.push((id, peer));
         }
     }
 }

@@ -16,46 +16,82 @@ use support::*;
 
 const PY_CLIENT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/serve/py_client.py");
 
-/// A running `agent mcp serve --http`, its URL, and its stderr so far.
+/// A running `agent mcp serve --http`, its URL, its bearer token (read from the file it names,
+/// unless `--token-env` or `--no-auth`), and its stderr so far.
 struct Serving {
     child: Child,
     url: String,
+    token: Option<String>,
+    token_file: Option<std::path::PathBuf>,
     stderr: Arc<Mutex<String>>,
 }
 
 impl Serving {
     fn start(p: &Project, extra: &[&str], env: &[(&str, &str)]) -> Serving {
+        Serving::start_with(p, extra, env, |_| {})
+    }
+
+    /// Started with `setup` applied to the command (resource limits and the like); fails when
+    /// serve does not listen within 20 s.
+    fn start_with(p: &Project, extra: &[&str], env: &[(&str, &str)], setup: impl FnOnce(&mut Command)) -> Serving {
         let mut args = vec!["mcp", "serve", "--http", ":0"];
         args.extend_from_slice(extra);
         let mut cmd = p.cmd(&args);
+        // Token files go to the project's own runtime directory.
+        let run = p.path().join("run");
+        std::fs::create_dir_all(&run).unwrap();
+        std::fs::set_permissions(&run, std::os::unix::fs::PermissionsExt::from_mode(0o700)).unwrap();
+        cmd.env("XDG_RUNTIME_DIR", &run);
         for (k, v) in env {
             cmd.env(k, v);
         }
+        setup(&mut cmd);
         let mut child = cmd.stdout(Stdio::null()).stderr(Stdio::piped()).spawn().expect("spawn serve");
-        let mut reader = BufReader::new(child.stderr.take().unwrap());
-        let mut seen = String::new();
-        let url = loop {
+        let (tx, rx) = std::sync::mpsc::channel();
+        let stderr = Arc::new(Mutex::new(String::new()));
+        let sink = stderr.clone();
+        let pipe = child.stderr.take().unwrap();
+        std::thread::spawn(move || {
+            let mut reader = BufReader::new(pipe);
             let mut line = String::new();
-            if reader.read_line(&mut line).unwrap() == 0 {
-                panic!("serve exited before listening:\n{seen}");
+            while reader.read_line(&mut line).unwrap_or(0) > 0 {
+                sink.lock().unwrap().push_str(&line);
+                let _ = tx.send(line.clone());
+                line.clear();
             }
-            seen.push_str(&line);
+        });
+        let deadline = std::time::Instant::now() + Duration::from_secs(20);
+        let mut token_file = None;
+        let url = loop {
+            let left = deadline.saturating_duration_since(std::time::Instant::now());
+            let Ok(line) = rx.recv_timeout(left) else {
+                let _ = child.kill();
+                panic!("serve did not listen within 20 s:\n{}", stderr.lock().unwrap());
+            };
+            if let Some(rest) = line.trim().strip_prefix("bearer token in ") {
+                token_file = Some(std::path::PathBuf::from(rest.split(" (").next().unwrap()));
+            }
             if let Some(url) = line.trim().strip_prefix("listening on ") {
                 break url.to_string();
             }
         };
-        let stderr = Arc::new(Mutex::new(seen));
-        let sink = stderr.clone();
-        std::thread::spawn(move || {
-            let mut rest = String::new();
-            let _ = reader.read_to_string(&mut rest);
-            sink.lock().unwrap().push_str(&rest);
-        });
-        Serving { child, url, stderr }
+        let token = match &token_file {
+            Some(f) => Some(std::fs::read_to_string(f).unwrap().trim().to_string()),
+            None => env.iter().find(|(k, _)| *k == "SERVE_TOKEN").map(|(_, v)| v.to_string()),
+        };
+        Serving { child, url, token, token_file, stderr }
     }
 
     fn port(&self) -> u16 {
         self.url.rsplit(':').next().unwrap().trim_end_matches("/mcp").parse().unwrap()
+    }
+
+    fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    fn auth(&self) -> (&'static str, String) {
+        ("Authorization", format!("Bearer {}", self.token.as_deref().expect("a token")))
     }
 
     fn signal(&self, sig: i32) {
@@ -73,6 +109,10 @@ impl Serving {
         );
         code.unwrap()
     }
+
+    fn client(&self) -> Mcp {
+        Mcp { http: reqwest::Client::new(), url: self.url.clone(), token: self.token.clone() }
+    }
 }
 
 impl Drop for Serving {
@@ -86,6 +126,7 @@ impl Drop for Serving {
 fn post_initialize(port: u16, headers: &[(&str, &str)]) -> u16 {
     let body = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}"#;
     let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
     let mut req = format!(
         "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nContent-Type: application/json\r\n\
          Accept: application/json, text/event-stream\r\nContent-Length: {}\r\nConnection: close\r\n",
@@ -104,6 +145,109 @@ fn post_initialize(port: u16, headers: &[(&str, &str)]) -> u16 {
         .nth(1)
         .and_then(|c| c.parse().ok())
         .unwrap_or_else(|| panic!("bad status line {status:?}"))
+}
+
+/// A plain HTTP client of serve's MCP endpoint (one JSON-RPC message per POST).
+struct Mcp {
+    http: reqwest::Client,
+    url: String,
+    token: Option<String>,
+}
+
+/// What one POST got back.
+#[derive(Debug)]
+struct Answer {
+    status: u16,
+    headers: reqwest::header::HeaderMap,
+    body: String,
+}
+
+impl Answer {
+    /// The JSON-RPC message in the body (plain JSON, or the last `data:` event of a stream).
+    fn json(&self) -> Value {
+        if let Ok(v) = serde_json::from_str(&self.body) {
+            return v;
+        }
+        self.body
+            .lines()
+            .rev()
+            .filter_map(|l| l.strip_prefix("data: "))
+            .find_map(|d| serde_json::from_str::<Value>(d).ok())
+            .unwrap_or_else(|| panic!("no JSON-RPC message in {} {:?}", self.status, self.body))
+    }
+}
+
+const INIT: &str = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"it","version":"1"}}}"#;
+
+impl Mcp {
+    async fn post(&self, body: &str, session: Option<&str>) -> Answer {
+        let mut req = self
+            .http
+            .post(&self.url)
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream")
+            .body(body.to_string());
+        if let Some(t) = &self.token {
+            req = req.header("authorization", format!("Bearer {t}"));
+        }
+        if let Some(s) = session {
+            req = req.header("mcp-session-id", s);
+        }
+        let r = req.send().await.expect("POST to serve");
+        let status = r.status().as_u16();
+        let headers = r.headers().clone();
+        Answer { status, headers, body: r.text().await.unwrap_or_default() }
+    }
+
+    /// A new session: its id, or the answer that refused it.
+    async fn initialize(&self) -> Result<String, Answer> {
+        let a = self.post(INIT, None).await;
+        let Some(id) = a.headers.get("mcp-session-id").and_then(|v| v.to_str().ok()).map(String::from) else {
+            return Err(a);
+        };
+        let done = self.post(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#, Some(&id)).await;
+        assert_eq!(done.status, 202, "{done:?}");
+        Ok(id)
+    }
+
+    /// `tools/call`: the answer's JSON-RPC message.
+    async fn call(&self, session: &str, name: &str, args: Value) -> Answer {
+        let body = serde_json::json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call",
+            "params": {"name": name, "arguments": args}});
+        self.post(&body.to_string(), Some(session)).await
+    }
+
+    async fn delete(&self, session: &str) -> u16 {
+        let mut req = self.http.delete(&self.url).header("mcp-session-id", session);
+        if let Some(t) = &self.token {
+            req = req.header("authorization", format!("Bearer {t}"));
+        }
+        req.send().await.expect("DELETE").status().as_u16()
+    }
+}
+
+/// The text of a `tools/call` answer, and whether it is an error.
+fn tool_text(a: &Answer) -> (String, bool) {
+    let v = a.json();
+    let r = &v["result"];
+    let text =
+        r["content"].as_array().map(|c| c.iter().filter_map(|b| b["text"].as_str()).collect::<Vec<_>>().join("\n"));
+    (text.unwrap_or_else(|| panic!("not a tool result: {v}")), r["isError"] == true)
+}
+
+/// Resident memory of a process, in KiB.
+fn rss_kib(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.split_whitespace().next()?.parse().ok())
+        .unwrap()
+}
+
+/// Open file descriptors of a process.
+fn open_fds(pid: u32) -> usize {
+    std::fs::read_dir(format!("/proc/{pid}/fd")).map(|d| d.count()).unwrap_or(0)
 }
 
 fn python_client(python: &Path, p: &Project, args: &[&str]) -> Command {
@@ -185,10 +329,16 @@ fn python_sdk_over_http_with_two_concurrent_clients() {
     let Some(python) = python_mcp_or_skip("serve over HTTP with the Python SDK") else { return };
     let p = Project::with_fixture();
     let s = Serving::start(&p, &[], &[]);
-    let a =
-        python_client(&python, &p, &["http", &s.url]).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
-    let b =
-        python_client(&python, &p, &["http", &s.url]).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+    let token = s.token.clone().unwrap();
+    let spawn = || {
+        python_client(&python, &p, &["http", &s.url])
+            .env("MCP_BEARER", &token)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap()
+    };
+    let (a, b) = (spawn(), spawn());
     for child in [a, b] {
         let out = child.wait_with_output().unwrap();
         assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
@@ -201,24 +351,32 @@ fn python_sdk_over_http_with_two_concurrent_clients() {
 fn http_wants_the_token_and_a_loopback_origin() {
     let p = Project::with_fixture();
     let s = Serving::start(&p, &["--token-env", "SERVE_TOKEN"], &[("SERVE_TOKEN", "s3cret-token")]);
+    assert!(s.token_file.is_none(), "a given token is not written anywhere");
     let port = s.port();
     assert_eq!(post_initialize(port, &[]), 401, "no token");
     assert_eq!(post_initialize(port, &[("Authorization", "Bearer wrong-token")]), 401, "wrong token");
+    assert_eq!(post_initialize(port, &[("Authorization", "Basic s3cret-token")]), 401, "another scheme");
     let auth = ("Authorization", "Bearer s3cret-token");
     assert_eq!(post_initialize(port, &[auth, ("Origin", "http://evil.example")]), 403, "foreign Origin");
     assert_eq!(post_initialize(port, &[auth, ("Origin", "http://localhost:5173")]), 200, "loopback Origin");
     assert_eq!(post_initialize(port, &[auth]), 200, "no Origin (not a browser)");
+    for scheme in ["bearer", "BEARER"] {
+        assert_eq!(post_initialize(port, &[("Authorization", &format!("{scheme} s3cret-token"))]), 200, "{scheme}");
+    }
 }
 
 #[test]
-fn a_foreign_origin_is_refused_without_a_token_too_and_non_loopback_needs_one() {
+fn a_foreign_origin_is_refused_without_auth_too_and_no_auth_needs_loopback() {
     let p = Project::with_fixture();
-    let s = Serving::start(&p, &[], &[]);
+    let s = Serving::start(&p, &["--no-auth"], &[]);
+    assert!(s.stderr.lock().unwrap().contains("warning: --no-auth"), "{}", s.stderr.lock().unwrap());
     assert_eq!(post_initialize(s.port(), &[("Origin", "https://attacker.example:8443")]), 403);
     assert_eq!(post_initialize(s.port(), &[]), 200);
-    let r = p.run(&["mcp", "serve", "--http", "0.0.0.0:0"]);
+    let r = p.run(&["mcp", "serve", "--http", "0.0.0.0:0", "--no-auth"]);
     r.assert_code(2);
     assert!(r.stderr.contains("refusing to listen on 0.0.0.0:0 without a token"), "{}", r.stderr);
+    let r = p.run(&["mcp", "serve", "--http", ":0", "--no-auth", "--token-env", "X"]);
+    r.assert_code(2);
 }
 
 #[test]
@@ -226,9 +384,11 @@ fn sigterm_and_stdin_close_stop_the_upstream_servers() {
     let tag = format!("serve-stop-{}", std::process::id());
     let p = Project::with_servers(&fixture_stdio_yaml("fixture", &["--tag", &tag]));
     let mut s = Serving::start(&p, &[], &[]);
-    assert!(!pids_matching(&tag).is_empty(), "servers start with serve");
+    assert!(wait_until(Duration::from_secs(10), || !pids_matching(&tag).is_empty()), "servers start with serve");
+    let token_file = s.token_file.clone().expect("a generated token");
     s.signal(libc::SIGTERM);
     assert_eq!(s.wait_exit(), 143, "{}", s.stderr.lock().unwrap());
+    assert!(!token_file.exists(), "the token file goes with serve");
     assert!(wait_until(Duration::from_secs(10), || pids_matching(&tag).is_empty()), "orphaned upstream servers");
 
     // stdio: the client goes away (stdin closes) after the handshake.
@@ -239,7 +399,7 @@ fn sigterm_and_stdin_close_stop_the_upstream_servers() {
     let mut line = String::new();
     BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
     assert!(line.contains("\"serverInfo\""), "{line}");
-    assert!(!pids_matching(&tag).is_empty());
+    assert!(wait_until(Duration::from_secs(10), || !pids_matching(&tag).is_empty()), "servers start with serve");
     drop(stdin);
     let mut status = None;
     assert!(wait_until(Duration::from_secs(15), || {
@@ -452,4 +612,470 @@ fn an_upstream_elicitation_goes_to_the_downstream_client_that_can_answer_it() {
     // A client whose answer is an error: the policy answers, the call still completes.
     assert_eq!(out["failing_callback"]["text"], "decline: null", "{out}");
     assert_eq!(out["failing_callback"]["is_error"], false, "{out}");
+}
+
+// ---------------------------------------------------------------------------------------------
+// Hardening: who may call, how much they may take, what they learn
+
+/// Another local user (`nobody`, when the tests run as root; else a client without the token)
+/// tries serve on loopback: it cannot read the token file, and without the token every request
+/// is refused and no code runs. The owner's client, with the token, runs the same script.
+#[test]
+fn another_local_user_cannot_run_code_without_the_token() {
+    let p = Project::with_fixture();
+    let s = Serving::start(&p, &[], &[]);
+    // Where the token would be (the attacker tries to read it).
+    let file = s.token_file.clone().unwrap_or_else(|| p.path().join("run/agent/serve.token"));
+    let attacker = format!(
+        r#"
+import http.client, json, sys
+out = {{}}
+try:
+    open({file:?}).read(); out["read_token"] = True
+except OSError as e:
+    out["read_token"] = False
+def post(body, headers):
+    c = http.client.HTTPConnection("127.0.0.1", {port}, timeout=20)
+    h = {{"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}}
+    h.update(headers)
+    c.request("POST", "/mcp", json.dumps(body), h)
+    r = c.getresponse(); r.read(); return r.status, r.getheader("mcp-session-id")
+init = {{"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {{"protocolVersion": "2025-06-18",
+        "capabilities": {{}}, "clientInfo": {{"name": "x", "version": "1"}}}}}}
+call = {{"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {{"name": "execute_code",
+        "arguments": {{"code": "await writeText('pwned.txt', 'x')"}}}}}}
+out["statuses"] = []
+for h in ({{}}, {{"Authorization": "Bearer guess"}}, {{"Authorization": "Bearer "}}, {{"Authorization": "Basic x"}}):
+    status, session = post(init, h)
+    out["statuses"].append(status)
+    if session:
+        h = dict(h, **{{"mcp-session-id": session}})
+        post({{"jsonrpc": "2.0", "method": "notifications/initialized"}}, h)
+        out["statuses"].append(post(call, h)[0])
+print(json.dumps(out))
+"#,
+        file = file.display().to_string(),
+        port = s.port()
+    );
+    let mut cmd = if unsafe { libc::geteuid() } == 0 {
+        // A Python that user can run (not one under root's home).
+        let python = if Path::new("/usr/bin/python3").exists() { "/usr/bin/python3" } else { "python3" };
+        let mut c = Command::new("setpriv");
+        c.args(["--reuid=65534", "--regid=65534", "--clear-groups", "--", python, "-c", &attacker]);
+        c
+    } else {
+        let mut c = Command::new("python3");
+        c.args(["-c", &attacker]);
+        c
+    };
+    let out = cmd.current_dir("/").output().expect("run the attacker");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let seen: Value = serde_json::from_slice(&out.stdout).unwrap();
+    if unsafe { libc::geteuid() } == 0 {
+        assert_eq!(seen["read_token"], false, "another user read the token: {seen}");
+    }
+    assert!(seen["statuses"].as_array().unwrap().iter().all(|s| s == 401), "{seen}");
+    let pwned = p.path().join(".kodelet/mcp/data/pwned.txt");
+    assert!(!pwned.exists(), "code ran for a client without the token");
+    assert!(s.token_file.is_some(), "serve generated a token and said where it is");
+    let mode = |path: &Path| std::os::unix::fs::PermissionsExt::mode(&std::fs::metadata(path).unwrap().permissions());
+    assert_eq!(mode(&file) & 0o777, 0o600, "the token file is the user's alone");
+    assert_eq!(mode(file.parent().unwrap()) & 0o777, 0o700);
+
+    // The owner, with the token from the file (any case of the scheme), runs the same script.
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    rt.block_on(async {
+        let mcp = s.client();
+        let session = mcp.initialize().await.unwrap();
+        let a =
+            mcp.call(&session, "execute_code", serde_json::json!({"code": "await writeText('pwned.txt', 'x')"})).await;
+        assert!(!tool_text(&a).1, "{a:?}");
+    });
+    assert!(pwned.exists(), "the check above would have seen a script that ran");
+}
+
+/// A client floods `initialize`: over `serve.max_sessions` it gets 503 with a JSON-RPC error,
+/// the sessions already open keep working, and sessions that end (DELETE, or idle past
+/// `serve.session_idle_timeout`) give their place back.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_session_flood_is_capped_and_ended_sessions_give_their_place_back() {
+    let p = Project::new();
+    p.write_config(&format!(
+        "mcp:\n  servers:\n{}serve:\n  max_sessions: 6\n  session_idle_timeout: 3s\n",
+        fixture_stdio_yaml("fixture", &[])
+    ));
+    let s = Serving::start(&p, &[], &[]);
+    let mcp = s.client();
+    let first = mcp.initialize().await.unwrap();
+    let mut flood = Vec::new();
+    let mut refused = Vec::new();
+    for _ in 0..40 {
+        match mcp.initialize().await {
+            Ok(id) => flood.push(id),
+            Err(a) => refused.push(a),
+        }
+    }
+    assert_eq!(flood.len(), 5, "the cap counts every open session");
+    assert_eq!(refused.len(), 35);
+    let r = &refused[0];
+    assert_eq!(r.status, 503, "{r:?}");
+    assert!(r.headers.contains_key("retry-after"));
+    let error = &r.json()["error"];
+    assert_eq!(error["code"], -32000, "{error}");
+    assert!(error["message"].as_str().unwrap().contains("too many sessions"), "{error}");
+    // The open sessions keep working.
+    let echo = mcp.call(&first, "fixture_echo", serde_json::json!({"message": "still here"})).await;
+    assert_eq!(tool_text(&echo), ("still here".into(), false));
+    // DELETE gives a place back at once.
+    for id in &flood {
+        assert_eq!(mcp.delete(id).await, 202);
+    }
+    let mut again = Vec::new();
+    for _ in 0..5 {
+        again.push(mcp.initialize().await.expect("a place after DELETE"));
+    }
+    assert!(mcp.initialize().await.is_err(), "full again");
+    // Idle sessions expire and give their places back too.
+    let mut open = Vec::new();
+    let expired = tokio::time::timeout(Duration::from_secs(20), async {
+        loop {
+            tokio::time::sleep(Duration::from_millis(250)).await;
+            if let Ok(id) = mcp.initialize().await {
+                open.push(id);
+                break;
+            }
+        }
+    })
+    .await;
+    assert!(expired.is_ok(), "idle sessions never expired");
+    let gone = mcp.call(&first, "fixture_echo", serde_json::json!({"message": "x"})).await;
+    assert_eq!(gone.status, 404, "an expired session is gone: {gone:?}");
+}
+
+/// Sessions that come and go leave nothing behind: resident memory after hundreds more
+/// sessions (each initialized, used and deleted) is where it was after the first few hundred.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn memory_returns_to_its_baseline_after_sessions_end() {
+    let p = Project::with_fixture();
+    let s = Serving::start(&p, &[], &[]);
+    let mcp = s.client();
+    let round = |n: usize| {
+        let mcp = &mcp;
+        async move {
+            for _ in 0..n {
+                let id = mcp.initialize().await.expect("initialize");
+                let list = mcp.post(r#"{"jsonrpc":"2.0","id":2,"method":"tools/list"}"#, Some(&id)).await;
+                assert_eq!(list.status, 200);
+                assert_eq!(mcp.delete(&id).await, 202);
+            }
+        }
+    };
+    round(300).await;
+    let baseline = rss_kib(s.pid());
+    for _ in 0..3 {
+        round(300).await;
+    }
+    let after = rss_kib(s.pid());
+    // Before sessions were forgotten, each kept about 11 KB: 900 sessions, about 10 MB.
+    assert!(after < baseline + 2048, "resident memory grew from {baseline} KiB to {after} KiB over 900 sessions");
+}
+
+/// Raw sockets that hold connections open: half-open ones that send nothing, and slowloris
+/// ones that send a header line and then a byte now and then, until `stop`. Each thread then
+/// says whether the server closed its connection (1) or not (0).
+fn hold_connections(
+    port: u16,
+    half_open: usize,
+    slow: usize,
+    stop: Arc<std::sync::atomic::AtomicBool>,
+) -> Vec<std::thread::JoinHandle<usize>> {
+    let closed_by_server = |c: &mut std::net::TcpStream| {
+        c.set_read_timeout(Some(Duration::from_millis(100))).unwrap();
+        match c.read(&mut [0u8; 256]) {
+            Err(e) if matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut) => 0,
+            // End of stream, a reset, or an answer: the server is done with it.
+            _ => 1,
+        }
+    };
+    let mut held = Vec::new();
+    for i in 0..half_open + slow {
+        let stop = stop.clone();
+        held.push(std::thread::spawn(move || {
+            let Ok(mut c) = std::net::TcpStream::connect(("127.0.0.1", port)) else { return 1 };
+            let slowloris = i >= half_open;
+            if slowloris && c.write_all(b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\n").is_err() {
+                return 1;
+            }
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                std::thread::sleep(Duration::from_millis(200));
+                if slowloris && c.write_all(b"X").is_err() {
+                    return 1;
+                }
+            }
+            closed_by_server(&mut c)
+        }));
+    }
+    held
+}
+
+/// With a low open-file limit (as on the machine where 150 half-open connections locked a
+/// client out), 150 half-open and 30 slowloris connections over `serve.max_connections` do
+/// not keep a real client from being served, serve's descriptors stay bounded, and accept
+/// never fails for want of them.
+#[test]
+fn half_open_and_slow_connections_over_the_cap_do_not_lock_a_real_client_out() {
+    let p = Project::new();
+    p.write_config(&format!("mcp:\n  servers:\n{}serve:\n  read_timeout: 60s\n", fixture_stdio_yaml("fixture", &[])));
+    let s = Serving::start_with(&p, &[], &[], |cmd| {
+        use std::os::unix::process::CommandExt;
+        // SAFETY: setrlimit is async-signal-safe; nothing else runs between fork and exec.
+        unsafe {
+            cmd.pre_exec(|| {
+                let lim = libc::rlimit { rlim_cur: 160, rlim_max: 160 };
+                if libc::setrlimit(libc::RLIMIT_NOFILE, &lim) != 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                Ok(())
+            });
+        }
+    });
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let held = hold_connections(s.port(), 150, 30, stop.clone());
+    std::thread::sleep(Duration::from_millis(500));
+    let auth = s.auth();
+    for attempt in 0..3 {
+        let (tx, rx) = std::sync::mpsc::channel();
+        let port = s.port();
+        let header = (auth.0, auth.1.clone());
+        std::thread::spawn(move || {
+            let _ = tx.send(post_initialize(port, &[(header.0, &header.1)]));
+        });
+        let status = rx.recv_timeout(Duration::from_secs(10));
+        assert_eq!(status, Ok(200), "attempt {attempt}: a real client was not served within 10 s");
+    }
+    let fds = open_fds(s.pid());
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let closed: usize = held.into_iter().map(|h| h.join().unwrap()).sum();
+    let err = s.stderr.lock().unwrap().clone();
+    assert!(!err.contains("Too many open files"), "{err}");
+    // The default cap (256) does not fit under 160 descriptors: serve lowered it and said so.
+    let cap: usize = err
+        .split("serve.max_connections lowered from 256 to ")
+        .nth(1)
+        .and_then(|r| r.split(':').next()?.parse().ok())
+        .unwrap_or_else(|| panic!("no word of the lowered cap: {err}"));
+    assert!(fds + 32 < 160, "serve holds {fds} of its 160 descriptors: no room left for its own files");
+    assert!(closed + cap >= 180, "serve closed only {closed} of 180 idle connections (cap {cap})");
+}
+
+/// A client that sends its headers, or then its body, too slowly is cut off after
+/// `serve.read_timeout`.
+#[test]
+fn slow_headers_and_slow_bodies_are_cut_off_after_the_read_timeout() {
+    let p = Project::new();
+    p.write_config(&format!("mcp:\n  servers:\n{}serve:\n  read_timeout: 1s\n", fixture_stdio_yaml("fixture", &[])));
+    let s = Serving::start(&p, &[], &[]);
+    // Headers, a byte every 300 ms: the server closes the connection.
+    let mut c = std::net::TcpStream::connect(("127.0.0.1", s.port())).unwrap();
+    let started = std::time::Instant::now();
+    c.write_all(b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\n").unwrap();
+    let closed = (0..40).any(|_| {
+        std::thread::sleep(Duration::from_millis(300));
+        c.write_all(b"X").is_err() || {
+            c.set_read_timeout(Some(Duration::from_millis(1))).unwrap();
+            matches!(c.read(&mut [0u8; 256]), Ok(0) | Ok(_))
+        }
+    });
+    assert!(closed && started.elapsed() < Duration::from_secs(6), "a slow header held on for {:?}", started.elapsed());
+    // Complete headers, then a body that never comes: 408.
+    let (name, value) = s.auth();
+    let mut c = std::net::TcpStream::connect(("127.0.0.1", s.port())).unwrap();
+    c.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    let head = format!(
+        "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\n{name}: {value}\r\nContent-Type: application/json\r\n\
+         Accept: application/json, text/event-stream\r\nContent-Length: 100\r\n\r\n{{\"jsonrpc\""
+    );
+    c.write_all(head.as_bytes()).unwrap();
+    let mut status = String::new();
+    BufReader::new(c).read_line(&mut status).unwrap();
+    assert!(status.starts_with("HTTP/1.1 408"), "{status:?}");
+}
+
+/// Malformed JSON, batches and other shapes get 400 with a JSON-RPC error and a short message;
+/// and nothing serve answers names an absolute path of the machine.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bad_json_rpc_gets_400_and_no_answer_names_an_absolute_path() {
+    let p = Project::new();
+    p.write_config(&format!(
+        "mcp:\n  servers:\n{}{}",
+        fixture_stdio_yaml("fixture", &[]),
+        fixture_stdio_yaml("broken", &["--exit-on-start"])
+    ));
+    let s = Serving::start(&p, &[], &[]);
+    let mcp = s.client();
+    for (body, code, id) in [
+        ("{not json", -32700, Value::Null),
+        ("", -32700, Value::Null),
+        (r#"[{"jsonrpc":"2.0","id":1,"method":"ping"}]"#, -32600, Value::Null),
+        ("[]", -32600, Value::Null),
+        (r#"{"jsonrpc":"2.0","id":5}"#, -32600, serde_json::json!(5)),
+        (r#"{"jsonrpc":"1.0","id":"x","method":"ping"}"#, -32600, serde_json::json!("x")),
+        (r#"{"foo":1}"#, -32600, Value::Null),
+    ] {
+        let a = mcp.post(body, None).await;
+        assert_eq!(a.status, 400, "{body}: {a:?}");
+        assert!(a.headers.contains_key("content-type"), "{body}: {a:?}");
+        assert_eq!(a.headers["content-type"], "application/json", "{body}");
+        let v = a.json();
+        assert_eq!(v["error"]["code"], code, "{body}: {v}");
+        assert_eq!(v.get("id").cloned().unwrap_or(Value::Null), id, "{body}: {v}");
+        assert!(a.body.len() < 200, "not short: {}", a.body);
+    }
+    let session = mcp.initialize().await.unwrap();
+    let scripts = [
+        "import { a } from '/etc/passwd'; console.log(a)",
+        "import { a } from '../../../x.ts'; console.log(a)",
+        "const m = await import('/etc/hosts'); console.log(m)",
+        "console.log(new Error('where').stack)",
+        "await callMCPTool('broken', 'echo', {})",
+        "await readText('../../x')",
+    ];
+    let home = p.path().join("home");
+    let mut answers = Vec::new();
+    for code in scripts {
+        answers.push(mcp.call(&session, "execute_code", serde_json::json!({"code": code})).await.body);
+    }
+    answers.push(mcp.call(&session, "describe_tool", serde_json::json!({"tool": "broken.echo"})).await.body);
+    answers.push(mcp.call(&session, "search_tools", serde_json::json!({"query": "echo"})).await.body);
+    let project = std::fs::canonicalize(p.path()).unwrap();
+    for a in &answers {
+        for path in [p.path(), project.as_path(), home.as_path()] {
+            let path = path.display().to_string();
+            assert!(!a.contains(&path), "an answer names {path}: {a}");
+        }
+    }
+    assert!(answers[0].contains("outside the workspace <workspace>"), "{}", answers[0]);
+    assert!(answers[3].contains("at main.ts:1:"), "{}", answers[3]);
+}
+
+/// A hanging upstream server does not hold serve up: it listens at once, answers for the servers
+/// that are up, and a server that comes up later is announced with `tools/list_changed`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn serve_answers_at_once_while_an_upstream_server_hangs_and_announces_late_ones() {
+    let p = Project::new();
+    let fixture = fixture_bin().display().to_string();
+    p.write_config(&format!(
+        "mcp:\n  servers:\n{}{}    late:\n      command: sh\n      args: [\"-c\", \"sleep 4; exec {fixture}\"]\n      connect_timeout: 60s\nserve:\n  startup_wait: 1s\n",
+        fixture_stdio_yaml("fixture", &[]),
+        fixture_stdio_yaml("hang", &["--hang-on-start"]).replace("connect_timeout: 10s", "connect_timeout: 120s"),
+    ));
+    let started = std::time::Instant::now();
+    let s = Serving::start(&p, &[], &[]);
+    assert!(started.elapsed() < Duration::from_secs(10), "serve listened only after {:?}", started.elapsed());
+
+    #[derive(Clone, Default)]
+    struct Changes(Arc<std::sync::atomic::AtomicUsize>);
+    impl rmcp::ClientHandler for Changes {
+        async fn on_tool_list_changed(&self, _cx: rmcp::service::NotificationContext<rmcp::RoleClient>) {
+            self.0.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        }
+    }
+    use rmcp::ServiceExt;
+    let changes = Changes::default();
+    let config = rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig::with_uri(s.url.clone())
+        .auth_header(s.token.clone().unwrap());
+    let client =
+        changes.clone().serve(rmcp::transport::StreamableHttpClientTransport::from_config(config)).await.unwrap();
+    let names = |tools: Vec<rmcp::model::Tool>| tools.into_iter().map(|t| t.name.to_string()).collect::<Vec<_>>();
+    let first = names(client.list_all_tools().await.unwrap());
+    assert!(first.contains(&"fixture_echo".to_string()), "{first:?}");
+    assert!(!first.iter().any(|n| n.starts_with("hang_") || n.starts_with("late_")), "{first:?}");
+    let call = |name: &'static str, args: Value| {
+        let peer = client.peer().clone();
+        async move {
+            let params =
+                rmcp::model::CallToolRequestParams::new(name).with_arguments(args.as_object().unwrap().clone());
+            format!("{:?}", peer.call_tool(params).await.unwrap())
+        }
+    };
+    let echo = call("fixture_echo", serde_json::json!({"message": "up"})).await;
+    assert!(echo.contains("up"), "{echo}");
+    let code = "import { add } from './servers/fixture/index.ts'; console.log((await add({a: 1, b: 2})).sum)";
+    let ran = call("execute_code", serde_json::json!({"code": code})).await;
+    assert!(ran.contains("\"3"), "{ran}");
+    let search = call("search_tools", serde_json::json!({"query": "echo"})).await;
+    assert!(search.contains("still starting"), "{search}");
+    assert!(started.elapsed() < Duration::from_secs(15), "took {:?} while `hang` hangs", started.elapsed());
+    // `late` comes up after about 4 s: the client hears of it and sees its tools.
+    let heard = tokio::time::timeout(Duration::from_secs(30), async {
+        while changes.0.load(std::sync::atomic::Ordering::SeqCst) == 0 {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    })
+    .await;
+    assert!(heard.is_ok(), "no tools/list_changed when `late` came up");
+    let now = names(client.list_all_tools().await.unwrap());
+    assert!(now.contains(&"late_echo".to_string()), "{now:?}");
+    assert!(!now.iter().any(|n| n.starts_with("hang_")), "{now:?}");
+    let _ = client.cancel().await;
+}
+
+/// A stdio request over the line limit gets a JSON-RPC error for its id (read wherever it sits
+/// in the line) and the session goes on; one without a readable id ends the session with a
+/// message. The lines are over rmcp's own 16 MiB limit too, which dropped them silently.
+#[test]
+fn a_stdio_request_over_the_line_limit_gets_an_error_for_its_id() {
+    let p = Project::with_fixture();
+    let mut child =
+        p.cmd(&["mcp", "serve"]).stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel::<Value>();
+    let stdout = child.stdout.take().unwrap();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines() {
+            let Ok(line) = line else { break };
+            if let Ok(v) = serde_json::from_str(&line) {
+                let _ = tx.send(v);
+            }
+        }
+    });
+    let next = |what: &str| rx.recv_timeout(Duration::from_secs(30)).unwrap_or_else(|_| panic!("no answer: {what}"));
+    writeln!(stdin, "{INIT}").unwrap();
+    assert!(next("initialize")["result"]["serverInfo"].is_object());
+    writeln!(stdin, r#"{{"jsonrpc":"2.0","method":"notifications/initialized"}}"#).unwrap();
+    let filler = "a".repeat(17 << 20);
+    // The id comes last, after 17 MiB of arguments.
+    let big = format!(
+        r#"{{"jsonrpc":"2.0","method":"tools/call","params":{{"name":"fixture_echo","arguments":{{"message":"{filler}"}}}},"id":41}}"#
+    );
+    stdin.write_all(big.as_bytes()).unwrap();
+    stdin.write_all(b"\n").unwrap();
+    let answer = next("the oversized request");
+    assert_eq!(answer["id"], 41, "{answer}");
+    assert_eq!(answer["error"]["code"], -32600, "{answer}");
+    assert!(answer["error"]["message"].as_str().unwrap().contains("request too large"), "{answer}");
+    // The session goes on.
+    writeln!(
+        stdin,
+        r#"{{"jsonrpc":"2.0","id":42,"method":"tools/call","params":{{"name":"fixture_echo","arguments":{{"message":"after"}}}}}}"#
+    )
+    .unwrap();
+    let after = next("the next request");
+    assert_eq!(after["id"], 42);
+    assert_eq!(after["result"]["content"][0]["text"], "after", "{after}");
+    // No id to answer: an error without one, and the session ends with a message.
+    stdin.write_all(format!(r#"{{"jsonrpc":"2.0","params":{{"x":"{filler}"}}}}"#).as_bytes()).unwrap();
+    stdin.write_all(b"\n").unwrap();
+    let anonymous = next("the oversized message without an id");
+    assert!(anonymous.get("id").is_none_or(Value::is_null), "{anonymous}");
+    assert_eq!(anonymous["error"]["code"], -32600);
+    let mut status = None;
+    assert!(wait_until(Duration::from_secs(15), || {
+        status = child.try_wait().unwrap();
+        status.is_some()
+    }));
+    let mut err = String::new();
+    child.stderr.take().unwrap().read_to_string(&mut err).unwrap();
+    assert_eq!(status.unwrap().code(), Some(1), "{err}");
+    assert!(err.contains("no request id could be read in it; the session is closed"), "{err}");
 }

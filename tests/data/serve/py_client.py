@@ -7,16 +7,20 @@ run with --echo-retires), waits for `notifications/tools/list_changed`, and list
 `elicit` calls `fixture_elicit_form` (a fixture run with --host-tools) from a session whose
 `elicitation_callback` answers (directly and from an `execute_code` script), then from one
 without the callback, then from one whose callback fails (the server's policy answers in both).
+Over HTTP the bearer token is taken from the environment variable MCP_BEARER.
 """
 import asyncio
 import json
 import sys
+
+import os
 
 import anyio
 
 from mcp import ClientSession, types
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
+from mcp.shared._httpx_utils import create_mcp_http_client
 
 
 def text_of(r):
@@ -123,7 +127,8 @@ async def main():
             async with ClientSession(read, write) as session:
                 out = await scenario(session)
     else:
-        async with streamable_http_client(sys.argv[2]) as (read, write):
+        http = create_mcp_http_client(headers={"Authorization": "Bearer " + os.environ["MCP_BEARER"]})
+        async with streamable_http_client(sys.argv[2], http_client=http) as (read, write):
             async with ClientSession(read, write) as session:
                 out = await scenario(session)
     print(json.dumps(out))
