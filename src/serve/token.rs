@@ -5,11 +5,10 @@
 //! `<cache home>/agent/serve-<port>.token`, mode 0600 in a directory that must be this user's
 //! and closed to others; it is removed when serve stops.
 
-use std::ffi::CString;
-use std::io::Write;
-use std::os::fd::{AsRawFd, FromRawFd};
-use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt, PermissionsExt};
+use std::os::unix::fs::DirBuilderExt;
 use std::path::{Path, PathBuf};
+
+use crate::util::fs::{Access, Dir};
 
 /// A fresh token: 32 random bytes as 64 hex digits.
 pub fn generate() -> String {
@@ -43,57 +42,23 @@ pub fn write(port: u16, token: &str) -> Result<PathBuf, String> {
     Ok(dir.join(name))
 }
 
-fn cstr(s: &str) -> std::io::Result<CString> {
-    CString::new(s).map_err(|_| std::io::Error::other("a name with a NUL byte"))
-}
-
-/// `data` as `dir/name`, mode 0600, created through a descriptor of `dir` (see [`write`]).
+/// `data` as `dir/name`, mode 0600, written through a descriptor of `dir` (see [`write`]).
 fn write_private(dir: &Path, name: &str, data: &[u8]) -> std::io::Result<()> {
-    let dir_file = std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_DIRECTORY | libc::O_NOFOLLOW | libc::O_CLOEXEC)
-        .open(dir)?;
-    let meta = dir_file.metadata()?;
+    let held = match (dir.parent(), dir.file_name()) {
+        // The directory itself is opened without following a link; its parents are the user's.
+        (Some(parent), Some(last)) => Dir::open(parent)?.sub(last)?,
+        _ => Dir::open(dir)?,
+    };
+    let (owner, mode) = held.owner_and_mode()?;
     // SAFETY: geteuid has no preconditions and cannot fail.
     let me = unsafe { libc::geteuid() };
-    if meta.uid() != me || meta.permissions().mode() & 0o022 != 0 {
+    if owner != me || mode & 0o022 != 0 {
         return Err(std::io::Error::other(format!(
             "refusing: {} must be a directory of this user that others cannot write to",
             dir.display()
         )));
     }
-    let tmp = cstr(&format!(".{name}.{}", generate().get(..16).unwrap_or("tmp")))?;
-    let target = cstr(name)?;
-    let dfd = dir_file.as_raw_fd();
-    // SAFETY: `dfd` is an open directory for the whole block, the names are NUL-terminated
-    // C strings, and the returned descriptor is owned by the `File` made from it.
-    let file = unsafe {
-        let fd = libc::openat(
-            dfd,
-            tmp.as_ptr(),
-            libc::O_WRONLY | libc::O_CREAT | libc::O_EXCL | libc::O_NOFOLLOW | libc::O_CLOEXEC,
-            0o600 as libc::c_uint,
-        );
-        if fd < 0 {
-            return Err(std::io::Error::last_os_error());
-        }
-        std::fs::File::from_raw_fd(fd)
-    };
-    let written = (&file).write_all(data).and_then(|()| file.set_permissions(std::fs::Permissions::from_mode(0o600)));
-    drop(file);
-    // SAFETY: as above; both names are relative to the same open directory.
-    let renamed = written.and_then(|()| unsafe {
-        if libc::renameat(dfd, tmp.as_ptr(), dfd, target.as_ptr()) == 0 {
-            Ok(())
-        } else {
-            Err(std::io::Error::last_os_error())
-        }
-    });
-    if renamed.is_err() {
-        // SAFETY: as above.
-        unsafe { libc::unlinkat(dfd, tmp.as_ptr(), 0) };
-    }
-    renamed
+    held.write_atomic(name, data, Access::Private)
 }
 
 /// Removes the token file (when serve stops); a file already gone is fine.
@@ -107,6 +72,8 @@ pub fn remove(path: &Path) {
 
 #[cfg(test)]
 mod tests {
+    use std::os::unix::fs::PermissionsExt;
+
     use super::*;
 
     #[test]

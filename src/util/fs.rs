@@ -131,6 +131,12 @@ impl Dir {
         Ok(Dir { fd })
     }
 
+    /// The directory's owner (uid) and permission bits, as it is held (not as its path now is).
+    pub fn owner_and_mode(&self) -> io::Result<(u32, u32)> {
+        let st = rustix::fs::fstat(&self.fd)?;
+        Ok((st.st_uid, st.st_mode & 0o7777))
+    }
+
     /// Opens directory `name` in this one; a link at `name` is refused (`ELOOP` or `ENOTDIR`).
     pub fn sub(&self, name: impl AsRef<OsStr>) -> io::Result<Dir> {
         let name = component(name.as_ref())?;
