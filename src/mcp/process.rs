@@ -1,15 +1,19 @@
 //! The child processes of stdio servers: each spawned as the leader of its own process group
-//! (so stopping it stops what it started too, e.g. `npx` → `node`), its stderr appended to
-//! `<log dir>/<server>.stderr.log` (never the user's terminal; errors quote its tail), and
-//! stopped with SIGTERM to the group, then SIGKILL after a grace period.
+//! (so stopping it stops what it started too, e.g. `npx` → `node`), with an environment of its
+//! own (`envs`, the names in `env_passthrough` and a short safe list of `agent`'s variables:
+//! never `agent`'s API keys or tokens), its stderr appended to `<log dir>/<server>.stderr.log`
+//! (never the user's terminal; errors quote its tail), and stopped with SIGTERM to the group,
+//! then SIGKILL after a grace period.
 
+use std::collections::HashSet;
 use std::io::{Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
+use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use super::stdio::{ChildTransport, ResultCap};
-use crate::config::ServerConfig;
+use crate::config::{INHERITED_ENV, ServerConfig};
 
 /// How many stderr lines a start/call error quotes.
 const STDERR_TAIL_LINES: usize = 5;
@@ -70,8 +74,9 @@ pub struct Child {
 pub fn spawn(name: &str, cfg: &ServerConfig, logs: &Logs, cap: &std::sync::Arc<ResultCap>) -> Result<Child, String> {
     let command = cfg.command.clone().unwrap_or_default();
     let (log, log_offset) = logs.open(name)?;
+    warn_not_passed(name, cfg);
     let mut cmd = tokio::process::Command::new(&command);
-    cmd.args(&cfg.args).envs(&cfg.envs).kill_on_drop(true);
+    cmd.args(&cfg.args).env_clear().envs(child_env(cfg, &|v| std::env::var_os(v))).kill_on_drop(true);
     if let Some(cwd) = &cfg.cwd {
         cmd.current_dir(cwd);
     }
@@ -86,6 +91,48 @@ pub fn spawn(name: &str, cfg: &ServerConfig, logs: &Logs, cap: &std::sync::Arc<R
     })?;
     let pgid = transport.id().map(|p| p as i32);
     Ok(Child { transport, pgid, log_offset })
+}
+
+/// A stdio server's environment, `get` reading `agent`'s: the [`INHERITED_ENV`] names and
+/// `env_passthrough` that are set (a value starting with `()`, an exported shell function, is
+/// left out of the safe list as the MCP SDKs do), then `envs`.
+fn child_env(
+    cfg: &ServerConfig,
+    get: &dyn Fn(&str) -> Option<std::ffi::OsString>,
+) -> Vec<(std::ffi::OsString, std::ffi::OsString)> {
+    use std::os::unix::ffi::OsStrExt;
+    let mut out = Vec::new();
+    for name in INHERITED_ENV {
+        if let Some(v) = get(name).filter(|v| !v.as_bytes().starts_with(b"()")) {
+            out.push((name.into(), v));
+        }
+    }
+    for name in &cfg.env_passthrough {
+        if let Some(v) = get(name) {
+            out.push((name.into(), v));
+        }
+    }
+    out.extend(cfg.envs.iter().map(|(k, v)| (k.into(), v.into())));
+    out
+}
+
+/// Once per server and process: an imported server reads variables when it runs that `agent`
+/// has and no longer passes (see `ServerConfig::not_passed`).
+fn warn_not_passed(name: &str, cfg: &ServerConfig) {
+    static WARNED: Mutex<Option<HashSet<String>>> = Mutex::new(None);
+    let missing: Vec<&str> = cfg.not_passed().into_iter().filter(|v| std::env::var_os(v).is_some()).collect();
+    let Some(file) = cfg.imported_from.as_ref().filter(|_| !missing.is_empty()) else { return };
+    let Ok(mut warned) = WARNED.lock() else { return };
+    if !warned.get_or_insert_default().insert(name.to_string()) {
+        return;
+    }
+    let names = missing.iter().map(|v| format!("${v}")).collect::<Vec<_>>().join(", ");
+    let example = missing.iter().map(|v| format!("\"{v}\": \"${{{v}}}\"")).collect::<Vec<_>>().join(", ");
+    tracing::warn!(
+        "server `{name}` ({}) reads {names} from its environment, which agent does not pass to servers; \
+         add it to the entry's \"env\" ({example})",
+        file.display()
+    );
 }
 
 /// Stops process groups: SIGTERM to each, SIGKILL to those still alive after a grace period.
@@ -182,4 +229,34 @@ fn proc_stat(pid: i32) -> Option<String> {
     let mut buf = [0u8; 1024];
     let n = std::fs::File::open(format!("/proc/{pid}/stat")).ok()?.read(&mut buf).ok()?;
     Some(String::from_utf8_lossy(&buf[..n]).into_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_server_gets_the_safe_list_its_passthrough_and_its_envs_only() {
+        let parent: std::collections::BTreeMap<&str, &str> = [
+            ("HOME", "/home/u"),
+            ("PATH", "/bin"),
+            ("TERM", "() { :; }; echo pwned"),
+            ("ANTHROPIC_API_KEY", "sk-ant"),
+            ("OPENAI_API_KEY", "sk-oai"),
+            ("GITHUB_TOKEN", "ghp"),
+        ]
+        .into();
+        let get = |v: &str| parent.get(v).map(std::ffi::OsString::from);
+        let cfg = ServerConfig {
+            env_passthrough: vec!["GITHUB_TOKEN".into(), "NOT_SET".into()],
+            envs: [("X".to_string(), "1".to_string())].into(),
+            ..ServerConfig::default()
+        };
+        let env: Vec<(String, String)> = child_env(&cfg, &get)
+            .into_iter()
+            .map(|(k, v)| (k.to_string_lossy().into_owned(), v.to_string_lossy().into_owned()))
+            .collect();
+        let want = [("HOME", "/home/u"), ("PATH", "/bin"), ("GITHUB_TOKEN", "ghp"), ("X", "1")];
+        assert_eq!(env, want.map(|(k, v)| (k.to_string(), v.to_string())));
+    }
 }

@@ -954,3 +954,154 @@ async fn manager_does_not_hang_on_a_relisting_that_never_answers() {
     assert_eq!(r.structured_content, Some(json!({"sum": 3})));
     manager.shutdown().await;
 }
+
+// ---------------------------------------------------------------------------------------------
+// What a stdio server inherits: never agent's secrets
+
+/// The environment the fixture's `env` tool reports, as `agent mcp call` prints it.
+fn reported_env(r: &support::Run) -> serde_json::Map<String, Value> {
+    r.assert_ok();
+    match serde_json::from_str::<Value>(r.stdout.trim()) {
+        Ok(Value::Object(m)) => m,
+        other => panic!("not an environment: {other:?}\n{}", r.stdout),
+    }
+}
+
+const SECRETS: [(&str, &str); 4] = [
+    ("ANTHROPIC_API_KEY", "sk-ant-secret-1"),
+    ("OPENAI_API_KEY", "sk-oai-secret-2"),
+    ("GITHUB_TOKEN", "ghp-secret-3"),
+    ("AWS_SECRET_ACCESS_KEY", "aws-secret-4"),
+];
+
+/// `agent mcp call fixture.env` in `p` with agent's environment holding [`SECRETS`] and `extra`.
+fn env_seen_by_the_server(p: &Project, extra: &[(&str, &str)]) -> serde_json::Map<String, Value> {
+    let mut c = p.cmd(&["mcp", "call", "fixture.env"]);
+    c.envs(SECRETS).envs(extra.iter().copied()).env("TERM", "xterm-test");
+    let env = reported_env(&support::Run::from(c.output().unwrap()));
+    for (_, secret) in SECRETS {
+        assert!(!env.values().any(|v| v.as_str().is_some_and(|v| v.contains(secret))), "{env:?}");
+    }
+    env
+}
+
+/// A third-party server reads its environment: agent's API keys and tokens are not in it; the
+/// safe list and its `envs` are.
+#[test]
+fn a_stdio_server_never_sees_agents_secrets_only_the_safe_list_and_its_envs() {
+    let p = Project::with_servers(&format!(
+        "{}      envs:\n        EXPLICIT: given\n",
+        fixture_stdio_yaml("fixture", &["--env-tool"])
+    ));
+    let env = env_seen_by_the_server(&p, &[("UNRELATED", "x")]);
+    let allowed = ["HOME", "LOGNAME", "PATH", "SHELL", "TERM", "USER", "EXPLICIT", "AGENT_SERVER_RUN"];
+    for name in env.keys() {
+        assert!(allowed.contains(&name.as_str()), "the server got {name}: {env:?}");
+    }
+    assert_eq!(env["EXPLICIT"], "given");
+    assert_eq!(env["TERM"], "xterm-test");
+    assert_eq!(env["HOME"], p.path().join("home").display().to_string());
+    assert!(env.contains_key("PATH"));
+}
+
+/// `env_passthrough` names what a server gets of agent's environment as it is (when set).
+#[test]
+fn env_passthrough_passes_the_variables_it_names_and_nothing_else() {
+    let p = Project::with_servers(&format!(
+        "{}      env_passthrough: [PASS_ME, NOT_SET_ANYWHERE]\n",
+        fixture_stdio_yaml("fixture", &["--env-tool"])
+    ));
+    let env = env_seen_by_the_server(&p, &[("PASS_ME", "passed"), ("UNRELATED", "x")]);
+    assert_eq!(env["PASS_ME"], "passed");
+    assert!(!env.contains_key("NOT_SET_ANYWHERE") && !env.contains_key("UNRELATED"), "{env:?}");
+}
+
+/// `agent mcp serve --token-env VAR`: the variable holding serve's own token never reaches the
+/// servers it proxies (a hostile server cannot read it and call `serve` as its client).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn serve_never_hands_its_token_to_the_servers_it_proxies() {
+    use rmcp::ServiceExt;
+    use rmcp::transport::StreamableHttpClientTransport;
+    use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+    use std::io::BufRead;
+    let p = Project::with_servers(&fixture_stdio_yaml("fixture", &["--env-tool"]));
+    let token = "serve-token-7c1f";
+    let mut child = p
+        .cmd(&["mcp", "serve", "--http", "127.0.0.1:0", "--token-env", "AGENT_SERVE_TOKEN"])
+        .env("AGENT_SERVE_TOKEN", token)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = std::io::BufReader::new(child.stderr.take().unwrap()).lines();
+    let url = loop {
+        let line = lines.next().expect("serve exited before listening").unwrap();
+        if let Some(url) = line.trim().strip_prefix("listening on ") {
+            break url.to_string();
+        }
+    };
+    let transport = StreamableHttpClientTransport::from_config(
+        StreamableHttpClientTransportConfig::with_uri(url).auth_header(token),
+    );
+    let client = ().serve(transport).await.unwrap();
+    let result = client.call_tool(rmcp::model::CallToolRequestParams::new("fixture_env")).await.unwrap();
+    let text = result.content[0].as_text().unwrap().text.clone();
+    let _ = client.cancel().await;
+    let _ = child.kill();
+    let _ = child.wait();
+    let env: serde_json::Map<String, Value> = serde_json::from_str(&text).unwrap();
+    assert!(!env.contains_key("AGENT_SERVE_TOKEN"), "{env:?}");
+    assert!(!text.contains(token), "{text}");
+    assert!(env.contains_key("PATH"), "{env:?}");
+}
+
+/// An imported `.mcp.json` entry whose shell command reads a variable when it runs (`$$NAME`
+/// in agent's syntax): a warning, once per process however often the server starts, naming the
+/// variable and the fix; with the variable in the entry's `env` it arrives and nobody warns.
+#[test]
+fn an_imported_server_that_relied_on_an_inherited_variable_is_warned_about_once() {
+    let p = Project::new();
+    let entry = |env: Value| {
+        json!({"mcpServers": {"shelled": {
+            "command": "sh",
+            "args": ["-c", format!("IMPORTED_KEY=\"$$IMPORTED_KEY\" exec {} --env-tool", fixture_bin().display())],
+            "env": env
+        }}})
+        .to_string()
+    };
+    p.write(".mcp.json", &entry(json!({})));
+    // The server crashes once and is started again in the same process: still one warning.
+    let script = "try { await callMCPTool('shelled', 'crash', {}); } catch (e) {}\n\
+                  const r = await callMCPTool('shelled', 'env', {});\n\
+                  console.log(JSON.stringify(r.IMPORTED_KEY ?? null));";
+    let run = |p: &Project| {
+        let mut c = p.cmd(&["exec", "-"]);
+        c.env("IMPORTED_KEY", "k-123").stdin(std::process::Stdio::piped());
+        c.stdout(std::process::Stdio::piped()).stderr(std::process::Stdio::piped());
+        let mut child = c.spawn().unwrap();
+        use std::io::Write;
+        child.stdin.take().unwrap().write_all(script.as_bytes()).unwrap();
+        support::Run::from(child.wait_with_output().unwrap())
+    };
+    let r = run(&p);
+    r.assert_ok();
+    assert_eq!(r.stdout, "\"\"\n", "not inherited: the shell expands it to nothing");
+    assert!(p.server_logged("shelled", "crashing on purpose"), "the server was started twice");
+    let warnings: Vec<&str> = r.stderr.lines().filter(|l| l.starts_with("warning: ")).collect();
+    let file = p.path().join(".mcp.json");
+    assert_eq!(
+        warnings,
+        [format!(
+            "warning: server `shelled` ({}) reads $IMPORTED_KEY from its environment, which agent does not pass to \
+             servers; add it to the entry's \"env\" (\"IMPORTED_KEY\": \"${{IMPORTED_KEY}}\")",
+            file.display()
+        )],
+        "{}",
+        r.stderr
+    );
+    p.write(".mcp.json", &entry(json!({"IMPORTED_KEY": "${IMPORTED_KEY}"})));
+    let r = run(&p);
+    r.assert_ok();
+    assert_eq!(r.stdout, "\"k-123\"\n");
+    assert!(!r.stderr.contains("warning"), "{}", r.stderr);
+}
