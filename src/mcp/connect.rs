@@ -31,6 +31,8 @@ pub(super) struct Env<'a> {
     pub events: &'a ClientEvents,
     pub host: &'a Arc<Host>,
     pub logs: &'a Logs,
+    /// The manager's run: stdio servers are marked as its processes (`reap`).
+    pub run: &'a super::reap::Run,
     pub max_result_bytes: usize,
 }
 
@@ -119,7 +121,7 @@ pub(super) async fn connect(name: &str, cfg: &ServerConfig, env: &Env<'_>) -> Re
             (service, None, 0)
         }
         Transport::Stdio => {
-            let spawned = super::process::spawn(name, cfg, env.logs, &cap).map_err(|e| fail(e, Vec::new()))?;
+            let spawned = super::process::spawn(name, cfg, env.logs, &cap, env.run).map_err(|e| fail(e, Vec::new()))?;
             let (child, pgid, log_offset) = (spawned.transport, spawned.pgid, spawned.log_offset);
             let served =
                 tokio::time::timeout(timeout, handler.serve_with_lifecycle(child, lifecycle(cfg.handshake))).await;

@@ -1105,3 +1105,137 @@ fn an_imported_server_that_relied_on_an_inherited_variable_is_warned_about_once(
     assert_eq!(r.stdout, "\"k-123\"\n");
     assert!(!r.stderr.contains("warning"), "{}", r.stderr);
 }
+
+// ---------------------------------------------------------------------------------------------
+// What servers leave behind: a grandchild in its own session, after a clean exit and after
+// SIGKILL of agent
+
+/// A stdio server (tagged `<tag>-srv`) whose shell first starts a grandchild in a session of
+/// its own (`setsid`, tagged `<tag>-grand`): outside the server's process group.
+fn server_with_a_setsid_grandchild(tag: &str) -> String {
+    let fixture = fixture_bin().display().to_string();
+    format!(
+        "    wrapped:\n      command: sh\n      args: [\"-c\", \"setsid {fixture} --tag {tag}-grand --hang-on-start </dev/null >/dev/null 2>&1 & exec {fixture} --tag {tag}-srv\"]\n      connect_timeout: 10s\n"
+    )
+}
+
+/// Kills the processes tagged `tag` (this test's own) when dropped, also when the test fails.
+struct KillTagged(String);
+
+impl Drop for KillTagged {
+    fn drop(&mut self) {
+        for pid in pids_matching(&self.0) {
+            // SAFETY: signalling a process this test started (its tag is in the command line).
+            unsafe { libc::kill(pid as i32, libc::SIGKILL) };
+        }
+    }
+}
+
+fn records(p: &Project) -> Vec<String> {
+    std::fs::read_dir(p.path().join(".kodelet/mcp/logs/.running"))
+        .map(|d| d.flatten().map(|e| e.file_name().to_string_lossy().into_owned()).collect())
+        .unwrap_or_default()
+}
+
+#[test]
+fn a_grandchild_in_its_own_session_is_stopped_with_its_server() {
+    let tag = unique_tag("setsid");
+    let _cleanup = KillTagged(tag.clone());
+    let p = Project::with_servers(&server_with_a_setsid_grandchild(&tag));
+    p.run(&["mcp", "list"]).assert_ok();
+    let gone = wait_until(Duration::from_secs(5), || pids_matching(&tag).is_empty());
+    assert!(gone, "left running: {:?}", pids_matching(&tag));
+    assert!(records(&p).is_empty(), "{:?}", records(&p));
+}
+
+/// `(pid, start time)` of a process, from `/proc/<pid>/stat`.
+fn start_time(pid: u32) -> u64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+    stat.rsplit_once(')').unwrap().1.split_whitespace().nth(19).unwrap().parse().unwrap()
+}
+
+/// A process of the test's own; killed and reaped when dropped.
+struct Decoy(std::process::Child);
+
+impl Drop for Decoy {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// A process of the test's own, in a session of its own, tagged; optionally carrying a marker.
+fn decoy(tag: &str, marker: Option<&str>) -> Decoy {
+    use std::process::Stdio;
+    let mut c = std::process::Command::new("setsid");
+    c.arg(fixture_bin()).args(["--tag", tag, "--hang-on-start"]);
+    c.stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::null());
+    if let Some(m) = marker {
+        c.env("AGENT_SERVER_RUN", m);
+    }
+    let child = c.spawn().unwrap();
+    assert!(wait_until(Duration::from_secs(5), || pids_matching(tag).len() == 1), "decoy {tag} did not start");
+    Decoy(child)
+}
+
+/// SIGKILL of agent runs nothing at its exit: the server and its setsid grandchild outlive it.
+/// The next agent command in the workspace stops them, and only them: a process of ours whose
+/// pid a dead run's record names with another start time (a reused pid), and one marked as a
+/// run whose agent still runs, are left alone.
+#[test]
+fn after_sigkill_the_next_command_stops_what_the_killed_agent_left_and_nothing_else() {
+    use std::os::unix::fs::PermissionsExt;
+    let tag = unique_tag("sigkill");
+    let _cleanup = KillTagged(tag.clone());
+    let p = Project::with_servers(&server_with_a_setsid_grandchild(&tag));
+    let reused = decoy(&format!("{tag}-reused"), None);
+    let _live = decoy(&format!("{tag}-live"), Some("live-run-marker"));
+    // Records as a killed agent whose pid was reused, and as a running agent (this test), left them.
+    let dir = p.path().join(".kodelet/mcp/logs/.running");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700)).unwrap();
+    let boot = std::fs::read_to_string("/proc/sys/kernel/random/boot_id").unwrap().trim().to_string();
+    let (rp, rs) = (reused.0.id(), start_time(reused.0.id()));
+    let me = std::process::id();
+    for (name, record) in [
+        (
+            "1-dead.json",
+            json!({"version": 1, "boot": boot, "agent": {"pid": rp, "start": rs - 1}, "marker": "gone-run-marker",
+                   "servers": [{"pid": rp, "start": rs - 1}]}),
+        ),
+        (
+            "2-live.json",
+            json!({"version": 1, "boot": boot, "agent": {"pid": me, "start": start_time(me)},
+                   "marker": "live-run-marker", "servers": []}),
+        ),
+    ] {
+        std::fs::write(dir.join(name), record.to_string()).unwrap();
+        std::fs::set_permissions(dir.join(name), std::fs::Permissions::from_mode(0o600)).unwrap();
+    }
+
+    let mut killed = p
+        .cmd(&["mcp", "call", "wrapped.sleep", "--args", r#"{"ms": 60000}"#])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let running = wait_until(Duration::from_secs(15), || {
+        p.server_logged("wrapped", "sleep 60000 ms started") && pids_matching(&format!("{tag}-grand")).len() == 1
+    });
+    assert!(running, "the server and its grandchild never ran");
+    killed.kill().unwrap();
+    killed.wait().unwrap();
+    std::thread::sleep(Duration::from_millis(100));
+    assert_eq!(pids_matching(&format!("{tag}-grand")).len(), 1, "the grandchild outlives a killed agent");
+
+    let next = p.run(&["-v", "mcp", "list", "--server", "wrapped"]);
+    next.assert_ok();
+    let gone = wait_until(Duration::from_secs(5), || {
+        pids_matching(&format!("{tag}-grand")).is_empty() && pids_matching(&format!("{tag}-srv")).is_empty()
+    });
+    assert!(gone, "left running: {:?}\n{}", pids_matching(&tag), next.stderr);
+    assert!(next.stderr.contains("process(es) left by agent"), "{}", next.stderr);
+    assert_eq!(pids_matching(&format!("{tag}-reused")).len(), 1, "a reused pid was signalled");
+    assert_eq!(pids_matching(&format!("{tag}-live")).len(), 1, "a running agent's process was signalled");
+    assert_eq!(records(&p), ["2-live.json"], "dead runs' records are removed, a live one stays");
+}
