@@ -911,9 +911,8 @@ fn call_with_a_17_mib_result_fails_at_once() {
     assert!(started.elapsed() < Duration::from_secs(30), "took {:?}", started.elapsed());
 }
 
-/// Over Streamable HTTP the same setting caps the answer (rmcp's SSE event limit): the call
-/// fails at once and the next call works. (rmcp closes the session without saying why, so the
-/// message is not the stdio one yet.)
+/// Over Streamable HTTP the same setting caps the answer: through `agent mcp call` the call
+/// fails at once with the stdio message, and the next call works.
 #[test]
 fn http_results_over_the_limit_fail_at_once() {
     let server = HttpFixture::start();
@@ -924,8 +923,7 @@ fn http_results_over_the_limit_fail_at_once() {
     let started = Instant::now();
     let r = p.run(&["mcp", "call", "remote.big", "--args", r#"{"bytes": 2000000}"#]);
     r.assert_code(1);
-    assert!(r.stderr.starts_with("error: server `remote` failed during `big`: "), "{}", r.stderr);
-    assert!(!r.stderr.contains("rmcp::"), "{}", r.stderr);
+    assert_eq!(r.stderr, "error: result of remote.big is larger than the 1 MiB limit\n");
     assert!(started.elapsed() < Duration::from_secs(30), "took {:?}", started.elapsed());
     let r = p.run(&["mcp", "call", "remote.big", "--args", r#"{"bytes": 900000}"#, "--output", "b.txt"]);
     r.assert_ok();
@@ -1104,6 +1102,68 @@ fn an_imported_server_that_relied_on_an_inherited_variable_is_warned_about_once(
     r.assert_ok();
     assert_eq!(r.stdout, "\"k-123\"\n");
     assert!(!r.stderr.contains("warning"), "{}", r.stderr);
+}
+
+// ---------------------------------------------------------------------------------------------
+// HTTP answers over `mcp.max_result_bytes`
+
+/// The fixture over Streamable HTTP with `args`; killed on drop.
+struct HttpServer(std::process::Child, String);
+
+impl HttpServer {
+    fn start(args: &[&str]) -> HttpServer {
+        use std::io::BufRead;
+        let mut child = std::process::Command::new(fixture_bin())
+            .args(["--http", "127.0.0.1:0"])
+            .args(args)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        let mut line = String::new();
+        std::io::BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
+        let url = line.trim().strip_prefix("listening on ").expect("listening line").to_string();
+        HttpServer(child, url)
+    }
+}
+
+impl Drop for HttpServer {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// A hostile HTTP server answers with more than `mcp.max_result_bytes`, as an SSE event (a
+/// session) and as a JSON body (stateless): the call fails at once naming the limit, as on
+/// stdio, and the connection keeps working.
+#[tokio::test]
+async fn http_answers_over_the_limit_name_the_limit_and_the_connection_stays() {
+    use agent::config::{Config, LoadOptions};
+    use agent::mcp::{McpError, McpManager};
+    for mode in [&[][..], &["--http-json"][..]] {
+        let server = HttpServer::start(mode);
+        let p = Project::with_servers(&format!(
+            "    remote:\n      url: {}\n      call_timeout: 60s\n  max_result_bytes: 1048576\n",
+            server.1
+        ));
+        let opts =
+            LoadOptions { project_dir: Some(p.path().to_path_buf()), skip_user_config: true, ..Default::default() };
+        let mut config = Config::load_with_env(&opts, &Default::default()).unwrap();
+        config.mcp.code_execution.workspace_dir = p.path().join(".kodelet/mcp");
+        let manager = McpManager::new(&config);
+        let args = |v: Value| v.as_object().cloned().unwrap();
+        let started = Instant::now();
+        let err = manager.call_tool("remote", "big", args(json!({"bytes": 2_000_000}))).await.unwrap_err();
+        assert!(matches!(err, McpError::ResultTooLarge { .. }), "{mode:?}: {err}");
+        assert_eq!(err.to_string(), "result of remote.big is larger than the 1 MiB limit");
+        assert!(started.elapsed() < Duration::from_secs(10), "{mode:?}: {:?}", started.elapsed());
+        let r = manager.call_tool("remote", "echo", args(json!({"message": "after"}))).await.unwrap();
+        assert_eq!(r.content[0].as_text().unwrap().text, "after");
+        let r = manager.call_tool("remote", "big", args(json!({"bytes": 900_000}))).await.unwrap();
+        assert_eq!(r.content[0].as_text().unwrap().text.len(), 900_000);
+        manager.shutdown().await;
+    }
 }
 
 // ---------------------------------------------------------------------------------------------
