@@ -391,7 +391,13 @@ impl Default for CodeExecutionConfig {
 pub struct ServerConfig {
     pub command: Option<String>,
     pub args: Vec<String>,
+    /// Variables set for a stdio server's process. Its environment is these, the names in
+    /// `env_passthrough`, and a short safe list of `agent`'s own (`HOME`, `LOGNAME`, `PATH`,
+    /// `SHELL`, `TERM`, `USER`); nothing else of `agent`'s environment (API keys, tokens) reaches it.
     pub envs: BTreeMap<String, String>,
+    /// Names of `agent`'s environment variables a stdio server also gets (when they are set),
+    /// e.g. `[GITHUB_TOKEN, HTTPS_PROXY]`. Exact names; none by default.
+    pub env_passthrough: Vec<String>,
     pub cwd: Option<PathBuf>,
     pub url: Option<String>,
     pub headers: BTreeMap<String, String>,
@@ -428,6 +434,14 @@ pub struct ServerConfig {
     /// Errors from `$VAR` expansion inside this server's keys, reported when it is started.
     #[serde(skip)]
     pub unresolved: Vec<String>,
+    /// For a server imported from an `mcpServers` file: the variables its command, args or env
+    /// values still name after expansion (written `$$NAME` or `$${NAME}`, so the server or its
+    /// shell reads them from its own environment when it runs). See [`ServerConfig::not_passed`].
+    #[serde(skip)]
+    pub reads_at_run_time: Vec<String>,
+    /// The `mcpServers` file this server was imported from (none: declared in YAML).
+    #[serde(skip)]
+    pub imported_from: Option<PathBuf>,
 }
 
 impl Default for ServerConfig {
@@ -436,6 +450,7 @@ impl Default for ServerConfig {
             command: None,
             args: Vec::new(),
             envs: BTreeMap::new(),
+            env_passthrough: Vec::new(),
             cwd: None,
             url: None,
             headers: BTreeMap::new(),
@@ -453,12 +468,19 @@ impl Default for ServerConfig {
             roots: Vec::new(),
             handshake: Handshake::Initialize,
             unresolved: Vec::new(),
+            reads_at_run_time: Vec::new(),
+            imported_from: None,
         }
     }
 }
 
 /// Default of `mcp.servers.X.sampling_max_input_bytes`: 64 KiB of text per sampling request.
 pub const DEFAULT_SAMPLING_MAX_INPUT_BYTES: usize = 64 << 10;
+
+/// What a stdio server inherits from `agent`'s environment besides `envs` and `env_passthrough`:
+/// the list the official MCP SDKs pass by default (on Unix). A value that starts with `()` (an
+/// exported shell function) is not passed.
+pub const INHERITED_ENV: &[&str] = &["HOME", "LOGNAME", "PATH", "SHELL", "TERM", "USER"];
 
 /// `mcp.servers.X.elicitation`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -503,6 +525,21 @@ pub enum Transport {
 }
 
 impl ServerConfig {
+    /// Of the variables this imported server reads when it runs ([`Self::reads_at_run_time`]),
+    /// those it no longer gets: not in [`INHERITED_ENV`], `envs` or `env_passthrough`. Hosts
+    /// such as Claude Code pass their whole environment to a server; `agent` does not.
+    pub fn not_passed(&self) -> Vec<&str> {
+        self.reads_at_run_time
+            .iter()
+            .map(String::as_str)
+            .filter(|v| {
+                !INHERITED_ENV.contains(v)
+                    && !self.envs.contains_key(*v)
+                    && !self.env_passthrough.iter().any(|p| p == v)
+            })
+            .collect()
+    }
+
     /// The transport this server uses, or why its declaration is unusable.
     pub fn transport(&self) -> Result<Transport, String> {
         let kind = self.transport.as_deref().map(str::to_ascii_lowercase);
@@ -667,6 +704,13 @@ impl Config {
                 server.call_timeout,
                 "every call would time out",
             )?;
+            for (i, var) in server.env_passthrough.iter().enumerate() {
+                if !is_var_name(var) {
+                    return Err(ConfigError::new(format!(
+                        "mcp.servers.{name}.env_passthrough[{i}]: {var:?} is not a variable name (letters, digits and `_`, not starting with a digit)"
+                    )));
+                }
+            }
             if server.sampling_max_tokens == 0 {
                 return Err(ConfigError::new(format!(
                     "mcp.servers.{name}.sampling_max_tokens: must be greater than zero"
@@ -976,6 +1020,33 @@ pub fn expand_vars(s: &str, env: &BTreeMap<String, String>) -> Result<String, St
     Ok(out)
 }
 
+/// The variables `s` names as `$$NAME`, `$${NAME}` or `$${NAME:-default}`: after expansion they
+/// are `$NAME` / `${NAME}` text, which the program (often `sh -c`) expands from its own
+/// environment when it runs.
+fn escaped_references(s: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut rest = s;
+    while let Some(pos) = rest.find('$') {
+        let after = &rest[pos + 1..];
+        let Some(escaped) = after.strip_prefix('$') else {
+            // `$NAME` or `${...}` is expanded by `agent`; skip past the `$`.
+            rest = after;
+            continue;
+        };
+        let name = match escaped.strip_prefix('{') {
+            Some(body) => body.split(['}', ':']).next().unwrap_or(""),
+            None => {
+                &escaped[..escaped.find(|c: char| !(c.is_ascii_alphanumeric() || c == '_')).unwrap_or(escaped.len())]
+            }
+        };
+        if is_var_name(name) {
+            out.push(name.to_string());
+        }
+        rest = escaped;
+    }
+    out
+}
+
 fn is_var_name(name: &str) -> bool {
     let mut chars = name.chars();
     matches!(chars.next(), Some(c) if c.is_ascii_alphabetic() || c == '_')
@@ -1014,6 +1085,20 @@ pub fn import_mcp_servers(
     let text = read_capped(file, "mcpServers file")?;
     let mut tree: Value =
         serde_json::from_str(&text).map_err(|e| ConfigError::new(format!("{}: invalid JSON: {e}", file.display())))?;
+    // Before expansion: what `$$NAME` leaves for the server to read from its own environment.
+    let mut run_time: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    for (name, entry) in tree.get("mcpServers").and_then(Value::as_object).into_iter().flatten() {
+        let texts = ["command", "args", "env"].into_iter().filter_map(|k| entry.get(k)).flat_map(|v| match v {
+            Value::String(s) => vec![s.as_str()],
+            Value::Array(a) => a.iter().filter_map(Value::as_str).collect(),
+            Value::Object(m) => m.values().filter_map(Value::as_str).collect(),
+            _ => Vec::new(),
+        });
+        let mut vars: Vec<String> = texts.flat_map(escaped_references).collect();
+        vars.sort();
+        vars.dedup();
+        run_time.insert(name.clone(), vars);
+    }
     let mut deferred: BTreeMap<String, Vec<String>> = BTreeMap::new();
     expand_tree(&mut tree, &mut String::new(), env, &mut |path, msg| {
         let server = path.strip_prefix("mcpServers.").and_then(|r| r.split('.').next()).unwrap_or("");
@@ -1044,6 +1129,8 @@ pub fn import_mcp_servers(
             transport,
             disabled: e.disabled,
             unresolved: deferred.remove(&name).unwrap_or_default(),
+            reads_at_run_time: run_time.remove(&name).unwrap_or_default(),
+            imported_from: Some(file.to_path_buf()),
             ..ServerConfig::default()
         };
         out.push((name, server));
@@ -1297,6 +1384,52 @@ mod tests {
         assert_eq!(c.mcp.servers["remote"].transport().unwrap(), Transport::Http);
         assert_eq!(c.mcp.servers["old"].transport().unwrap(), Transport::Sse);
         assert_eq!(c.mcp.servers["dup"].command.as_deref(), Some("from-yaml"));
+    }
+
+    #[test]
+    fn env_passthrough_takes_variable_names() {
+        let dir = tempfile::tempdir().unwrap();
+        let y = "mcp:\n  servers:\n    gh:\n      command: x\n      env_passthrough: [GITHUB_TOKEN, HTTPS_PROXY]\n";
+        let c = load(dir.path(), y, &[]).unwrap();
+        assert_eq!(c.mcp.servers["gh"].env_passthrough, ["GITHUB_TOKEN", "HTTPS_PROXY"]);
+        assert!(
+            load(dir.path(), "mcp:\n  servers:\n    gh:\n      command: x\n", &[]).unwrap().mcp.servers["gh"]
+                .env_passthrough
+                .is_empty()
+        );
+        let err = load(
+            dir.path(),
+            "mcp:\n  servers:\n    gh:\n      command: x\n      env_passthrough: [OK, \"A=B\"]\n",
+            &[],
+        )
+        .unwrap_err();
+        assert_eq!(
+            err.0,
+            "mcp.servers.gh.env_passthrough[1]: \"A=B\" is not a variable name (letters, digits and `_`, not starting with a digit)"
+        );
+    }
+
+    #[test]
+    fn imported_servers_record_the_variables_they_read_when_they_run() {
+        assert_eq!(escaped_references("exec srv --key $$KEY --url $${URL:-x} $HOME $$$EXPANDED $${}"), ["KEY", "URL"]);
+        assert!(escaped_references("plain $VAR ${VAR} $$ 5$$").is_empty());
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(
+            dir.path().join(".mcp.json"),
+            r#"{"mcpServers": {
+                "sh": {"command": "sh", "args": ["-c", "exec srv --token \"$$API_TOKEN\" --home $$HOME"], "env": {"A": "$$EXTRA", "B": "${V}"}},
+                "named": {"command": "srv", "args": ["$$GIVEN"], "env": {"GIVEN": "x"}},
+                "plain": {"command": "srv", "args": ["--key", "${V}"]}}}"#,
+        )
+        .unwrap();
+        let c = load(dir.path(), "", &[("V", "v")]).unwrap();
+        let sh = &c.mcp.servers["sh"];
+        assert_eq!(sh.args[1], "exec srv --token \"$API_TOKEN\" --home $HOME");
+        assert_eq!(sh.reads_at_run_time, ["API_TOKEN", "EXTRA", "HOME"]);
+        assert_eq!(sh.not_passed(), ["API_TOKEN", "EXTRA"], "HOME is on the inherited list");
+        assert_eq!(sh.imported_from.as_deref(), Some(dir.path().join(".mcp.json").as_path()));
+        assert!(c.mcp.servers["named"].not_passed().is_empty(), "named in env: passed");
+        assert!(c.mcp.servers["plain"].reads_at_run_time.is_empty(), "`${{V}}` is expanded by agent and passed");
     }
 
     /// A "billion laughs" document: `levels` anchors, each a list of `fan` aliases of the last.

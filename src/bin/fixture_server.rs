@@ -33,6 +33,8 @@
 //! sequences, CR, an OSC 8 link, DEL, a bidi override): `hostile_text` (title, description,
 //! result, progress message), `hostile_form` (an elicitation form) and `hostile_url` (a URL
 //! elicitation, `file:` unless told otherwise).
+//! `--env-tool` adds `env` (its environment variables as JSON); `--http-json` answers HTTP
+//! requests with a JSON body (stateless) instead of an SSE stream.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -773,8 +775,11 @@ fn main() -> std::process::ExitCode {
     let mut host_tools = false;
     let mut hostile = false;
     let mut protocol: Option<rmcp::model::ProtocolVersion> = None;
+    let (mut env_tool, mut http_json) = (false, false);
     while let Some(a) = args.next() {
         match a.as_str() {
+            "--env-tool" => env_tool = true,
+            "--http-json" => http_json = true,
             "--http" => http = args.next(),
             "--page-size" => page_size = args.next().and_then(|s| s.parse().ok()).unwrap_or(3).max(1),
             "--exit-on-start" => {
@@ -843,6 +848,15 @@ fn main() -> std::process::ExitCode {
             .fold(tool_router, |r, t| r.with_disabled(t))
     };
     let tool_router = if hostile { tool_router + Fixture::hostile_router() } else { tool_router };
+    // `--env-tool` adds `env` (this process's environment, to see what a server inherits);
+    // `--http-json` answers HTTP requests with JSON bodies instead of SSE streams (stateless).
+    let mut tool_router = tool_router;
+    if env_tool {
+        tool_router.add_route(env_route());
+    }
+    let http_config = rmcp::transport::streamable_http_server::StreamableHttpServerConfig::default();
+    let http_config =
+        if http_json { http_config.with_legacy_session_mode(false).with_json_response(true) } else { http_config };
     let fixture = Fixture {
         tool_router,
         page_size,
@@ -871,7 +885,7 @@ fn main() -> std::process::ExitCode {
                     Ok(())
                 }
             },
-            Some(addr) => serve_http(fixture, &addr).await,
+            Some(addr) => serve_http(fixture, &addr, http_config).await,
         }
     });
     match result {
@@ -942,22 +956,43 @@ async fn move_response_ids(from: tokio::io::DuplexStream, last: bool) {
     }
 }
 
-async fn serve_http(fixture: Fixture, addr: &str) -> Result<(), Box<dyn std::error::Error>> {
+/// `env` (with `--env-tool`): the server's environment as a JSON object of names and values.
+fn env_route() -> rmcp::handler::server::router::tool::ToolRoute<Fixture> {
+    use rmcp::handler::server::router::tool::ToolRoute;
+    let tool: rmcp::model::Tool = serde_json::from_value(serde_json::json!({
+        "name": "env",
+        "description": "This server's environment variables (only with --env-tool).",
+        "inputSchema": {"type": "object", "properties": {}}
+    }))
+    .expect("the env tool's definition");
+    ToolRoute::new_dyn(tool, |_cx| {
+        let vars: serde_json::Map<String, serde_json::Value> = std::env::vars_os()
+            .map(|(k, v)| (k.to_string_lossy().into_owned(), v.to_string_lossy().into_owned().into()))
+            .collect();
+        let text = serde_json::Value::Object(vars).to_string();
+        Box::pin(async move {
+            Ok(rmcp::model::CallToolResponse::Complete(CallToolResult::success(vec![ContentBlock::text(text)])))
+        })
+    })
+}
+
+async fn serve_http(
+    fixture: Fixture,
+    addr: &str,
+    config: rmcp::transport::streamable_http_server::StreamableHttpServerConfig,
+) -> Result<(), Box<dyn std::error::Error>> {
     use hyper_util::rt::{TokioExecutor, TokioIo};
     use hyper_util::service::TowerToHyperService;
+    use rmcp::transport::streamable_http_server::StreamableHttpService;
     use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
-    use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
     use std::io::Write;
 
     let listener = tokio::net::TcpListener::bind(addr).await?;
     let local = listener.local_addr()?;
     println!("listening on http://{local}/mcp");
     std::io::stdout().flush()?;
-    let service = StreamableHttpService::new(
-        move || Ok(fixture.clone()),
-        LocalSessionManager::default().into(),
-        StreamableHttpServerConfig::default(),
-    );
+    let service =
+        StreamableHttpService::new(move || Ok(fixture.clone()), LocalSessionManager::default().into(), config);
     loop {
         let (stream, _) = listener.accept().await?;
         // Without it a client that keeps its connection waits 40 ms per answer (delayed ACK).

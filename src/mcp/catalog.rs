@@ -98,12 +98,14 @@ pub struct Catalog {
 }
 
 /// The embeddings client `search.embeddings` configures (vectors cached in
-/// `<workspace>/embeddings.json`), if any.
+/// `<workspace>/embeddings.json`), if any. A search waits for it at most a quarter of the
+/// script timeout for the tools' vectors and as long for the query's, so a script's first
+/// `searchTools` answers (by words, if need be) within half of its own timeout.
 pub fn embedder(config: &Config) -> Option<Embedder> {
     let e = config.search.embeddings.as_ref()?;
     let key = e.api_key_env.as_deref().and_then(|var| std::env::var(var).ok()).filter(|k| !k.is_empty());
     let cache = config.mcp.code_execution.workspace_dir.join("embeddings.json");
-    Some(Embedder::new(&e.url, &e.model, key, Some(cache)))
+    Some(Embedder::new(&e.url, &e.model, key, Some(cache)).with_budget(config.mcp.code_execution.timeout / 4))
 }
 
 impl Catalog {

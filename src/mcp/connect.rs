@@ -3,8 +3,8 @@
 //! and the first tool list, all within `connect_timeout`; any failure is one
 //! [`McpError::Start`] line with the tail of the server's stderr. Also what a live
 //! [`Connection`] keeps (tool list, validators, process group, size cap, pause clock), the
-//! request wrapper that fails a request at once when its answer was dropped for its size, and
-//! argument validation.
+//! request wrapper that fails a request at once when its answer was dropped for its size (on
+//! stdio by `stdio`, over HTTP by `http`), and argument validation.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -31,6 +31,8 @@ pub(super) struct Env<'a> {
     pub events: &'a ClientEvents,
     pub host: &'a Arc<Host>,
     pub logs: &'a Logs,
+    /// The manager's run: stdio servers are marked as its processes (`reap`).
+    pub run: &'a super::reap::Run,
     pub max_result_bytes: usize,
 }
 
@@ -102,7 +104,7 @@ pub(super) async fn connect(name: &str, cfg: &ServerConfig, env: &Env<'_>) -> Re
                 .custom_headers(headers)
                 .max_json_response_size(env.max_result_bytes)
                 .max_sse_event_size(env.max_result_bytes);
-            let transport = StreamableHttpClientTransport::from_config(tcfg);
+            let transport = StreamableHttpClientTransport::with_client(super::http::CappedHttp::new(cap.clone()), tcfg);
             let service =
                 match tokio::time::timeout(timeout, handler.serve_with_lifecycle(transport, lifecycle(cfg.handshake)))
                     .await
@@ -119,7 +121,7 @@ pub(super) async fn connect(name: &str, cfg: &ServerConfig, env: &Env<'_>) -> Re
             (service, None, 0)
         }
         Transport::Stdio => {
-            let spawned = super::process::spawn(name, cfg, env.logs, &cap).map_err(|e| fail(e, Vec::new()))?;
+            let spawned = super::process::spawn(name, cfg, env.logs, &cap, env.run).map_err(|e| fail(e, Vec::new()))?;
             let (child, pgid, log_offset) = (spawned.transport, spawned.pgid, spawned.log_offset);
             let served =
                 tokio::time::timeout(timeout, handler.serve_with_lifecycle(child, lifecycle(cfg.handshake))).await;

@@ -57,6 +57,8 @@ pub struct McpManager {
     events: ClientEvents,
     /// Process groups of live stdio servers, for the synchronous kill in `Drop`.
     pgids: Arc<StdMutex<HashMap<String, i32>>>,
+    /// What marks this manager's server processes (and stops what a killed `agent` left).
+    run: super::reap::Run,
     /// `mcp.max_result_bytes`.
     max_result_bytes: usize,
     /// The searchable catalog, kept while no tool list changes.
@@ -90,6 +92,7 @@ impl McpManager {
             .collect();
         McpManager {
             slots,
+            run: super::reap::Run::new(&log_dir),
             logs: Logs::new(log_dir),
             events: ClientEvents::default(),
             pgids: Default::default(),
@@ -171,8 +174,13 @@ impl McpManager {
             }
             *guard = None;
         }
-        let env =
-            Env { events: &self.events, host: &self.host, logs: &self.logs, max_result_bytes: self.max_result_bytes };
+        let env = Env {
+            events: &self.events,
+            host: &self.host,
+            logs: &self.logs,
+            run: &self.run,
+            max_result_bytes: self.max_result_bytes,
+        };
         let conn = Arc::new(connect(&slot.name, &slot.config, &env).await?);
         if let Some(pgid) = conn.pgid
             && let Ok(mut map) = self.pgids.lock()
@@ -385,8 +393,8 @@ impl McpManager {
         }
     }
 
-    /// Closes every connection and stops every stdio server (SIGTERM to its process group, then
-    /// SIGKILL after a grace period).
+    /// Closes every connection and stops every stdio server (SIGTERM to its process group and to
+    /// the processes marked as this manager's, then SIGKILL after a grace period).
     pub async fn shutdown(&self) {
         let mut groups = Vec::new();
         for slot in self.slots.values() {
@@ -401,7 +409,7 @@ impl McpManager {
         if let Ok(mut map) = self.pgids.lock() {
             map.clear();
         }
-        super::process::stop_groups(&groups).await;
+        super::process::stop_groups(&groups, &self.run).await;
     }
 
     /// Path of a server's stderr log (for messages that point the user at it).
@@ -413,11 +421,8 @@ impl McpManager {
 impl Drop for McpManager {
     fn drop(&mut self) {
         // Last resort when `shutdown` was not awaited (early error, panic): no orphans.
-        if let Ok(map) = self.pgids.lock() {
-            for &g in map.values() {
-                kill_group(g, libc::SIGKILL);
-            }
-        }
+        let groups: Vec<i32> = self.pgids.lock().map(|m| m.values().copied().collect()).unwrap_or_default();
+        super::process::kill_now(&groups, &self.run);
     }
 }
 

@@ -2,9 +2,10 @@
 //!
 //! - `manager`: the configured servers, their live connections and the calls through them;
 //! - `connect`: connecting to one server (transport, handshake, first tool list) and what a live
-//!   connection keeps; `process`: stdio servers' child processes, process groups and stderr logs;
-//!   `stdio`: the stdio transport that caps message size; `error`: [`McpError`] and one-line
-//!   reasons;
+//!   connection keeps; `process`: stdio servers' child processes, their environment, process
+//!   groups and stderr logs; `reap`: the processes of a run (a marker they inherit, a record
+//!   file) and what a killed `agent` left running; `stdio`: the stdio transport that caps message
+//!   size, `http`: the same cap on the Streamable HTTP client; `error`: [`McpError`] and one-line reasons;
 //! - `context`: one call's [`CallContext`]; `call`: the loop that drives a call's rounds;
 //!   `handler`: the rmcp client handler (notifications, the server's requests); `host`: what the
 //!   layers above answer elicitation and sampling with; `approval`: asking before destructive
@@ -23,10 +24,12 @@ pub mod context;
 pub mod error;
 pub mod handler;
 pub mod host;
+pub mod http;
 pub mod manager;
 pub mod naming;
 pub mod observe;
 pub mod process;
+pub mod reap;
 pub mod stdio;
 pub mod tools;
 pub mod usage;

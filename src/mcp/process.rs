@@ -1,15 +1,21 @@
 //! The child processes of stdio servers: each spawned as the leader of its own process group
-//! (so stopping it stops what it started too, e.g. `npx` → `node`), its stderr appended to
+//! (so stopping it stops what it started too, e.g. `npx` → `node`), with an environment of its
+//! own (`envs`, the names in `env_passthrough` and a short safe list of `agent`'s variables:
+//! never `agent`'s API keys or tokens) plus its run's marker (`reap`), its stderr appended to
 //! `<log dir>/<server>.stderr.log` (never the user's terminal; errors quote its tail), and
-//! stopped with SIGTERM to the group, then SIGKILL after a grace period.
+//! stopped with SIGTERM to the group and to every process that carries the run's marker, then
+//! SIGKILL after a grace period.
 
+use std::collections::HashSet;
 use std::io::{Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
+use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
+use super::reap::{RUN_VAR, Run, stat};
 use super::stdio::{ChildTransport, ResultCap};
-use crate::config::ServerConfig;
+use crate::config::{INHERITED_ENV, ServerConfig};
 
 /// How many stderr lines a start/call error quotes.
 const STDERR_TAIL_LINES: usize = 5;
@@ -66,18 +72,28 @@ pub struct Child {
 }
 
 /// Spawns the stdio server `name` as configured, stdin and stdout piped to the transport (which
-/// caps message size at `cap`), stderr to its log. The error is one line.
-pub fn spawn(name: &str, cfg: &ServerConfig, logs: &Logs, cap: &std::sync::Arc<ResultCap>) -> Result<Child, String> {
+/// caps message size at `cap`), stderr to its log, its environment as the module doc says and
+/// marked as one of `run`'s. The error is one line.
+pub fn spawn(
+    name: &str,
+    cfg: &ServerConfig,
+    logs: &Logs,
+    cap: &std::sync::Arc<ResultCap>,
+    run: &Run,
+) -> Result<Child, String> {
     let command = cfg.command.clone().unwrap_or_default();
     let (log, log_offset) = logs.open(name)?;
+    warn_not_passed(name, cfg);
     let mut cmd = tokio::process::Command::new(&command);
-    cmd.args(&cfg.args).envs(&cfg.envs).kill_on_drop(true);
+    cmd.args(&cfg.args).env_clear().envs(child_env(cfg, &|v| std::env::var_os(v))).kill_on_drop(true);
+    cmd.env(RUN_VAR, run.marker());
     if let Some(cwd) = &cfg.cwd {
         cmd.current_dir(cwd);
     }
     cmd.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::from(log));
     let mut wrap = process_wrap::tokio::CommandWrap::from(cmd);
     wrap.wrap(process_wrap::tokio::ProcessGroup::leader());
+    run.before_spawn();
     let spawned = wrap.spawn().and_then(|c| ChildTransport::new(c, cap.clone(), name));
     let transport = spawned.map_err(|e| match e.kind() {
         std::io::ErrorKind::NotFound => format!("command `{command}` not found"),
@@ -85,16 +101,66 @@ pub fn spawn(name: &str, cfg: &ServerConfig, logs: &Logs, cap: &std::sync::Arc<R
         _ => format!("cannot run `{command}`: {e}"),
     })?;
     let pgid = transport.id().map(|p| p as i32);
+    if let Some(pid) = pgid {
+        run.spawned(pid);
+    }
     Ok(Child { transport, pgid, log_offset })
 }
 
-/// Stops process groups: SIGTERM to each, SIGKILL to those still alive after a grace period.
-pub async fn stop_groups(groups: &[i32]) {
+/// A stdio server's environment, `get` reading `agent`'s: the [`INHERITED_ENV`] names and
+/// `env_passthrough` that are set (a value starting with `()`, an exported shell function, is
+/// left out of the safe list as the MCP SDKs do), then `envs`.
+fn child_env(
+    cfg: &ServerConfig,
+    get: &dyn Fn(&str) -> Option<std::ffi::OsString>,
+) -> Vec<(std::ffi::OsString, std::ffi::OsString)> {
+    use std::os::unix::ffi::OsStrExt;
+    let mut out = Vec::new();
+    for name in INHERITED_ENV {
+        if let Some(v) = get(name).filter(|v| !v.as_bytes().starts_with(b"()")) {
+            out.push((name.into(), v));
+        }
+    }
+    for name in &cfg.env_passthrough {
+        if let Some(v) = get(name) {
+            out.push((name.into(), v));
+        }
+    }
+    out.extend(cfg.envs.iter().map(|(k, v)| (k.into(), v.into())));
+    out
+}
+
+/// Once per server and process: an imported server reads variables when it runs that `agent`
+/// has and no longer passes (see `ServerConfig::not_passed`).
+fn warn_not_passed(name: &str, cfg: &ServerConfig) {
+    static WARNED: Mutex<Option<HashSet<String>>> = Mutex::new(None);
+    let missing: Vec<&str> = cfg.not_passed().into_iter().filter(|v| std::env::var_os(v).is_some()).collect();
+    let Some(file) = cfg.imported_from.as_ref().filter(|_| !missing.is_empty()) else { return };
+    let Ok(mut warned) = WARNED.lock() else { return };
+    if !warned.get_or_insert_default().insert(name.to_string()) {
+        return;
+    }
+    let names = missing.iter().map(|v| format!("${v}")).collect::<Vec<_>>().join(", ");
+    let example = missing.iter().map(|v| format!("\"{v}\": \"${{{v}}}\"")).collect::<Vec<_>>().join(", ");
+    tracing::warn!(
+        "server `{name}` ({}) reads {names} from its environment, which agent does not pass to servers; \
+         add it to the entry's \"env\" ({example})",
+        file.display()
+    );
+}
+
+/// Stops process groups and `run`'s marked processes: SIGTERM to each, SIGKILL to those still
+/// alive after a grace period; then `run` is finished (its record removed).
+pub async fn stop_groups(groups: &[i32], run: &Run) {
+    let marked = run.marked();
     for &g in groups {
         kill_group(g, libc::SIGTERM);
     }
+    for t in &marked {
+        t.signal(libc::SIGTERM);
+    }
     let deadline = Instant::now() + KILL_GRACE;
-    while groups.iter().any(|&g| group_alive(g)) && Instant::now() < deadline {
+    while (groups.iter().any(|&g| group_alive(g)) || marked.iter().any(|t| t.alive())) && Instant::now() < deadline {
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     for &g in groups {
@@ -102,6 +168,22 @@ pub async fn stop_groups(groups: &[i32]) {
             kill_group(g, libc::SIGKILL);
         }
     }
+    // Also what was started while the others were stopping.
+    for t in marked.iter().filter(|t| t.alive()).chain(run.marked().iter()) {
+        t.signal(libc::SIGKILL);
+    }
+    run.finished();
+}
+
+/// [`stop_groups`] at once and without waiting (a manager dropped without `shutdown`).
+pub fn kill_now(groups: &[i32], run: &Run) {
+    for &g in groups {
+        kill_group(g, libc::SIGKILL);
+    }
+    for t in run.marked() {
+        t.signal(libc::SIGKILL);
+    }
+    run.finished();
 }
 
 fn sanitize_file_name(name: &str) -> String {
@@ -151,35 +233,42 @@ fn group_alive(pgid: i32) -> bool {
     let Ok(entries) = std::fs::read_dir("/proc") else { return true };
     entries.flatten().any(|e| {
         let Some(pid) = e.file_name().to_str().and_then(|s| s.parse::<i32>().ok()) else { return false };
-        let Some(stat) = proc_stat(pid) else { return false };
-        // Fields after the `(comm)`: state, ppid, pgrp, ...
-        let mut rest = stat.rsplit_once(')').map(|(_, r)| r.split_whitespace()).into_iter().flatten();
-        let state = rest.next();
-        let pgrp = rest.nth(1).and_then(|s| s.parse::<i32>().ok());
-        pgrp == Some(pgid) && !matches!(state, Some("Z") | Some("X"))
+        stat(pid).is_some_and(|st| st.pgrp == pgid && !st.zombie)
     })
 }
 
-/// Whether `pid` runs (a zombie does not).
+/// Whether `pid` runs (a zombie does not; it still "exists" for kill(0)). Checked before every
+/// call, hence one read of `/proc/<pid>/stat`.
 pub(super) fn process_alive(pid: i32) -> bool {
-    if pid <= 1 {
-        return false;
-    }
-    // A zombie still "exists" for kill(0); look at its state instead.
-    match proc_stat(pid) {
-        Some(stat) => {
-            let state = stat.rsplit_once(')').and_then(|(_, rest)| rest.split_whitespace().next());
-            !matches!(state, Some("Z") | Some("X") | None)
-        }
-        None => false,
-    }
+    pid > 1 && stat(pid).is_some_and(|st| !st.zombie)
 }
 
-/// `/proc/<pid>/stat` in one read (it is checked before every call; `read_to_string` would
-/// take five reads, since procfs reports a size of 0).
-fn proc_stat(pid: i32) -> Option<String> {
-    use std::io::Read;
-    let mut buf = [0u8; 1024];
-    let n = std::fs::File::open(format!("/proc/{pid}/stat")).ok()?.read(&mut buf).ok()?;
-    Some(String::from_utf8_lossy(&buf[..n]).into_owned())
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_server_gets_the_safe_list_its_passthrough_and_its_envs_only() {
+        let parent: std::collections::BTreeMap<&str, &str> = [
+            ("HOME", "/home/u"),
+            ("PATH", "/bin"),
+            ("TERM", "() { :; }; echo pwned"),
+            ("ANTHROPIC_API_KEY", "sk-ant"),
+            ("OPENAI_API_KEY", "sk-oai"),
+            ("GITHUB_TOKEN", "ghp"),
+        ]
+        .into();
+        let get = |v: &str| parent.get(v).map(std::ffi::OsString::from);
+        let cfg = ServerConfig {
+            env_passthrough: vec!["GITHUB_TOKEN".into(), "NOT_SET".into()],
+            envs: [("X".to_string(), "1".to_string())].into(),
+            ..ServerConfig::default()
+        };
+        let env: Vec<(String, String)> = child_env(&cfg, &get)
+            .into_iter()
+            .map(|(k, v)| (k.to_string_lossy().into_owned(), v.to_string_lossy().into_owned()))
+            .collect();
+        let want = [("HOME", "/home/u"), ("PATH", "/bin"), ("GITHUB_TOKEN", "ghp"), ("X", "1")];
+        assert_eq!(env, want.map(|(k, v)| (k.to_string(), v.to_string())));
+    }
 }

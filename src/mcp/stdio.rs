@@ -1,5 +1,6 @@
 //! The stdio transport of a child server, with its pipes wired here rather than by rmcp's
-//! `TokioChildProcess`, so that a message over `mcp.max_result_bytes` fails its call at once.
+//! `TokioChildProcess`, so that a message over `mcp.max_result_bytes` fails its call at once
+//! (the Streamable HTTP client does the same with [`ResultCap`], see `http`).
 //!
 //! rmcp's line reader drops an over-long line with only a log line, so the call it answered
 //! would wait for its `call_timeout`. [`CappedReader`] sits between the child's stdout and
@@ -62,12 +63,21 @@ impl ResultCap {
         e.data.as_ref().and_then(|d| d.get(NONCE_KEY)).and_then(|v| v.as_str()) == Some(self.nonce.as_str())
     }
 
+    /// The error that takes a dropped answer's place (marked with the nonce).
+    pub fn error_data(&self) -> ErrorData {
+        ErrorData::internal_error(
+            format!("the response is larger than the {} limit", size_label(self.limit)),
+            Some(serde_json::json!({ NONCE_KEY: self.nonce })),
+        )
+    }
+
+    /// Fails every call in flight (an over-long message that answers no known request).
+    pub fn fail_all_in_flight(&self) {
+        let _ = self.all_in_flight.send(());
+    }
+
     fn error_line(&self, id: &[u8]) -> Vec<u8> {
-        let error = serde_json::json!({
-            "code": -32603,
-            "message": format!("the response is larger than the {} limit", size_label(self.limit)),
-            "data": { NONCE_KEY: self.nonce },
-        });
+        let error = serde_json::to_value(self.error_data()).unwrap_or_default();
         let mut line = b"{\"jsonrpc\":\"2.0\",\"id\":".to_vec();
         line.extend_from_slice(id);
         line.extend_from_slice(b",\"error\":");
@@ -189,7 +199,7 @@ impl<R> CappedReader<R> {
                     limit = self.cap.limit,
                     "dropped a message over the size limit without a readable id; failing every call in flight"
                 );
-                let _ = self.cap.all_in_flight.send(());
+                self.cap.fail_all_in_flight();
             }
         }
         self.end_line();

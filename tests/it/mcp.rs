@@ -911,9 +911,8 @@ fn call_with_a_17_mib_result_fails_at_once() {
     assert!(started.elapsed() < Duration::from_secs(30), "took {:?}", started.elapsed());
 }
 
-/// Over Streamable HTTP the same setting caps the answer (rmcp's SSE event limit): the call
-/// fails at once and the next call works. (rmcp closes the session without saying why, so the
-/// message is not the stdio one yet.)
+/// Over Streamable HTTP the same setting caps the answer: through `agent mcp call` the call
+/// fails at once with the stdio message, and the next call works.
 #[test]
 fn http_results_over_the_limit_fail_at_once() {
     let server = HttpFixture::start();
@@ -924,8 +923,7 @@ fn http_results_over_the_limit_fail_at_once() {
     let started = Instant::now();
     let r = p.run(&["mcp", "call", "remote.big", "--args", r#"{"bytes": 2000000}"#]);
     r.assert_code(1);
-    assert!(r.stderr.starts_with("error: server `remote` failed during `big`: "), "{}", r.stderr);
-    assert!(!r.stderr.contains("rmcp::"), "{}", r.stderr);
+    assert_eq!(r.stderr, "error: result of remote.big is larger than the 1 MiB limit\n");
     assert!(started.elapsed() < Duration::from_secs(30), "took {:?}", started.elapsed());
     let r = p.run(&["mcp", "call", "remote.big", "--args", r#"{"bytes": 900000}"#, "--output", "b.txt"]);
     r.assert_ok();
@@ -953,4 +951,351 @@ async fn manager_does_not_hang_on_a_relisting_that_never_answers() {
     let r = tokio::time::timeout(Duration::from_secs(10), call).await.expect("the call hung on tools/list").unwrap();
     assert_eq!(r.structured_content, Some(json!({"sum": 3})));
     manager.shutdown().await;
+}
+
+// ---------------------------------------------------------------------------------------------
+// What a stdio server inherits: never agent's secrets
+
+/// The environment the fixture's `env` tool reports, as `agent mcp call` prints it.
+fn reported_env(r: &support::Run) -> serde_json::Map<String, Value> {
+    r.assert_ok();
+    match serde_json::from_str::<Value>(r.stdout.trim()) {
+        Ok(Value::Object(m)) => m,
+        other => panic!("not an environment: {other:?}\n{}", r.stdout),
+    }
+}
+
+const SECRETS: [(&str, &str); 4] = [
+    ("ANTHROPIC_API_KEY", "sk-ant-secret-1"),
+    ("OPENAI_API_KEY", "sk-oai-secret-2"),
+    ("GITHUB_TOKEN", "ghp-secret-3"),
+    ("AWS_SECRET_ACCESS_KEY", "aws-secret-4"),
+];
+
+/// `agent mcp call fixture.env` in `p` with agent's environment holding [`SECRETS`] and `extra`.
+fn env_seen_by_the_server(p: &Project, extra: &[(&str, &str)]) -> serde_json::Map<String, Value> {
+    let mut c = p.cmd(&["mcp", "call", "fixture.env"]);
+    c.envs(SECRETS).envs(extra.iter().copied()).env("TERM", "xterm-test");
+    let env = reported_env(&support::Run::from(c.output().unwrap()));
+    for (_, secret) in SECRETS {
+        assert!(!env.values().any(|v| v.as_str().is_some_and(|v| v.contains(secret))), "{env:?}");
+    }
+    env
+}
+
+/// A third-party server reads its environment: agent's API keys and tokens are not in it; the
+/// safe list and its `envs` are.
+#[test]
+fn a_stdio_server_never_sees_agents_secrets_only_the_safe_list_and_its_envs() {
+    let p = Project::with_servers(&format!(
+        "{}      envs:\n        EXPLICIT: given\n",
+        fixture_stdio_yaml("fixture", &["--env-tool"])
+    ));
+    let env = env_seen_by_the_server(&p, &[("UNRELATED", "x")]);
+    let allowed = ["HOME", "LOGNAME", "PATH", "SHELL", "TERM", "USER", "EXPLICIT", "AGENT_SERVER_RUN"];
+    for name in env.keys() {
+        assert!(allowed.contains(&name.as_str()), "the server got {name}: {env:?}");
+    }
+    assert_eq!(env["EXPLICIT"], "given");
+    assert_eq!(env["TERM"], "xterm-test");
+    assert_eq!(env["HOME"], p.path().join("home").display().to_string());
+    assert!(env.contains_key("PATH"));
+}
+
+/// `env_passthrough` names what a server gets of agent's environment as it is (when set).
+#[test]
+fn env_passthrough_passes_the_variables_it_names_and_nothing_else() {
+    let p = Project::with_servers(&format!(
+        "{}      env_passthrough: [PASS_ME, NOT_SET_ANYWHERE]\n",
+        fixture_stdio_yaml("fixture", &["--env-tool"])
+    ));
+    let env = env_seen_by_the_server(&p, &[("PASS_ME", "passed"), ("UNRELATED", "x")]);
+    assert_eq!(env["PASS_ME"], "passed");
+    assert!(!env.contains_key("NOT_SET_ANYWHERE") && !env.contains_key("UNRELATED"), "{env:?}");
+}
+
+/// `agent mcp serve --token-env VAR`: the variable holding serve's own token never reaches the
+/// servers it proxies (a hostile server cannot read it and call `serve` as its client).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn serve_never_hands_its_token_to_the_servers_it_proxies() {
+    use rmcp::ServiceExt;
+    use rmcp::transport::StreamableHttpClientTransport;
+    use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+    use std::io::BufRead;
+    let p = Project::with_servers(&fixture_stdio_yaml("fixture", &["--env-tool"]));
+    let token = "serve-token-7c1f";
+    let mut child = p
+        .cmd(&["mcp", "serve", "--http", "127.0.0.1:0", "--token-env", "AGENT_SERVE_TOKEN"])
+        .env("AGENT_SERVE_TOKEN", token)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = std::io::BufReader::new(child.stderr.take().unwrap()).lines();
+    let url = loop {
+        let line = lines.next().expect("serve exited before listening").unwrap();
+        if let Some(url) = line.trim().strip_prefix("listening on ") {
+            break url.to_string();
+        }
+    };
+    let transport = StreamableHttpClientTransport::from_config(
+        StreamableHttpClientTransportConfig::with_uri(url).auth_header(token),
+    );
+    let client = ().serve(transport).await.unwrap();
+    let result = client.call_tool(rmcp::model::CallToolRequestParams::new("fixture_env")).await.unwrap();
+    let text = result.content[0].as_text().unwrap().text.clone();
+    let _ = client.cancel().await;
+    let _ = child.kill();
+    let _ = child.wait();
+    let env: serde_json::Map<String, Value> = serde_json::from_str(&text).unwrap();
+    assert!(!env.contains_key("AGENT_SERVE_TOKEN"), "{env:?}");
+    assert!(!text.contains(token), "{text}");
+    assert!(env.contains_key("PATH"), "{env:?}");
+}
+
+/// An imported `.mcp.json` entry whose shell command reads a variable when it runs (`$$NAME`
+/// in agent's syntax): a warning, once per process however often the server starts, naming the
+/// variable and the fix; with the variable in the entry's `env` it arrives and nobody warns.
+#[test]
+fn an_imported_server_that_relied_on_an_inherited_variable_is_warned_about_once() {
+    let p = Project::new();
+    let entry = |env: Value| {
+        json!({"mcpServers": {"shelled": {
+            "command": "sh",
+            "args": ["-c", format!("IMPORTED_KEY=\"$$IMPORTED_KEY\" exec {} --env-tool", fixture_bin().display())],
+            "env": env
+        }}})
+        .to_string()
+    };
+    p.write(".mcp.json", &entry(json!({})));
+    // The server crashes once and is started again in the same process: still one warning.
+    let script = "try { await callMCPTool('shelled', 'crash', {}); } catch (e) {}\n\
+                  const r = await callMCPTool('shelled', 'env', {});\n\
+                  console.log(JSON.stringify(r.IMPORTED_KEY ?? null));";
+    let run = |p: &Project| {
+        let mut c = p.cmd(&["exec", "-"]);
+        c.env("IMPORTED_KEY", "k-123").stdin(std::process::Stdio::piped());
+        c.stdout(std::process::Stdio::piped()).stderr(std::process::Stdio::piped());
+        let mut child = c.spawn().unwrap();
+        use std::io::Write;
+        child.stdin.take().unwrap().write_all(script.as_bytes()).unwrap();
+        support::Run::from(child.wait_with_output().unwrap())
+    };
+    let r = run(&p);
+    r.assert_ok();
+    assert_eq!(r.stdout, "\"\"\n", "not inherited: the shell expands it to nothing");
+    assert!(p.server_logged("shelled", "crashing on purpose"), "the server was started twice");
+    let warnings: Vec<&str> = r.stderr.lines().filter(|l| l.starts_with("warning: ")).collect();
+    let file = p.path().join(".mcp.json");
+    assert_eq!(
+        warnings,
+        [format!(
+            "warning: server `shelled` ({}) reads $IMPORTED_KEY from its environment, which agent does not pass to \
+             servers; add it to the entry's \"env\" (\"IMPORTED_KEY\": \"${{IMPORTED_KEY}}\")",
+            file.display()
+        )],
+        "{}",
+        r.stderr
+    );
+    p.write(".mcp.json", &entry(json!({"IMPORTED_KEY": "${IMPORTED_KEY}"})));
+    let r = run(&p);
+    r.assert_ok();
+    assert_eq!(r.stdout, "\"k-123\"\n");
+    assert!(!r.stderr.contains("warning"), "{}", r.stderr);
+}
+
+// ---------------------------------------------------------------------------------------------
+// HTTP answers over `mcp.max_result_bytes`
+
+/// The fixture over Streamable HTTP with `args`; killed on drop.
+struct HttpServer(std::process::Child, String);
+
+impl HttpServer {
+    fn start(args: &[&str]) -> HttpServer {
+        use std::io::BufRead;
+        let mut child = std::process::Command::new(fixture_bin())
+            .args(["--http", "127.0.0.1:0"])
+            .args(args)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        let mut line = String::new();
+        std::io::BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
+        let url = line.trim().strip_prefix("listening on ").expect("listening line").to_string();
+        HttpServer(child, url)
+    }
+}
+
+impl Drop for HttpServer {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// A hostile HTTP server answers with more than `mcp.max_result_bytes`, as an SSE event (a
+/// session) and as a JSON body (stateless): the call fails at once naming the limit, as on
+/// stdio, and the connection keeps working.
+#[tokio::test]
+async fn http_answers_over_the_limit_name_the_limit_and_the_connection_stays() {
+    use agent::config::{Config, LoadOptions};
+    use agent::mcp::{McpError, McpManager};
+    for mode in [&[][..], &["--http-json"][..]] {
+        let server = HttpServer::start(mode);
+        let p = Project::with_servers(&format!(
+            "    remote:\n      url: {}\n      call_timeout: 60s\n  max_result_bytes: 1048576\n",
+            server.1
+        ));
+        let opts =
+            LoadOptions { project_dir: Some(p.path().to_path_buf()), skip_user_config: true, ..Default::default() };
+        let mut config = Config::load_with_env(&opts, &Default::default()).unwrap();
+        config.mcp.code_execution.workspace_dir = p.path().join(".kodelet/mcp");
+        let manager = McpManager::new(&config);
+        let args = |v: Value| v.as_object().cloned().unwrap();
+        let started = Instant::now();
+        let err = manager.call_tool("remote", "big", args(json!({"bytes": 2_000_000}))).await.unwrap_err();
+        assert!(matches!(err, McpError::ResultTooLarge { .. }), "{mode:?}: {err}");
+        assert_eq!(err.to_string(), "result of remote.big is larger than the 1 MiB limit");
+        assert!(started.elapsed() < Duration::from_secs(10), "{mode:?}: {:?}", started.elapsed());
+        let r = manager.call_tool("remote", "echo", args(json!({"message": "after"}))).await.unwrap();
+        assert_eq!(r.content[0].as_text().unwrap().text, "after");
+        let r = manager.call_tool("remote", "big", args(json!({"bytes": 900_000}))).await.unwrap();
+        assert_eq!(r.content[0].as_text().unwrap().text.len(), 900_000);
+        manager.shutdown().await;
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// What servers leave behind: a grandchild in its own session, after a clean exit and after
+// SIGKILL of agent
+
+/// A stdio server (tagged `<tag>-srv`) whose shell first starts a grandchild in a session of
+/// its own (`setsid`, tagged `<tag>-grand`): outside the server's process group.
+fn server_with_a_setsid_grandchild(tag: &str) -> String {
+    let fixture = fixture_bin().display().to_string();
+    format!(
+        "    wrapped:\n      command: sh\n      args: [\"-c\", \"setsid {fixture} --tag {tag}-grand --hang-on-start </dev/null >/dev/null 2>&1 & exec {fixture} --tag {tag}-srv\"]\n      connect_timeout: 10s\n"
+    )
+}
+
+/// Kills the processes tagged `tag` (this test's own) when dropped, also when the test fails.
+struct KillTagged(String);
+
+impl Drop for KillTagged {
+    fn drop(&mut self) {
+        for pid in pids_matching(&self.0) {
+            // SAFETY: signalling a process this test started (its tag is in the command line).
+            unsafe { libc::kill(pid as i32, libc::SIGKILL) };
+        }
+    }
+}
+
+fn records(p: &Project) -> Vec<String> {
+    std::fs::read_dir(p.path().join(".kodelet/mcp/logs/.running"))
+        .map(|d| d.flatten().map(|e| e.file_name().to_string_lossy().into_owned()).collect())
+        .unwrap_or_default()
+}
+
+#[test]
+fn a_grandchild_in_its_own_session_is_stopped_with_its_server() {
+    let tag = unique_tag("setsid");
+    let _cleanup = KillTagged(tag.clone());
+    let p = Project::with_servers(&server_with_a_setsid_grandchild(&tag));
+    p.run(&["mcp", "list"]).assert_ok();
+    let gone = wait_until(Duration::from_secs(5), || pids_matching(&tag).is_empty());
+    assert!(gone, "left running: {:?}", pids_matching(&tag));
+    assert!(records(&p).is_empty(), "{:?}", records(&p));
+}
+
+/// `(pid, start time)` of a process, from `/proc/<pid>/stat`.
+fn start_time(pid: u32) -> u64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+    stat.rsplit_once(')').unwrap().1.split_whitespace().nth(19).unwrap().parse().unwrap()
+}
+
+/// A process of the test's own; killed and reaped when dropped.
+struct Decoy(std::process::Child);
+
+impl Drop for Decoy {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// A process of the test's own, in a session of its own, tagged; optionally carrying a marker.
+fn decoy(tag: &str, marker: Option<&str>) -> Decoy {
+    use std::process::Stdio;
+    let mut c = std::process::Command::new("setsid");
+    c.arg(fixture_bin()).args(["--tag", tag, "--hang-on-start"]);
+    c.stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::null());
+    if let Some(m) = marker {
+        c.env("AGENT_SERVER_RUN", m);
+    }
+    let child = c.spawn().unwrap();
+    assert!(wait_until(Duration::from_secs(5), || pids_matching(tag).len() == 1), "decoy {tag} did not start");
+    Decoy(child)
+}
+
+/// SIGKILL of agent runs nothing at its exit: the server and its setsid grandchild outlive it.
+/// The next agent command in the workspace stops them, and only them: a process of ours whose
+/// pid a dead run's record names with another start time (a reused pid), and one marked as a
+/// run whose agent still runs, are left alone.
+#[test]
+fn after_sigkill_the_next_command_stops_what_the_killed_agent_left_and_nothing_else() {
+    use std::os::unix::fs::PermissionsExt;
+    let tag = unique_tag("sigkill");
+    let _cleanup = KillTagged(tag.clone());
+    let p = Project::with_servers(&server_with_a_setsid_grandchild(&tag));
+    let reused = decoy(&format!("{tag}-reused"), None);
+    let _live = decoy(&format!("{tag}-live"), Some("live-run-marker"));
+    // Records as a killed agent whose pid was reused, and as a running agent (this test), left them.
+    let dir = p.path().join(".kodelet/mcp/logs/.running");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700)).unwrap();
+    let boot = std::fs::read_to_string("/proc/sys/kernel/random/boot_id").unwrap().trim().to_string();
+    let (rp, rs) = (reused.0.id(), start_time(reused.0.id()));
+    let me = std::process::id();
+    for (name, record) in [
+        (
+            "1-dead.json",
+            json!({"version": 1, "boot": boot, "agent": {"pid": rp, "start": rs - 1}, "marker": "gone-run-marker",
+                   "servers": [{"pid": rp, "start": rs - 1}]}),
+        ),
+        (
+            "2-live.json",
+            json!({"version": 1, "boot": boot, "agent": {"pid": me, "start": start_time(me)},
+                   "marker": "live-run-marker", "servers": []}),
+        ),
+    ] {
+        std::fs::write(dir.join(name), record.to_string()).unwrap();
+        std::fs::set_permissions(dir.join(name), std::fs::Permissions::from_mode(0o600)).unwrap();
+    }
+
+    let mut killed = p
+        .cmd(&["mcp", "call", "wrapped.sleep", "--args", r#"{"ms": 60000}"#])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let running = wait_until(Duration::from_secs(15), || {
+        p.server_logged("wrapped", "sleep 60000 ms started") && pids_matching(&format!("{tag}-grand")).len() == 1
+    });
+    assert!(running, "the server and its grandchild never ran");
+    killed.kill().unwrap();
+    killed.wait().unwrap();
+    std::thread::sleep(Duration::from_millis(100));
+    assert_eq!(pids_matching(&format!("{tag}-grand")).len(), 1, "the grandchild outlives a killed agent");
+
+    let next = p.run(&["-v", "mcp", "list", "--server", "wrapped"]);
+    next.assert_ok();
+    let gone = wait_until(Duration::from_secs(5), || {
+        pids_matching(&format!("{tag}-grand")).is_empty() && pids_matching(&format!("{tag}-srv")).is_empty()
+    });
+    assert!(gone, "left running: {:?}\n{}", pids_matching(&tag), next.stderr);
+    assert!(next.stderr.contains("process(es) left by agent"), "{}", next.stderr);
+    assert_eq!(pids_matching(&format!("{tag}-reused")).len(), 1, "a reused pid was signalled");
+    assert_eq!(pids_matching(&format!("{tag}-live")).len(), 1, "a running agent's process was signalled");
+    assert_eq!(records(&p), ["2-live.json"], "dead runs' records are removed, a live one stays");
 }

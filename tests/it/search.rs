@@ -231,3 +231,94 @@ fn a_failing_embeddings_endpoint_is_one_warning_then_words_only() {
     assert_eq!(found.first().map(String::as_str), Some("fixture.add"));
     assert_eq!(stderr.matches("warning: the embeddings endpoint failed").count(), 1, "{stderr}");
 }
+
+// ---------------------------------------------------------------------------------------------
+// A hostile embeddings endpoint: the answer's size, the vectors' dimension and the wait are
+// bounded, and the search falls back to words
+
+/// Runs `agent` to its end: exit code, stdout, stderr and its peak resident memory in KiB
+/// (`wait4` on that very child, so other tests' processes do not count).
+#[allow(clippy::zombie_processes)] // reaped by `wait4`, which also gives its resource usage
+fn run_measured(mut c: std::process::Command) -> (i32, String, String, i64) {
+    use std::io::Read;
+    use std::process::Stdio;
+    let mut child = c.stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+    let (mut out, mut err) = (child.stdout.take().unwrap(), child.stderr.take().unwrap());
+    let reader = std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = out.read_to_string(&mut s);
+        s
+    });
+    let mut stderr = String::new();
+    let _ = err.read_to_string(&mut stderr);
+    let stdout = reader.join().unwrap();
+    let (mut status, mut usage) = (0i32, unsafe { std::mem::zeroed::<libc::rusage>() });
+    // SAFETY: waiting for our own child, with valid out-pointers.
+    let waited = unsafe { libc::wait4(child.id() as i32, &mut status, 0, &mut usage) };
+    assert_eq!(waited, child.id() as i32);
+    let code = if libc::WIFEXITED(status) { libc::WEXITSTATUS(status) } else { -1 };
+    (code, stdout, stderr, usage.ru_maxrss)
+}
+
+#[test]
+fn an_endless_embeddings_answer_is_cut_at_32_mib_and_words_rank() {
+    // 768 MiB of numbers, sent as fast as the endpoint can: read whole, it would take as much memory.
+    let fake = fake_embeddings::FakeEmbeddings::hostile(fake_embeddings::Hostile::Body(768 << 20));
+    let p = embeddings_project(&fake);
+    let (code, stdout, stderr, max_rss_kib) = run_measured(p.cmd(&["mcp", "search", "add two numbers", "--json"]));
+    assert_eq!(code, 0, "{stderr}");
+    let found: Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(ranked(&found)[0], "fixture.add", "by words");
+    let warnings: Vec<&str> = stderr.lines().filter(|l| l.starts_with("warning: ")).collect();
+    assert_eq!(warnings.len(), 1, "{stderr}");
+    assert!(
+        warnings[0].contains("the embeddings endpoint failed")
+            && warnings[0].contains("the answer is larger than 32 MiB (the most read)"),
+        "{stderr}"
+    );
+    assert!(max_rss_kib < 200 << 10, "agent grew to {} MiB reading the answer", max_rss_kib >> 10);
+    assert!(!p.path().join(".kodelet/mcp/embeddings.json").exists(), "nothing was embedded");
+}
+
+#[test]
+fn vectors_of_a_huge_dimension_are_refused_and_never_cached() {
+    let fake = fake_embeddings::FakeEmbeddings::hostile(fake_embeddings::Hostile::Dims(100_000));
+    let p = embeddings_project(&fake);
+    let (found, stderr) = search_live(&p, "add two numbers", &[]);
+    assert_eq!(found[0], "fixture.add");
+    let warnings: Vec<&str> = stderr.lines().filter(|l| l.starts_with("warning: ")).collect();
+    assert_eq!(warnings.len(), 1, "{stderr}");
+    assert!(
+        warnings[0].ends_with("a vector has more than 8192 dimensions (the most accepted)); searching by words only"),
+        "{stderr}"
+    );
+    // The cache holds no vector of that size (a written cache has only what was accepted).
+    let cache = p.path().join(".kodelet/mcp/embeddings.json");
+    let len = std::fs::metadata(&cache).map(|m| m.len()).unwrap_or(0);
+    assert!(len < 4096, "the cache grew to {len} bytes");
+}
+
+#[test]
+fn a_silent_embeddings_endpoint_costs_a_script_part_of_its_timeout_not_all_of_it() {
+    let fake = fake_embeddings::FakeEmbeddings::hostile(fake_embeddings::Hostile::Silent);
+    let p = Project::new();
+    p.write_config(&format!(
+        "{}mcp:\n  code_execution:\n    timeout: 4s\n  servers:\n{}",
+        fake.search_yaml(),
+        support::fixture_stdio_yaml("fixture", &[])
+    ));
+    let script =
+        "const found = await searchTools('add two numbers'); console.log(found[0].server + '.' + found[0].tool);";
+    let started = std::time::Instant::now();
+    let r = p.run_stdin(&["exec", "-"], script);
+    r.assert_ok();
+    assert_eq!(r.stdout, "fixture.add\n");
+    assert!(
+        r.stderr.contains("warning: the embeddings endpoint failed") && r.stderr.contains("no answer within 1s"),
+        "{}",
+        r.stderr
+    );
+    // A quarter of the script's timeout for the tools' vectors; the query is not sent after that.
+    assert!(started.elapsed() < std::time::Duration::from_secs(4), "took {:?}", started.elapsed());
+    assert_eq!(fake.requests(), 1);
+}
