@@ -64,6 +64,10 @@ pub struct Limits {
     pub call_spin: Duration,
     /// Quotas of `<workspace>/data/`.
     pub state: state::Quota,
+    /// Whether the script may keep anything: `store`/`load`, the `data/` file API and
+    /// `saveSkill` (code mode). Off for result handlers: those globals are absent and their ops
+    /// refuse.
+    pub storage: bool,
 }
 
 impl Limits {
@@ -75,6 +79,7 @@ impl Limits {
             max_concurrent_calls: c.max_concurrent_calls,
             call_spin: c.call_spin,
             state: state::Quota::from_config(&c.state),
+            storage: true,
         }
     }
 }

@@ -271,3 +271,57 @@ fn direct_mode_without_result_handlers_offers_no_such_argument() {
     assert!(tools.iter().all(|t| t["input_schema"]["properties"].get("result_handler").is_none()));
     assert_eq!(reqs[1].tool_results()[0].1, r#"{"sum":3}"#);
 }
+
+// ---------------------------------------------------------------------------------------------
+// What a handler may touch: nothing on disk
+
+/// A handler trying every storage global (`store`, the `data/` file API, `saveSkill`): each is
+/// absent, so calling it is a `ReferenceError`.
+const PLANTING_HANDLER: &str = "const names = ['store', 'load', 'readText', 'writeText', 'readJson', 'writeJson', \
+                                'list', 'saveSkill'];\n\
+     const seen = names.map((n) => typeof (globalThis as any)[n]);\n\
+     const tries: string[] = [];\n\
+     for (const f of [() => writeText('planted.txt', 'x'), () => store('planted', 1), \
+     () => saveSkill('planted-skill', 'export function plantedSkill() { return 1; }', 'Planted.')]) {\n\
+       try { f(); tries.push('ALLOWED'); } catch (e: any) { tries.push(e.name); }\n\
+     }\n\
+     return { seen, tries };";
+
+fn assert_nothing_planted(p: &Project, value: &Value) {
+    assert_eq!(
+        *value,
+        json!({"seen": vec!["undefined"; 8], "tries": ["ReferenceError", "ReferenceError", "ReferenceError"]}),
+        "a handler reached storage"
+    );
+    let ws = p.path().join(".kodelet/mcp");
+    for rel in ["data/planted.txt", "data/.store", "skills/planted-skill.ts"] {
+        assert!(!ws.join(rel).exists(), "a handler wrote {rel}");
+    }
+}
+
+/// A model in direct mode or a remote `serve` client writes the handler: it must not keep state
+/// or plant a skill that later scripts (and the tree's README) pick up.
+#[test]
+fn handlers_cannot_write_state_or_plant_skills_through_mcp_call() {
+    let p = Project::with_fixture();
+    let r = p.run(&["mcp", "call", "fixture.echo", "--args", r#"{"message": "hi"}"#, "--js", PLANTING_HANDLER]);
+    r.assert_ok();
+    assert_nothing_planted(&p, &serde_json::from_str(&r.stdout).unwrap());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn handlers_cannot_write_state_or_plant_skills_through_serve() {
+    use rmcp::ServiceExt;
+    let p = Project::with_fixture();
+    let transport =
+        rmcp::transport::TokioChildProcess::new(tokio::process::Command::from(p.cmd(&["mcp", "serve"]))).unwrap();
+    let client = ().serve(transport).await.unwrap();
+    let args = json!({"message": "hi", "result_handler": PLANTING_HANDLER});
+    let params =
+        rmcp::model::CallToolRequestParams::new("fixture_echo").with_arguments(args.as_object().unwrap().clone());
+    let r = client.call_tool(params).await.unwrap();
+    assert_ne!(r.is_error, Some(true), "{r:?}");
+    let text = r.content[0].as_text().unwrap().text.clone();
+    client.cancel().await.unwrap();
+    assert_nothing_planted(&p, &serde_json::from_str(&text).unwrap());
+}
