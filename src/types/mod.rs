@@ -465,7 +465,7 @@ impl Registry {
                 .into_iter()
                 .map(|(k, old)| (size(reg.tools.get(&k)).saturating_sub(size(old.as_ref())), k, old))
                 .collect();
-            growth.sort_by(|a, b| b.0.cmp(&a.0));
+            growth.sort_by_key(|g| std::cmp::Reverse(g.0));
             for (_, k, old) in growth {
                 match old {
                     Some(e) => reg.tools.insert(k.clone(), e),

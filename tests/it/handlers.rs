@@ -325,3 +325,123 @@ async fn handlers_cannot_write_state_or_plant_skills_through_serve() {
     client.cancel().await.unwrap();
     assert_nothing_planted(&p, &serde_json::from_str(&text).unwrap());
 }
+
+// ---------------------------------------------------------------------------------------------
+// The jq worker holds itself to its limits
+
+/// The live processes below `pid` (children, their children, ...) whose command line has `needle`.
+fn descendants_with(pid: u32, needle: &str) -> Vec<u32> {
+    let parent_of = |p: u32| -> Option<u32> {
+        let stat = std::fs::read_to_string(format!("/proc/{p}/stat")).ok()?;
+        stat.rsplit_once(')')?.1.split_whitespace().nth(1)?.parse().ok()
+    };
+    let all: Vec<u32> =
+        std::fs::read_dir("/proc").unwrap().flatten().filter_map(|e| e.file_name().to_str()?.parse().ok()).collect();
+    let mut below = vec![pid];
+    let mut grew = true;
+    while grew {
+        grew = false;
+        for &p in &all {
+            if !below.contains(&p) && parent_of(p).is_some_and(|pp| below.contains(&pp)) {
+                below.push(p);
+                grew = true;
+            }
+        }
+    }
+    below
+        .into_iter()
+        .skip(1)
+        .filter(|p| {
+            std::fs::read(format!("/proc/{p}/cmdline")).is_ok_and(|c| String::from_utf8_lossy(&c).contains(needle))
+        })
+        .collect()
+}
+
+/// Whether `pid` is still running (a zombie nobody reaped is not).
+fn running(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        .and_then(|s| s.rsplit_once(')').map(|(_, rest)| !rest.trim_start().starts_with('Z')))
+        .unwrap_or(false)
+}
+
+/// Kills `pid` when dropped (a worker a failed assertion left running).
+struct KillOnDrop(u32);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        // SAFETY: kill with a pid we saw as our own descendant; at worst it is gone already.
+        unsafe {
+            libc::kill(self.0 as i32, libc::SIGKILL);
+        }
+    }
+}
+
+/// `agent` killed with SIGKILL (no clean-up) while its jq worker spins on an endless filter: the
+/// worker is gone within moments, not at the timeout, not never.
+#[test]
+fn the_jq_worker_dies_with_a_killed_agent() {
+    let p = Project::new();
+    p.write_config(&format!(
+        "mcp:\n  code_execution:\n    timeout: 300s\n  servers:\n{}",
+        fixture_stdio_yaml("fixture", &[])
+    ));
+    let mut agent = p
+        .cmd(&["mcp", "call", "fixture.add", "--args", r#"{"a": 1, "b": 2}"#, "--jq", "last(range(1e15))"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    let worker = loop {
+        if let Some(&w) = descendants_with(agent.id(), "__jq-worker").first() {
+            break w;
+        }
+        assert!(std::time::Instant::now() < deadline, "no jq worker started");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    let _cleanup = KillOnDrop(worker);
+    agent.kill().unwrap();
+    agent.wait().unwrap();
+    let killed = std::time::Instant::now();
+    while running(worker) && killed.elapsed() < std::time::Duration::from_secs(5) {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    assert!(!running(worker), "the jq worker still runs {:?} after agent was killed", killed.elapsed());
+}
+
+/// A filter that allocates without end is stopped near the memory limit: the worker's peak
+/// resident memory stays close to it (the binary's own pages on top), not at the address-space
+/// backstop.
+#[test]
+fn a_memory_hungry_jq_filter_is_stopped_near_the_limit() {
+    let p = Project::new();
+    p.write_config(&format!(
+        "mcp:\n  code_execution:\n    timeout: 60s\n    memory_limit_mb: 128\n  servers:\n{}",
+        fixture_stdio_yaml("fixture", &[])
+    ));
+    let mut agent = p
+        .cmd(&["mcp", "call", "fixture.add", "--args", r#"{"a": 1, "b": 2}"#, "--jq", "[range(1e9) | [., .]] | length"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut peak_kb = 0u64;
+    while agent.try_wait().unwrap().is_none() {
+        for w in descendants_with(agent.id(), "__jq-worker") {
+            let status = std::fs::read_to_string(format!("/proc/{w}/status")).unwrap_or_default();
+            let hwm = status
+                .lines()
+                .find_map(|l| l.strip_prefix("VmHWM:"))
+                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok());
+            peak_kb = peak_kb.max(hwm.unwrap_or(0));
+        }
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    let out = agent.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("the jq filter ran out of memory (limit 128 MB)"), "{stderr}");
+    assert!(peak_kb > 0, "the worker was never seen");
+    assert!(peak_kb < (128 + 96) * 1024, "the worker's peak RSS was {} MB under a 128 MB limit", peak_kb / 1024);
+}
