@@ -7,6 +7,7 @@ use crate::support::fake_llm;
 
 use fake_llm::{Api, FakeLlm, Reply};
 use serde_json::{Value, json};
+use support::procs::{KillOnDrop, descendants_with, peak_rss_kb, running};
 use support::{Project, everything_yaml, fixture_stdio_yaml, node_or_skip};
 
 #[test]
@@ -329,54 +330,6 @@ async fn handlers_cannot_write_state_or_plant_skills_through_serve() {
 // ---------------------------------------------------------------------------------------------
 // The jq worker holds itself to its limits
 
-/// The live processes below `pid` (children, their children, ...) whose command line has `needle`.
-fn descendants_with(pid: u32, needle: &str) -> Vec<u32> {
-    let parent_of = |p: u32| -> Option<u32> {
-        let stat = std::fs::read_to_string(format!("/proc/{p}/stat")).ok()?;
-        stat.rsplit_once(')')?.1.split_whitespace().nth(1)?.parse().ok()
-    };
-    let all: Vec<u32> =
-        std::fs::read_dir("/proc").unwrap().flatten().filter_map(|e| e.file_name().to_str()?.parse().ok()).collect();
-    let mut below = vec![pid];
-    let mut grew = true;
-    while grew {
-        grew = false;
-        for &p in &all {
-            if !below.contains(&p) && parent_of(p).is_some_and(|pp| below.contains(&pp)) {
-                below.push(p);
-                grew = true;
-            }
-        }
-    }
-    below
-        .into_iter()
-        .skip(1)
-        .filter(|p| {
-            std::fs::read(format!("/proc/{p}/cmdline")).is_ok_and(|c| String::from_utf8_lossy(&c).contains(needle))
-        })
-        .collect()
-}
-
-/// Whether `pid` is still running (a zombie nobody reaped is not).
-fn running(pid: u32) -> bool {
-    std::fs::read_to_string(format!("/proc/{pid}/stat"))
-        .ok()
-        .and_then(|s| s.rsplit_once(')').map(|(_, rest)| !rest.trim_start().starts_with('Z')))
-        .unwrap_or(false)
-}
-
-/// Kills `pid` when dropped (a worker a failed assertion left running).
-struct KillOnDrop(u32);
-
-impl Drop for KillOnDrop {
-    fn drop(&mut self) {
-        // SAFETY: kill with a pid we saw as our own descendant; at worst it is gone already.
-        unsafe {
-            libc::kill(self.0 as i32, libc::SIGKILL);
-        }
-    }
-}
-
 /// `agent` killed with SIGKILL (no clean-up) while its jq worker spins on an endless filter: the
 /// worker is gone within moments, not at the timeout, not never.
 #[test]
@@ -429,12 +382,7 @@ fn a_memory_hungry_jq_filter_is_stopped_near_the_limit() {
     let mut peak_kb = 0u64;
     while agent.try_wait().unwrap().is_none() {
         for w in descendants_with(agent.id(), "__jq-worker") {
-            let status = std::fs::read_to_string(format!("/proc/{w}/status")).unwrap_or_default();
-            let hwm = status
-                .lines()
-                .find_map(|l| l.strip_prefix("VmHWM:"))
-                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok());
-            peak_kb = peak_kb.max(hwm.unwrap_or(0));
+            peak_kb = peak_kb.max(peak_rss_kb(w).unwrap_or(0));
         }
         std::thread::sleep(std::time::Duration::from_millis(5));
     }
