@@ -61,6 +61,12 @@ enum ToWorker {
     Stop { id: u64, timeout: bool },
 }
 
+/// [`ToWorker::Run`] as the parent writes it, without copying the request.
+#[derive(Serialize)]
+enum RunRef<'a> {
+    Run { id: u64, req: &'a WireRequest },
+}
+
 #[derive(Serialize, Deserialize)]
 enum FromWorker {
     Started { id: u64 },
@@ -68,7 +74,7 @@ enum FromWorker {
 }
 
 /// An [`ExecRequest`] as it crosses to the worker (paths as bytes: they need not be UTF-8).
-#[derive(Clone, Serialize, Deserialize)]
+#[derive(Serialize, Deserialize)]
 struct WireRequest {
     workspace: Vec<u8>,
     script_file: Option<Vec<u8>>,
@@ -268,7 +274,7 @@ impl WorkerProcess {
             jobs.waiting.insert(id, Waiter { started: Some(started_tx), done: done_tx });
         }
         let sent = match self.to_child.lock() {
-            Ok(mut s) => write_frame(&mut *s, &ToWorker::Run { id, req: req.clone() }).is_ok(),
+            Ok(mut s) => write_frame(&mut *s, &RunRef::Run { id, req }).is_ok(),
             Err(_) => false,
         };
         if !sent {
@@ -649,5 +655,41 @@ fn answer_jobs(jobs: std::sync::mpsc::Receiver<Taken>, mut out: UnixStream, cont
         if write_frame(&mut out, &FromWorker::Done { id, outcome: Box::new(outcome), skills_saved }).is_err() {
             end_now();
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// What the parent writes is what the worker reads, paths that are not UTF-8 included.
+    #[test]
+    fn a_request_crosses_the_socket_unchanged() {
+        use std::os::unix::ffi::OsStrExt;
+        let odd = PathBuf::from(std::ffi::OsStr::from_bytes(b"/tmp/ws-\xff"));
+        let req = ExecRequest {
+            workspace: odd.clone(),
+            script: Script::File(odd.join("main.ts")),
+            limits: Limits { timeout: Duration::from_millis(1500), storage: false, ..Limits::default() },
+            bridge: Some(BridgeEndpoint { socket: odd.join("bridge.sock"), token: "t0k".into() }),
+        };
+        let wire = WireRequest::from_request(&req);
+        let mut frame = Vec::new();
+        write_frame(&mut frame, &RunRef::Run { id: 7, req: &wire }).unwrap();
+        let ToWorker::Run { id, req: back } = read_frame::<ToWorker>(&mut frame.as_slice()).unwrap() else {
+            panic!("not a run")
+        };
+        assert_eq!(id, 7);
+        let back = back.into_request();
+        assert_eq!(back.workspace, req.workspace);
+        assert!(matches!(&back.script, Script::File(p) if *p == odd.join("main.ts")));
+        assert_eq!(back.limits, req.limits);
+        assert_eq!(
+            back.bridge.as_ref().map(|b| (&b.socket, &b.token)),
+            Some((&odd.join("bridge.sock"), &"t0k".to_string()))
+        );
+        // A length past the cap is refused before anything is allocated for it.
+        let huge = (u32::MAX).to_le_bytes();
+        assert!(read_frame::<ToWorker>(&mut huge.as_slice()).is_err());
     }
 }
