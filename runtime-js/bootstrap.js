@@ -911,14 +911,28 @@ function saveSkill(name, source, description = "") {
   return stateAnswer(op_agent_save_skill(name, source, description), saveSkill);
 }
 
-defineGlobal("store", store, false);
-defineGlobal("load", load, false);
-defineGlobal("readText", readText, false);
-defineGlobal("writeText", writeText, false);
-defineGlobal("readJson", readJson, false);
-defineGlobal("writeJson", writeJson, false);
-defineGlobal("list", list, false);
-defineGlobal("saveSkill", saveSkill, false);
+// Read-only, but removable: a script that may not keep anything (a result handler) runs without
+// them. Rust calls dropStorage (handed over by finalize.js) before such a script loads; the ops
+// refuse it too.
+const storage = [
+  ["store", store],
+  ["load", load],
+  ["readText", readText],
+  ["writeText", writeText],
+  ["readJson", readJson],
+  ["writeJson", writeJson],
+  ["list", list],
+  ["saveSkill", saveSkill],
+];
+for (let i = 0; i < storage.length; i++) {
+  ObjectDefineProperty(globalThis, storage[i][0], { value: storage[i][1], writable: false, configurable: true });
+}
+
+function dropStorage() {
+  for (let i = 0; i < storage.length; i++) delete globalThis[storage[i][0]];
+}
+
+ObjectDefineProperty(globalThis, "__agentDropStorage", { value: dropStorage, configurable: true });
 
 // ---------------------------------------------------------------------------------------------
 // No network: a clear error instead of "fetch is not defined", since models reach for it first.

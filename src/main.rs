@@ -1,9 +1,21 @@
-//! The `agent` binary: everything lives in the library; this only hands over to the CLI (or,
-//! with the hidden first argument `__jq-worker`, runs one jq result handler: `handler::jq`).
+//! The `agent` binary: everything lives in the library; this only hands over to the CLI, or,
+//! with a hidden first argument, runs a worker process: `__jq-worker` one jq result handler
+//! (`handler::jq`), `__js-worker` the script runner (`runtime`). It installs the allocator a
+//! worker can hold to its memory limit (`util::alloc`), and has executors run scripts in worker
+//! processes of this binary.
+
+#[global_allocator]
+static ALLOCATOR: agent::util::alloc::Counting = agent::util::alloc::Counting;
 
 fn main() -> std::process::ExitCode {
-    if std::env::args_os().nth(1).is_some_and(|a| a == agent::handler::jq::WORKER_ARG) {
+    let first = std::env::args_os().nth(1);
+    if first.as_ref().is_some_and(|a| a == agent::handler::jq::WORKER_ARG) {
         return std::process::ExitCode::from(agent::handler::jq::worker_main());
     }
+    if first.as_ref().is_some_and(|a| a == agent::runtime::WORKER_ARG) {
+        agent::cli::log::init(agent::runtime::worker_verbosity());
+        return std::process::ExitCode::from(agent::runtime::worker_main());
+    }
+    agent::runtime::run_scripts_in_worker_processes();
     std::process::ExitCode::from(agent::cli::main())
 }

@@ -5,13 +5,20 @@
 //! native stack, which aborts the whole process) and no way to interrupt a running filter. So a
 //! filter is *compiled* in-process (on a thread with a generous stack, input capped at
 //! [`MAX_FILTER_BYTES`]) but *run* in a child process: this binary again, with [`WORKER_ARG`],
-//! under `RLIMIT_AS` (the code-mode memory limit plus room for the binary), killed at the
-//! code-mode timeout. A stack overflow, an exhausted memory limit or a timeout kills only the
-//! worker and comes back as a one-line error. Inside, outputs are capped in number
+//! killed at the code-mode timeout. A stack overflow, an exhausted memory limit or a timeout
+//! kills only the worker and comes back as a one-line error. Inside, outputs are capped in number
 //! ([`MAX_OUTPUTS`]) and in bytes (the code-mode output limit); the worker stops at the first
 //! output past a cap.
+//!
+//! The worker holds itself to its limits even when `agent` cannot (killed with SIGKILL, hung):
+//! its heap is counted by the binary's allocator (`util::alloc`) and held to the code-mode
+//! memory limit (on top of what the input takes), `RLIMIT_AS` backs that up, `RLIMIT_CPU` stops
+//! it a little after the timeout's worth of CPU, a watchdog thread ends it a second after the
+//! timeout or as soon as `agent` is gone, and the kernel kills it when `agent` dies
+//! (`PR_SET_PDEATHSIG`).
 
 use std::io::{Read, Write};
+use std::os::unix::process::ExitStatusExt as _;
 use std::path::PathBuf;
 use std::process::Stdio;
 use std::time::Duration;
@@ -33,6 +40,8 @@ pub const MAX_OUTPUTS: usize = 10_000;
 const STACK_BYTES: usize = 256 << 20;
 /// Address space the worker may use beyond the memory limit (binary, libraries, the stack).
 const AS_SLACK_BYTES: u64 = 768 << 20;
+/// How long past its timeout a worker ends itself (`agent` kills it at the timeout).
+const WORKER_GRACE: Duration = Duration::from_secs(1);
 /// Filters jq scripts may not call: the environment (secrets), stderr/logging, halting.
 const DENIED: &[&str] = &["env", "halt", "debug_empty", "stderr_empty", "input", "inputs"];
 
@@ -60,6 +69,7 @@ struct Job {
     input: Value,
     max_output_bytes: usize,
     memory_limit_mb: u64,
+    timeout_ms: u64,
 }
 
 #[derive(Serialize, Deserialize)]
@@ -85,6 +95,7 @@ pub async fn run(filter: &str, input: &Value, limits: &JqLimits, isolation: &Iso
         input: input.clone(),
         max_output_bytes: limits.max_output_bytes,
         memory_limit_mb: limits.memory_limit_mb,
+        timeout_ms: u64::try_from(limits.timeout.as_millis()).unwrap_or(u64::MAX),
     };
     match isolation {
         Isolation::Thread => {
@@ -107,15 +118,18 @@ pub async fn run(filter: &str, input: &Value, limits: &JqLimits, isolation: &Iso
 
 async fn run_in_worker(exe: &PathBuf, job: &Job, limits: &JqLimits) -> Result<Vec<Value>, String> {
     let payload = serde_json::to_vec(job).map_err(|e| format!("cannot encode the jq input: {e}"))?;
-    let mut child = tokio::process::Command::new(exe)
-        .arg(WORKER_ARG)
+    let mut cmd = tokio::process::Command::new(exe);
+    cmd.arg(WORKER_ARG)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .env_clear()
-        .kill_on_drop(true)
-        .spawn()
-        .map_err(|e| format!("cannot start the jq worker {}: {e}", exe.display()))?;
+        .kill_on_drop(true);
+    // SAFETY: the closure only makes async-signal-safe calls (prctl, getppid).
+    unsafe {
+        cmd.pre_exec(crate::util::child::die_with_parent());
+    }
+    let mut child = cmd.spawn().map_err(|e| format!("cannot start the jq worker {}: {e}", exe.display()))?;
     let (Some(mut stdin), Some(stdout), Some(stderr)) = (child.stdin.take(), child.stdout.take(), child.stderr.take())
     else {
         return Err("cannot talk to the jq worker".into());
@@ -152,6 +166,8 @@ async fn run_in_worker(exe: &PathBuf, job: &Job, limits: &JqLimits) -> Result<Ve
                 Err("the jq filter recursed too deeply (stack overflow)".into())
             } else if err.contains("memory allocation") || err.contains("out of memory") {
                 Err(format!("the jq filter ran out of memory (limit {} MB)", limits.memory_limit_mb))
+            } else if err.contains("timed out") || status.as_ref().is_ok_and(|s| s.signal() == Some(libc::SIGXCPU)) {
+                Err(format!("the jq filter timed out after {}", humantime::format_duration(limits.timeout)))
             } else {
                 let status = status.map(|s| s.to_string()).unwrap_or_else(|e| e.to_string());
                 let last = err.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or("").trim();
@@ -167,14 +183,35 @@ async fn run_in_worker(exe: &PathBuf, job: &Job, limits: &JqLimits) -> Result<Ve
 /// The jq worker: reads one job on stdin, writes its answer on stdout. Called by `main` when
 /// the first argument is [`WORKER_ARG`]; returns the exit code.
 pub fn worker_main() -> u8 {
+    crate::util::alloc::count();
+    // Large blocks straight from and back to the kernel: a freed buffer (a vector that grew by
+    // reallocation) leaves the process at once instead of staying resident in the heap, so the
+    // resident size follows the counted one.
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: mallopt only changes glibc's tuning; it is called before any other thread exists.
+    unsafe {
+        libc::mallopt(libc::M_MMAP_THRESHOLD, 128 << 10);
+    }
     let mut input = Vec::new();
     if std::io::stdin().lock().read_to_end(&mut input).is_err() {
         return 2;
     }
     let answer = match serde_json::from_slice::<Job>(&input) {
         Ok(job) => {
+            let timeout = Duration::from_millis(job.timeout_ms);
+            crate::util::child::exit_when_orphaned(
+                std::time::Instant::now().checked_add(timeout.saturating_add(WORKER_GRACE)),
+                Duration::from_millis(50),
+                "the jq filter timed out\n",
+            );
+            limit_cpu(timeout);
             limit_address_space(job.memory_limit_mb);
+            no_core_dumps();
             drop(input);
+            // The filter's own memory: the limit on top of what the input already takes.
+            let held = usize::try_from(crate::util::alloc::used()).unwrap_or(0);
+            let limit = usize::try_from(job.memory_limit_mb.saturating_mul(1 << 20)).unwrap_or(usize::MAX);
+            crate::util::alloc::limit(held.saturating_add(limit));
             on_big_stack(move || eval(&job)).map_or_else(Answer::Error, Answer::Ok)
         }
         Err(e) => Answer::Error(format!("bad jq job: {e}")),
@@ -185,6 +222,27 @@ pub fn worker_main() -> u8 {
         return 1;
     }
     0
+}
+
+/// CPU seconds past which the kernel stops the worker: the timeout's worth and two more (the
+/// filter is single-threaded, so it never uses more CPU than wall-clock time).
+fn limit_cpu(timeout: Duration) {
+    let soft = timeout.as_secs().saturating_add(3);
+    let lim = libc::rlimit { rlim_cur: soft as libc::rlim_t, rlim_max: soft.saturating_add(1) as libc::rlim_t };
+    // SAFETY: setrlimit reads a valid, initialised struct; it only lowers this process's limit.
+    unsafe {
+        libc::setrlimit(libc::RLIMIT_CPU, &lim);
+    }
+}
+
+/// A filter that runs out of memory aborts the worker; that must not write a core file of its
+/// heap wherever the user's shell allows core dumps.
+fn no_core_dumps() {
+    let lim = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
+    // SAFETY: as above.
+    unsafe {
+        libc::setrlimit(libc::RLIMIT_CORE, &lim);
+    }
 }
 
 fn limit_address_space(memory_limit_mb: u64) {

@@ -250,7 +250,8 @@ impl HandlerRunner {
             .map_err(|e| anyhow::anyhow!("invalid workspace_dir {}: {e}", cc.workspace_dir.display()))?;
         let exe = std::env::current_exe().map_err(|e| anyhow::anyhow!("cannot find the agent binary: {e}"))?;
         Ok(HandlerRunner {
-            limits: Limits::from_config(cc),
+            // A handler keeps nothing: no state, no files, no skills (docs/handlers.md).
+            limits: Limits { storage: false, ..Limits::from_config(cc) },
             workspace,
             tool_calls: config.mcp.result_handlers.tool_calls,
             isolation: jq::Isolation::Process(exe),

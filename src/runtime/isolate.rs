@@ -27,7 +27,7 @@ use deno_core::{ExternalOpsTracker, JsRuntime, ModuleSpecifier, RuntimeOptions, 
 use tokio::sync::oneshot;
 
 use super::loader::{TranspileCache, WorkspaceLoader, normalize};
-use super::ops::{JobState, SettleFn};
+use super::ops::{DropStorageFn, JobState, SettleFn};
 use super::output::OutputSink;
 use super::wait::{CallsInFlight, effective_window};
 use super::{ExecFailure, ExecOutcome, ExecRequest, FailureKind, Script};
@@ -358,6 +358,17 @@ impl Prepared {
     }
 
     async fn run(&mut self, req: ExecRequest, started: oneshot::Sender<JobControl>) -> ExecOutcome {
+        self.run_dropping(req, started, true).await
+    }
+
+    /// [`Prepared::run`]; `drop_globals: false` leaves the storage globals in place for a script
+    /// without storage (only the test of the ops' own refusal does that).
+    async fn run_dropping(
+        &mut self,
+        req: ExecRequest,
+        started: oneshot::Sender<JobControl>,
+        drop_globals: bool,
+    ) -> ExecOutcome {
         let start = Instant::now();
         let workspace = absolute(&req.workspace);
         self.loader.set_root(workspace.clone());
@@ -376,6 +387,7 @@ impl Prepared {
                 .unwrap_or(usize::MAX / MIB)
                 .saturating_mul(MIB),
             state: super::state::State::new(&workspace, req.limits.state),
+            storage: req.limits.storage,
             skills_saved: Vec::new(),
             out_of_memory: {
                 let control = self.control.clone();
@@ -387,7 +399,11 @@ impl Prepared {
         });
         let _ = started.send(JobControl { inner: Some(self.control.clone()) });
 
-        let result = self.run_script(&req, &workspace, &waiting).await;
+        let dropped = if drop_globals { self.drop_storage(&req) } else { Ok(()) };
+        let result = match dropped {
+            Ok(()) => self.run_script(&req, &workspace, &waiting).await,
+            Err(e) => Err(e),
+        };
 
         let flags = &self.control.flags;
         let error = if flags.out_of_memory.load(Ordering::SeqCst) {
@@ -434,6 +450,21 @@ impl Prepared {
             output_truncated_bytes: omitted,
             skills_saved: std::mem::take(&mut job.skills_saved),
         }
+    }
+
+    /// Removes the storage globals before a script without storage loads (the ops refuse it
+    /// as well; this makes them absent, as the handler contract says).
+    fn drop_storage(&mut self, req: &ExecRequest) -> Result<(), ExecFailure> {
+        if req.limits.storage {
+            return Ok(());
+        }
+        let f = self.runtime.op_state().borrow().try_borrow::<DropStorageFn>().map(|d| d.0.clone());
+        let Some(f) = f else {
+            return Err(plain_failure(FailureKind::Script, "internal error: the runtime cannot drop storage".into()));
+        };
+        // The function is synchronous: the call has happened when `call_with_args` returns.
+        drop(self.runtime.call_with_args(&f, &[]));
+        Ok(())
     }
 
     /// Loads, evaluates and settles the script. `Ok(Some(json))` is the default export's value.
@@ -643,6 +674,36 @@ fn absolute(path: &Path) -> PathBuf {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A script without storage whose globals were somehow still there (a bug in the bootstrap,
+    /// a future global) is refused by the ops themselves: nothing lands in the workspace.
+    #[test]
+    fn the_storage_ops_refuse_a_script_without_storage() {
+        let ws = tempfile::tempdir().unwrap();
+        let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+        let _enter = rt.enter();
+        let mut prepared = Prepared::new(64, &TranspileCache::default()).unwrap();
+        let script = "for (const f of [() => writeText('a.txt', 'x'), () => store('k', 1), () => load('k'), \
+                      () => readText('a.txt'), () => list(''), () => saveSkill('planted', 'export const x = 1;', 'x')]) {\n\
+                        try { f(); console.log('ALLOWED'); } catch (e) { console.log(e.message); }\n\
+                      }\n";
+        let limits = super::super::Limits { storage: false, ..Default::default() };
+        let req = ExecRequest {
+            workspace: ws.path().to_path_buf(),
+            script: Script::Inline(script.into()),
+            limits,
+            bridge: None,
+        };
+        let (started, _control) = oneshot::channel();
+        let outcome = rt.block_on(prepared.run_dropping(req, started, false));
+        assert!(outcome.error.is_none(), "{:?}", outcome.error);
+        let lines: Vec<&str> = outcome.stdout.lines().collect();
+        assert_eq!(lines.len(), 6, "{}", outcome.stdout);
+        for line in lines {
+            assert_eq!(line, "this script may not keep state or save skills (result handlers have no storage)");
+        }
+        assert_eq!(std::fs::read_dir(ws.path()).unwrap().count(), 0, "something was written");
+    }
 
     #[test]
     fn the_bytecode_cache_is_trimmed_to_the_newest_entries() {

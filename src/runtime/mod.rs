@@ -1,9 +1,11 @@
 //! The code-mode runtime: runs agent-written TypeScript in an embedded deno_core isolate.
 //!
-//! [`Executor`] owns a dedicated thread that keeps one `JsRuntime` bootstrapped ahead of need
-//! (restored from the startup snapshot in `snapshot`, or bootstrapped from source when there is
-//! none, ~20-30 ms on QuickJS), so a call to [`Executor::execute`] only loads and runs the script. Every execution gets a fresh isolate:
-//! nothing a script does survives into the next one.
+//! [`Executor`] owns a runner that keeps one `JsRuntime` bootstrapped ahead of need (restored
+//! from the startup snapshot in `snapshot`, or bootstrapped from source when there is none,
+//! ~20-30 ms on QuickJS), so a call to [`Executor::execute`] only loads and runs the script.
+//! Every execution gets a fresh isolate: nothing a script does survives into the next one. In
+//! the `agent` binary the runner is a worker process (`process`), killed when a stopped script
+//! does not unwind; elsewhere (tests, benches) a dedicated thread ([`Isolation`]).
 //!
 //! Knows `bridge` (its protocol and client), `config`, `skills` (the skill file format) and
 //! `util`. Boundaries: the isolate reaches MCP only through the bridge protocol (`crate::bridge`
@@ -11,6 +13,8 @@
 //! outside the workspace's modules, the network, the environment or processes.
 //!
 //! - `isolate`: building a runtime (extension, bootstrap, heap limit) and running one script.
+//! - `process`: the worker process the runner lives in (`agent __js-worker`), its protocol, and
+//!   killing it when a stopped script does not unwind.
 //! - `loader`: module resolution confined to the workspace, TypeScript transpiling, source maps.
 //! - `ops`: the few ops the bootstrap JS (`runtime-js/bootstrap.js`) is built on.
 //! - `output`: captured stdout/stderr under the output cap.
@@ -28,6 +32,7 @@ mod isolate;
 mod loader;
 mod ops;
 mod output;
+mod process;
 pub(crate) mod quota;
 pub mod scan;
 pub mod skill;
@@ -37,12 +42,13 @@ mod wait;
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 pub use isolate::MIN_HEAP_MB;
+pub use process::{WORKER_ARG, worker_main, worker_verbosity};
 
 use crate::bridge::BridgeEndpoint;
 use crate::config::CodeExecutionConfig;
@@ -64,6 +70,10 @@ pub struct Limits {
     pub call_spin: Duration,
     /// Quotas of `<workspace>/data/`.
     pub state: state::Quota,
+    /// Whether the script may keep anything: `store`/`load`, the `data/` file API and
+    /// `saveSkill` (code mode). Off for result handlers: those globals are absent and their ops
+    /// refuse.
+    pub storage: bool,
 }
 
 impl Limits {
@@ -75,6 +85,7 @@ impl Limits {
             max_concurrent_calls: c.max_concurrent_calls,
             call_spin: c.call_spin,
             state: state::Quota::from_config(&c.state),
+            storage: true,
         }
     }
 }
@@ -107,7 +118,7 @@ pub struct ExecRequest {
 }
 
 /// What an execution produced. `error` is `None` when the script ran to completion.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct ExecOutcome {
     /// `console.log/info/debug/dir/table` output.
     pub stdout: String,
@@ -129,7 +140,7 @@ pub struct ExecOutcome {
 }
 
 /// Why an execution failed.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct ExecFailure {
     pub kind: FailureKind,
     /// One line: `Error: boom at main.ts:3:9`, `timed out after 2s`, ...
@@ -138,7 +149,7 @@ pub struct ExecFailure {
     pub stack: Option<String>,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum FailureKind {
     /// The script threw (or rejected) and did not catch it.
@@ -170,15 +181,55 @@ impl ExecOutcome {
     }
 }
 
-/// After the timeout fires, how long to wait for the isolate to unwind before giving up on its
-/// thread (a native call that never returns to the interpreter cannot be interrupted).
-const UNWIND_GRACE: Duration = Duration::from_secs(3);
+/// After a stop (the timeout, a cancellation), how long the isolate gets to unwind before its
+/// runner is given up: a worker process is killed, a thread abandoned (a native call that never
+/// returns to the interpreter cannot be interrupted). A script that can be stopped unwinds in
+/// milliseconds; this bounds how long one that cannot keeps a CPU busy.
+const UNWIND_GRACE: Duration = Duration::from_secs(1);
 
-/// Runs scripts, one at a time, on a dedicated thread that keeps a runtime ready.
+/// Where an executor runs scripts.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Isolation {
+    /// A worker process of the given `agent` binary ([`WORKER_ARG`]), killed (and replaced) when
+    /// a stopped script does not unwind: nothing a script does keeps a CPU busy after its stop.
+    Process(PathBuf),
+    /// A thread of this process. A script stuck in a native builtin keeps its (abandoned) thread
+    /// busy until it returns. For library users that are not the `agent` binary: tests, benches.
+    Thread,
+}
+
+static WORKER_BINARY: OnceLock<PathBuf> = OnceLock::new();
+
+/// Makes executors created from now on run scripts in worker processes of this binary (see
+/// [`Isolation::Process`]). The `agent` binary calls it first thing; a library user that is
+/// not `agent` cannot host the worker and keeps [`Isolation::Thread`].
+pub fn run_scripts_in_worker_processes() {
+    match crate::util::child::this_binary() {
+        Ok(exe) => {
+            let _ = WORKER_BINARY.set(exe);
+        }
+        Err(e) => {
+            tracing::warn!("cannot find the agent binary to run scripts in worker processes ({e}); using threads")
+        }
+    }
+}
+
+impl Isolation {
+    /// What [`run_scripts_in_worker_processes`] decided: a worker process when it was called.
+    pub fn configured() -> Isolation {
+        WORKER_BINARY.get().map_or(Isolation::Thread, |exe| Isolation::Process(exe.clone()))
+    }
+}
+
+/// Runs scripts, one at a time, in a runner (a worker process or a dedicated thread) that keeps
+/// a runtime ready.
 pub struct Executor {
-    worker: Mutex<isolate::Worker>,
-    /// The heap limit the next runtime is prepared with (the last one asked for).
-    prepared_limit_mb: Arc<std::sync::atomic::AtomicU64>,
+    backend: Backend,
+}
+
+enum Backend {
+    Thread(ThreadRunner),
+    Process(process::Runner),
 }
 
 impl Default for Executor {
@@ -188,16 +239,25 @@ impl Default for Executor {
 }
 
 impl Executor {
-    /// Starts the runner thread, which immediately prepares a runtime with the default limits.
+    /// Starts the runner, which immediately prepares a runtime with the default limits.
     pub fn new() -> Executor {
         Executor::with_limits(&Limits::default())
     }
 
     /// Like [`Executor::new`], preparing the first runtime for `limits` (the heap limit is fixed
-    /// when an isolate is created; a request with another limit pays for a fresh one).
+    /// when an isolate is created; a request with another limit pays for a fresh one), where
+    /// [`Isolation::configured`] says.
     pub fn with_limits(limits: &Limits) -> Executor {
-        let prepared_limit_mb = Arc::new(std::sync::atomic::AtomicU64::new(limits.memory_limit_mb));
-        Executor { worker: Mutex::new(isolate::Worker::spawn(prepared_limit_mb.clone())), prepared_limit_mb }
+        Executor::with_isolation(limits, Isolation::configured())
+    }
+
+    /// Like [`Executor::with_limits`], running scripts where `isolation` says.
+    pub fn with_isolation(limits: &Limits, isolation: Isolation) -> Executor {
+        let backend = match isolation {
+            Isolation::Process(exe) => Backend::Process(process::Runner::start(exe, limits.memory_limit_mb)),
+            Isolation::Thread => Backend::Thread(ThreadRunner::start(limits)),
+        };
+        Executor { backend }
     }
 
     /// Runs one script to completion, failure or limit. Never panics; every problem ends up in
@@ -211,6 +271,27 @@ impl Executor {
                 "internal error: Executor::execute must run inside a tokio runtime".into(),
             );
         }
+        match &self.backend {
+            Backend::Thread(t) => t.execute(req).await,
+            Backend::Process(p) => p.execute(req).await,
+        }
+    }
+}
+
+/// The in-process runner: a dedicated thread of this process.
+struct ThreadRunner {
+    worker: Mutex<isolate::Worker>,
+    /// The heap limit the next runtime is prepared with (the last one asked for).
+    prepared_limit_mb: Arc<std::sync::atomic::AtomicU64>,
+}
+
+impl ThreadRunner {
+    fn start(limits: &Limits) -> ThreadRunner {
+        let prepared_limit_mb = Arc::new(std::sync::atomic::AtomicU64::new(limits.memory_limit_mb));
+        ThreadRunner { worker: Mutex::new(isolate::Worker::spawn(prepared_limit_mb.clone())), prepared_limit_mb }
+    }
+
+    async fn execute(&self, req: ExecRequest) -> ExecOutcome {
         let timeout = req.limits.timeout;
         self.prepared_limit_mb.store(req.limits.memory_limit_mb, Ordering::Relaxed);
         let (job, started, done) = isolate::Job::new(req);

@@ -39,6 +39,9 @@ pub(crate) struct JobState {
     /// `<workspace>/data/` for `store`/`load` and the file API; its workspace and quota also
     /// serve `saveSkill` (`skills/<name>.ts`).
     pub state: super::state::State,
+    /// Whether this script may use `state` and `saveSkill` at all (off for result handlers:
+    /// the bootstrap's globals are dropped, and the ops refuse as well).
+    pub storage: bool,
     /// Skills this script saved, by name.
     pub skills_saved: Vec<String>,
 }
@@ -54,6 +57,10 @@ impl Drop for RequestBytes {
 
 /// The bootstrap's `settleDefault(namespace)`, registered once per isolate.
 pub(crate) struct SettleFn(pub v8::Global<v8::Function>);
+
+/// The bootstrap's `dropStorage()`, which removes the storage globals (`store`, the `data/` file
+/// API, `saveSkill`) from an isolate whose script may not keep anything; registered once per isolate.
+pub(crate) struct DropStorageFn(pub v8::Global<v8::Function>);
 
 deno_core::extension!(
     agent_runtime,
@@ -175,8 +182,14 @@ fn op_agent_write(state: &mut OpState, #[smi] stream: u32, #[string] text: &str)
 }
 
 #[op2(fast)]
-fn op_agent_register(scope: &mut v8::PinScope, state: &mut OpState, settle: v8::Local<v8::Function>) {
+fn op_agent_register(
+    scope: &mut v8::PinScope,
+    state: &mut OpState,
+    settle: v8::Local<v8::Function>,
+    drop_storage: v8::Local<v8::Function>,
+) {
     state.put(SettleFn(v8::Global::new(scope, settle)));
+    state.put(DropStorageFn(v8::Global::new(scope, drop_storage)));
 }
 
 #[op2]
@@ -258,7 +271,11 @@ fn op_agent_url_set(#[string] href: String, #[string] name: String, #[string] va
 }
 
 // State and skills. Answers are `"1" + payload`, `"2"` (nothing there) or `"0" + message`: the
-// bootstrap turns them into values or errors whose stacks start at the script's call.
+// bootstrap turns them into values or errors whose stacks start at the script's call. A script
+// without storage (a result handler) is refused by every one of them.
+
+/// What the storage ops answer a script that may not keep anything.
+const NO_STORAGE: &str = "0this script may not keep state or save skills (result handlers have no storage)";
 
 fn answer(r: Result<Option<String>, String>) -> String {
     match r {
@@ -278,6 +295,9 @@ fn answer(r: Result<Option<String>, String>) -> String {
 #[string]
 fn op_agent_state_get(state: &mut OpState, #[smi] kind: u32, #[string] name: String) -> String {
     let job = state.borrow::<JobState>();
+    if !job.storage {
+        return NO_STORAGE.into();
+    }
     answer(match kind {
         0 => job.state.load(&name),
         _ => job.state.read_text(&name).map(Some),
@@ -294,6 +314,9 @@ fn op_agent_state_put(
     #[string] text: Option<String>,
 ) -> String {
     let job = state.borrow::<JobState>();
+    if !job.storage {
+        return NO_STORAGE.into();
+    }
     answer(match kind {
         0 => job.state.store(&name, text.as_deref()).map(|()| None),
         _ => job.state.write(&name, text.unwrap_or_default().as_bytes()).map(|()| None),
@@ -305,6 +328,9 @@ fn op_agent_state_put(
 #[string]
 fn op_agent_state_list(state: &mut OpState, #[string] dir: String) -> String {
     let job = state.borrow::<JobState>();
+    if !job.storage {
+        return NO_STORAGE.into();
+    }
     answer(job.state.list(&dir).map(|names| Some(serde_json::Value::from(names).to_string())))
 }
 
@@ -318,6 +344,9 @@ fn op_agent_save_skill(
     #[string] description: String,
 ) -> String {
     let job = state.borrow_mut::<JobState>();
+    if !job.storage {
+        return NO_STORAGE.into();
+    }
     let saved = super::skill::save_skill(&job.state, &name, &source, &description);
     if saved.is_ok() && !job.skills_saved.contains(&name) {
         job.skills_saved.push(name.clone());

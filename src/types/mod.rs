@@ -7,6 +7,13 @@
 //! observations; a corrupt or foreign file is set aside with a warning). It knows nothing of
 //! MCP: `learn` feeds it from the manager's finished calls, `codegen` renders its shapes as
 //! TypeScript, `agent mcp types` reports it.
+//!
+//! Results are untrusted (a hostile server, or a script that makes a tool echo what it likes),
+//! so what they can make the file hold is bounded: a tool's shape at most [`MAX_SHAPE_BYTES`]
+//! (a result that would push it further is skipped, not recorded), and the whole file never
+//! past [`MAX_FILE_BYTES`], the most that is read back (the tools whose observations would push
+//! it further are skipped for that write). A file over that cap would be set aside, taking
+//! everything learned with it.
 
 pub mod shape;
 
@@ -23,8 +30,12 @@ pub const REGISTRY_FILE: &str = "type_registry.json";
 /// What the registry file says it is (a file without it is foreign and set aside).
 const FORMAT: &str = "agent type registry";
 const VERSION: u32 = 1;
-/// Registry files over this size are not read (set aside as corrupt).
-const MAX_FILE_BYTES: u64 = 64 << 20;
+/// Registry files over this size are not read (set aside as corrupt), and no write makes the
+/// file larger.
+pub const MAX_FILE_BYTES: u64 = 64 << 20;
+/// Most bytes one tool's learned shape may take as compact JSON; an observation that would make
+/// it larger is skipped.
+pub const MAX_SHAPE_BYTES: usize = 256 << 10;
 
 /// How good a tool's result type is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, Default)]
@@ -172,6 +183,8 @@ pub struct Registry {
 #[derive(Debug, Clone, Default)]
 pub struct Pending {
     pub tools: BTreeMap<String, PendingTool>,
+    /// Results not recorded because their shape would have passed [`MAX_SHAPE_BYTES`], per tool.
+    pub skipped: BTreeMap<String, u64>,
 }
 
 #[derive(Debug, Clone)]
@@ -181,26 +194,52 @@ pub struct PendingTool {
     pub definition: String,
     pub observations: u64,
     pub shape: Shape,
+    /// At least the length of `shape` as compact JSON (the sum of what was merged into it).
+    bytes: usize,
 }
 
 impl Pending {
-    /// Adds one observed result of `server.tool` (defined as `definition`).
-    pub fn add(&mut self, server: &str, tool: &str, definition: &str, value: &serde_json::Value) {
+    /// Adds one observed result of `server.tool` (defined as `definition`). Returns `false` when
+    /// the result was skipped: the tool's shape would have passed [`MAX_SHAPE_BYTES`].
+    pub fn add(&mut self, server: &str, tool: &str, definition: &str, value: &serde_json::Value) -> bool {
+        let k = key(server, tool);
         let shape = Shape::of(value);
-        let entry = self.tools.entry(key(server, tool)).or_insert_with(|| PendingTool {
+        let bytes = shape.encoded_len();
+        if bytes > MAX_SHAPE_BYTES {
+            *self.skipped.entry(k).or_default() += 1;
+            return false;
+        }
+        let entry = self.tools.entry(k).or_insert_with(|| PendingTool {
             server: server.into(),
             tool: tool.into(),
             definition: definition.into(),
             observations: 0,
             shape: Shape::default(),
+            bytes: 0,
         });
         if entry.definition != definition {
             entry.definition = definition.into();
             entry.observations = 0;
             entry.shape = Shape::default();
+            entry.bytes = 0;
+        }
+        // A merge is never longer than its two sides together; only near the cap is it measured.
+        if entry.bytes.saturating_add(bytes) <= MAX_SHAPE_BYTES {
+            entry.shape.merge(&shape);
+            entry.bytes += bytes;
+        } else {
+            let mut merged = entry.shape.clone();
+            merged.merge(&shape);
+            let merged_bytes = merged.encoded_len();
+            if merged_bytes > MAX_SHAPE_BYTES {
+                *self.skipped.entry(key(server, tool)).or_default() += 1;
+                return false;
+            }
+            entry.shape = merged;
+            entry.bytes = merged_bytes;
         }
         entry.observations += 1;
-        entry.shape.merge(&shape);
+        true
     }
 
     pub fn is_empty(&self) -> bool {
@@ -275,15 +314,32 @@ fn now_rfc3339() -> String {
 }
 
 impl Registry {
-    /// Reads the registry at `path`: empty when there is none; a file that is not a registry
-    /// (corrupt, foreign, too large) is renamed to `<file>.corrupt-<unix time>` and reported in
-    /// `warnings`, and the registry starts empty.
+    /// Reads the registry at `path`, changing nothing: empty when there is none or it is not a
+    /// registry (corrupt, foreign, too large; reported in `warnings`). The next write, under
+    /// the lock, sets such a file aside.
     pub fn load(path: &Path, warnings: &mut Vec<String>) -> Registry {
-        let mut set_aside = |why: String| {
-            let aside = format!("{}.corrupt-{}", path.display(), unix_now());
-            match std::fs::rename(path, &aside) {
-                Ok(()) => warnings.push(format!("{why}; moved it to {aside} and started a new registry")),
-                Err(e) => warnings.push(format!("{why}; cannot move it aside ({e}), ignoring it")),
+        Registry::read(path, warnings, false)
+    }
+
+    /// [`Registry::load`] for a writer holding the lock: a file that is not a registry is renamed
+    /// to `<file>.corrupt-<unix time>` (never over an earlier one) and the registry starts empty.
+    /// Only a lock holder may move it: a reader without the lock could move a good file another
+    /// process has just written in place of the bad one.
+    fn load_locked(path: &Path, warnings: &mut Vec<String>) -> Registry {
+        Registry::read(path, warnings, true)
+    }
+
+    fn read(path: &Path, warnings: &mut Vec<String>, locked: bool) -> Registry {
+        let mut bad = |why: String| {
+            if !locked {
+                warnings.push(format!("{why}; ignoring it (the next recording sets it aside)"));
+            } else {
+                match set_aside(path) {
+                    Ok(aside) => {
+                        warnings.push(format!("{why}; moved it to {} and started a new registry", aside.display()))
+                    }
+                    Err(e) => warnings.push(format!("{why}; cannot move it aside ({e}), ignoring it")),
+                }
             }
             Registry::empty()
         };
@@ -301,12 +357,12 @@ impl Registry {
             return Registry::empty();
         }
         if bytes.len() as u64 > MAX_FILE_BYTES {
-            return set_aside(format!("the type registry {} is larger than 64 MiB", path.display()));
+            return bad(format!("the type registry {} is larger than 64 MiB", path.display()));
         }
         match serde_json::from_slice::<Registry>(&bytes) {
             Ok(r) if r.format == FORMAT && r.version == VERSION => r,
-            Ok(_) => set_aside(format!("{} is not an agent type registry (version {VERSION})", path.display())),
-            Err(e) => set_aside(format!("the type registry {} is corrupt ({e})", path.display())),
+            Ok(_) => bad(format!("{} is not an agent type registry (version {VERSION})", path.display())),
+            Err(e) => bad(format!("the type registry {} is corrupt ({e})", path.display())),
         }
     }
 
@@ -321,52 +377,113 @@ impl Registry {
             .filter(|e| e.server == server && e.tool == tool && definition.is_none_or(|d| d == e.definition))
     }
 
-    fn merge_pending(&mut self, pending: &Pending, t: &Thresholds, now: &str) -> Vec<Change> {
+    /// Merges `pending` into the entries. A tool whose merged shape would pass
+    /// [`MAX_SHAPE_BYTES`] keeps its entry as it was (named in `skipped`). `replaced` gets the
+    /// entries as they were before (`None`: new), so a merge can be undone.
+    fn merge_pending(
+        &mut self,
+        pending: &Pending,
+        t: &Thresholds,
+        now: &str,
+        replaced: &mut Vec<(String, Option<Entry>)>,
+        skipped: &mut Vec<String>,
+    ) -> Vec<Change> {
         let mut changes = Vec::new();
         for (k, p) in &pending.tools {
-            let fresh = || Entry {
-                server: p.server.clone(),
-                tool: p.tool.clone(),
-                source: Source::None,
-                quality: Quality::None,
-                observations: 0,
-                last_observed: String::new(),
-                definition: p.definition.clone(),
-                consistency: 1.0,
-                fields: BTreeMap::new(),
-                shape: Shape::default(),
+            let old = self.tools.get(k);
+            let before = match old {
+                Some(e) if e.definition == p.definition => e.quality,
+                _ => Quality::None,
             };
-            let entry = self.tools.entry(k.clone()).or_insert_with(fresh);
-            let before = if entry.definition == p.definition { entry.quality } else { Quality::None };
-            if entry.definition != p.definition || entry.server != p.server || entry.tool != p.tool {
-                *entry = fresh();
+            let mut entry = match old {
+                Some(e) if e.definition == p.definition && e.server == p.server && e.tool == p.tool => e.clone(),
+                _ => Entry {
+                    server: p.server.clone(),
+                    tool: p.tool.clone(),
+                    source: Source::None,
+                    quality: Quality::None,
+                    observations: 0,
+                    last_observed: String::new(),
+                    definition: p.definition.clone(),
+                    consistency: 1.0,
+                    fields: BTreeMap::new(),
+                    shape: Shape::default(),
+                },
+            };
+            // A merge is never longer than its two sides together; only near the cap is it measured.
+            let near_cap = entry.shape.encoded_len().saturating_add(p.bytes) > MAX_SHAPE_BYTES;
+            entry.shape.merge(&p.shape);
+            if near_cap && entry.shape.encoded_len() > MAX_SHAPE_BYTES {
+                skipped.push(k.clone());
+                continue;
             }
             entry.observations += p.observations;
-            entry.shape.merge(&p.shape);
             entry.last_observed = now.to_string();
             entry.refresh(t);
             if entry.quality != before {
                 changes.push(Change { server: p.server.clone(), tool: p.tool.clone(), before, after: entry.quality });
             }
+            replaced.push((k.clone(), self.tools.insert(k.clone(), entry)));
         }
         changes
     }
 
     /// Merges `pending` into the file at `path` under its lock (read, merge, atomic write), and
-    /// returns the tools whose quality changed. Problems with the existing file go to `warnings`.
+    /// returns the tools whose quality changed. Problems with the existing file, and results
+    /// that were not recorded (see the module doc), go to `warnings`.
     pub fn record(
         path: &Path,
         pending: &Pending,
         t: &Thresholds,
         warnings: &mut Vec<String>,
     ) -> Result<Vec<Change>, String> {
+        Registry::record_within(path, pending, t, warnings, MAX_FILE_BYTES)
+    }
+
+    /// [`Registry::record`] with the file held to `max_bytes`.
+    fn record_within(
+        path: &Path,
+        pending: &Pending,
+        t: &Thresholds,
+        warnings: &mut Vec<String>,
+        max_bytes: u64,
+    ) -> Result<Vec<Change>, String> {
+        let mut skipped: Vec<String> = pending.skipped.keys().cloned().collect();
         if pending.is_empty() {
+            note_skipped(&skipped, warnings);
             return Ok(Vec::new());
         }
         let _lock = FileLock::acquire(path)?;
-        let mut reg = Registry::load(path, warnings);
-        let changes = reg.merge_pending(pending, t, &now_rfc3339());
-        reg.save(path)?;
+        let mut reg = Registry::load_locked(path, warnings);
+        let mut replaced = Vec::new();
+        let mut changes = reg.merge_pending(pending, t, &now_rfc3339(), &mut replaced, &mut skipped);
+        let mut text = reg.encode()?;
+        if text.len() as u64 > max_bytes {
+            // Undo the merges that grew the file most until it fits again.
+            let size = |e: Option<&Entry>| e.map_or(0, |e| serde_json::to_vec_pretty(e).map_or(0, |v| v.len()));
+            let mut growth: Vec<(usize, String, Option<Entry>)> = replaced
+                .into_iter()
+                .map(|(k, old)| (size(reg.tools.get(&k)).saturating_sub(size(old.as_ref())), k, old))
+                .collect();
+            growth.sort_by_key(|g| std::cmp::Reverse(g.0));
+            for (_, k, old) in growth {
+                match old {
+                    Some(e) => reg.tools.insert(k.clone(), e),
+                    None => reg.tools.remove(&k),
+                };
+                changes.retain(|c| key(&c.server, &c.tool) != k);
+                skipped.push(k);
+                text = reg.encode()?;
+                if text.len() as u64 <= max_bytes {
+                    break;
+                }
+            }
+        }
+        note_skipped(&skipped, warnings);
+        if text.len() as u64 > max_bytes {
+            return Err(format!("the type registry {} would pass {} bytes", path.display(), max_bytes));
+        }
+        write(path, &text)?;
         Ok(changes)
     }
 
@@ -374,7 +491,7 @@ impl Registry {
     /// many entries were removed.
     pub fn reset(path: &Path, only: Option<(&str, &str)>, warnings: &mut Vec<String>) -> Result<usize, String> {
         let _lock = FileLock::acquire(path)?;
-        let mut reg = Registry::load(path, warnings);
+        let mut reg = Registry::load_locked(path, warnings);
         let before = reg.tools.len();
         match only {
             Some((s, t)) => reg.tools.retain(|_, e| !(e.server == s && e.tool == t)),
@@ -394,10 +511,78 @@ impl Registry {
     }
 
     fn save(&self, path: &Path) -> Result<(), String> {
-        let text = serde_json::to_string_pretty(self).map_err(|e| format!("cannot encode the type registry: {e}"))?;
-        crate::util::fs::write_atomic(path, text.as_bytes(), crate::util::fs::Access::Shared)
-            .map_err(|e| format!("cannot write the type registry {}: {e}", path.display()))
+        write(path, &self.encode()?)
     }
+
+    fn encode(&self) -> Result<String, String> {
+        serde_json::to_string_pretty(self).map_err(|e| format!("cannot encode the type registry: {e}"))
+    }
+}
+
+fn write(path: &Path, text: &str) -> Result<(), String> {
+    crate::util::fs::write_atomic(path, text.as_bytes(), crate::util::fs::Access::Shared)
+        .map_err(|e| format!("cannot write the type registry {}: {e}", path.display()))
+}
+
+/// One warning naming the tools whose results were not recorded.
+fn note_skipped(skipped: &[String], warnings: &mut Vec<String>) {
+    if skipped.is_empty() {
+        return;
+    }
+    const SHOWN: usize = 5;
+    let mut names: Vec<&str> = skipped.iter().map(String::as_str).collect();
+    names.sort_unstable();
+    names.dedup();
+    let more = names.len().saturating_sub(SHOWN);
+    let mut list: String =
+        names.iter().take(SHOWN).map(|n| n.chars().take(100).collect::<String>()).collect::<Vec<_>>().join(", ");
+    if more > 0 {
+        list.push_str(&format!(" and {more} more"));
+    }
+    warnings
+        .push(format!("results of {list} were not recorded: their learned type would pass the registry's size caps"));
+}
+
+/// Renames `path` to `<path>.corrupt-<unix time>`, or `...-2`, `...-3` when that name is taken:
+/// two bad files in one second both stay for the user to look at.
+fn set_aside(path: &Path) -> std::io::Result<PathBuf> {
+    let mut base = path.as_os_str().to_owned();
+    base.push(format!(".corrupt-{}", unix_now()));
+    for n in 1..=1000 {
+        let mut aside = base.clone();
+        if n > 1 {
+            aside.push(format!("-{n}"));
+        }
+        let aside = PathBuf::from(aside);
+        match rename_no_replace(path, &aside) {
+            Ok(()) => return Ok(aside),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+            Err(e) => return Err(e),
+        }
+    }
+    Err(std::io::Error::new(std::io::ErrorKind::AlreadyExists, "every set-aside name of this second is taken"))
+}
+
+/// `rename` that fails with `AlreadyExists` instead of replacing `to` (`renameat2` with
+/// `RENAME_NOREPLACE`; a hard link and an unlink where the file system lacks it).
+fn rename_no_replace(from: &Path, to: &Path) -> std::io::Result<()> {
+    use std::os::unix::ffi::OsStrExt as _;
+    let c = |p: &Path| {
+        std::ffi::CString::new(p.as_os_str().as_bytes())
+            .map_err(|_| std::io::Error::new(std::io::ErrorKind::InvalidInput, "a path with a NUL byte"))
+    };
+    let (f, t) = (c(from)?, c(to)?);
+    // SAFETY: both are valid NUL-terminated paths that outlive the call.
+    let rc = unsafe { libc::renameat2(libc::AT_FDCWD, f.as_ptr(), libc::AT_FDCWD, t.as_ptr(), libc::RENAME_NOREPLACE) };
+    if rc == 0 {
+        return Ok(());
+    }
+    let e = std::io::Error::last_os_error();
+    if !matches!(e.raw_os_error(), Some(libc::EINVAL | libc::ENOSYS)) {
+        return Err(e);
+    }
+    std::fs::hard_link(from, to)?;
+    std::fs::remove_file(from)
 }
 
 fn unix_now() -> u64 {

@@ -4,9 +4,10 @@
 //! (at most [`MAX_ENUM_VALUES`] of at most [`MAX_ENUM_CHARS`] characters; the set is dropped
 //! when it overflows, and strings that have a format are never kept).
 //!
-//! Everything is bounded: depth ([`MAX_DEPTH`]), properties per object ([`MAX_PROPS`]), nodes
-//! per shape ([`MAX_NODES`]) and elements looked at per array ([`MAX_ARRAY_SAMPLE`]), so a hostile
-//! or huge result costs bounded time and bounded space in the registry.
+//! Everything is bounded: depth ([`MAX_DEPTH`]), properties per object ([`MAX_PROPS`]), the
+//! length of a recorded field name ([`MAX_KEY_BYTES`]), nodes per shape ([`MAX_NODES`]) and
+//! elements looked at per array ([`MAX_ARRAY_SAMPLE`]), so a hostile or huge result costs bounded
+//! time and bounded space in the registry.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -19,6 +20,9 @@ pub const MAX_DEPTH: usize = 8;
 pub const MAX_PROPS: usize = 200;
 /// Nodes (shapes) per recorded result shape; new fields beyond it are not recorded.
 pub const MAX_NODES: usize = 2_000;
+/// Longer field names are not recorded (the object is marked `overflow`): a name is part of the
+/// shape, and a result with megabyte-long names would otherwise copy them into the registry.
+pub const MAX_KEY_BYTES: usize = 256;
 /// Array elements looked at per array (evenly spaced over the array).
 pub const MAX_ARRAY_SAMPLE: usize = 64;
 /// A string enum candidate keeps at most this many distinct values...
@@ -196,7 +200,7 @@ impl Shape {
                 for (k, v) in map {
                     if let Some(f) = o.fields.get_mut(k) {
                         f.add(v, depth + 1, budget);
-                    } else if o.fields.len() < MAX_PROPS && *budget > 0 {
+                    } else if o.fields.len() < MAX_PROPS && *budget > 0 && k.len() <= MAX_KEY_BYTES {
                         *budget -= 1;
                         let mut f = Shape::default();
                         f.add(v, depth + 1, budget);
@@ -206,6 +210,26 @@ impl Shape {
                     }
                 }
             }
+        }
+    }
+
+    /// The length of this shape as compact JSON (what it adds to the registry, before indentation).
+    pub fn encoded_len(&self) -> usize {
+        struct Count(usize);
+        impl std::io::Write for Count {
+            fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+                self.0 += buf.len();
+                Ok(buf.len())
+            }
+            fn flush(&mut self) -> std::io::Result<()> {
+                Ok(())
+            }
+        }
+        let mut count = Count(0);
+        // Writing plain data to a counter cannot fail; were it to, the shape counts as too large.
+        match serde_json::to_writer(&mut count, self) {
+            Ok(()) => count.0,
+            Err(_) => usize::MAX,
         }
     }
 
@@ -257,7 +281,7 @@ impl Shape {
                     for (k, f) in &o.fields {
                         if let Some(m) = mine.fields.get_mut(k) {
                             m.merge_within(f, budget);
-                        } else if mine.fields.len() < MAX_PROPS && *budget >= f.nodes() {
+                        } else if mine.fields.len() < MAX_PROPS && *budget >= f.nodes() && k.len() <= MAX_KEY_BYTES {
                             *budget -= f.nodes();
                             mine.fields.insert(k.clone(), f.clone());
                         } else {

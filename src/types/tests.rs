@@ -1,6 +1,6 @@
 use serde_json::{Value, json};
 
-use super::shape::{MAX_DEPTH, MAX_NODES, MAX_PROPS};
+use super::shape::{MAX_DEPTH, MAX_KEY_BYTES, MAX_NODES, MAX_PROPS};
 use super::*;
 
 fn profile(i: u64) -> Value {
@@ -151,4 +151,136 @@ fn a_corrupt_or_foreign_file_is_set_aside_with_a_warning() {
         .flatten()
         .filter(|e| e.file_name().to_string_lossy().contains(".corrupt-"));
     assert!(aside.count() >= 1);
+}
+
+#[test]
+fn long_field_names_are_not_recorded() {
+    let long = "k".repeat(MAX_KEY_BYTES + 1);
+    let fits = "f".repeat(MAX_KEY_BYTES);
+    let s = Shape::of(&json!({ long.clone(): 1, fits.clone(): 2 }));
+    let o = s.object.as_ref().unwrap();
+    assert!(o.overflow, "the object is marked as having more fields than recorded");
+    assert_eq!(o.fields.keys().collect::<Vec<_>>(), vec![&fits]);
+    // Nor through a merge of a shape that has one (a registry written before the cap).
+    let mut foreign = Shape::of(&json!({ "a": 1 }));
+    foreign.object.as_mut().unwrap().fields.insert(long.clone(), Shape::of(&json!(1)));
+    let mut mine = Shape::of(&json!({ "a": 2 }));
+    mine.merge(&foreign);
+    assert!(!mine.object.as_ref().unwrap().fields.contains_key(&long));
+    assert!(mine.object.as_ref().unwrap().overflow);
+}
+
+/// A field name of exactly `MAX_KEY_BYTES` starting with `prefix`.
+fn at_cap(prefix: String) -> String {
+    let mut name = prefix;
+    name.extend(std::iter::repeat_n('k', MAX_KEY_BYTES.saturating_sub(name.len())));
+    name
+}
+
+/// 2,000 fields with names at the cap, with enum values: a shape over `MAX_SHAPE_BYTES`.
+fn wide(seed: &str) -> Value {
+    let outer: serde_json::Map<String, Value> = (0..200)
+        .map(|i| {
+            let inner: serde_json::Map<String, Value> =
+                (0..9).map(|j| (at_cap(format!("{seed}{i}-{j}-")), json!("enum-ish value"))).collect();
+            (at_cap(format!("{seed}{i}-")), Value::Object(inner))
+        })
+        .collect();
+    Value::Object(outer)
+}
+
+#[test]
+fn a_result_whose_shape_is_too_large_is_skipped_not_recorded() {
+    let big = Shape::of(&wide("a"));
+    assert!(big.encoded_len() > MAX_SHAPE_BYTES, "{}", big.encoded_len());
+    let mut p = Pending::default();
+    assert!(p.add("s", "t", "d", &json!({"ok": 1})));
+    assert!(!p.add("s", "t", "d", &wide("a")), "an oversized result was recorded");
+    assert_eq!(p.tools["s.t"].observations, 1);
+    assert_eq!(p.skipped["s.t"], 1);
+    assert!(p.tools["s.t"].shape.encoded_len() <= MAX_SHAPE_BYTES);
+    // Results that fit one by one but not together: the one that would pass the cap is skipped.
+    let half = |seed: &str| {
+        let Value::Object(m) = wide(seed) else { unreachable!() };
+        Value::Object(m.into_iter().take(60).collect())
+    };
+    let mut p = Pending::default();
+    let mut recorded = 0;
+    for seed in ["a", "b", "c", "d", "e"] {
+        recorded += usize::from(p.add("s", "t", "d", &half(seed)));
+    }
+    assert!((1..5).contains(&recorded), "{recorded}");
+    assert!(p.tools["s.t"].shape.encoded_len() <= MAX_SHAPE_BYTES);
+    // And when merged into a file entry near the cap, the file keeps its entry.
+    let dir = tempfile::tempdir().unwrap();
+    let path = registry_path(dir.path());
+    let mut warnings = Vec::new();
+    Registry::record(&path, &p, &Thresholds::default(), &mut warnings).unwrap();
+    let before = Registry::load(&path, &mut warnings).tools["s.t"].clone();
+    let mut again = Pending::default();
+    assert!(again.add("s", "t", "d", &half("z")));
+    Registry::record(&path, &again, &Thresholds::default(), &mut warnings).unwrap();
+    let after = Registry::load(&path, &mut warnings).tools["s.t"].clone();
+    assert!(after.shape.encoded_len() <= MAX_SHAPE_BYTES);
+    assert!(after.observations == before.observations || after.observations == before.observations + 1);
+    assert!(warnings.iter().any(|w| w.contains("s.t") && w.contains("not recorded")), "{warnings:?}");
+}
+
+#[test]
+fn the_file_never_grows_past_what_is_read_back() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = registry_path(dir.path());
+    let t = Thresholds::default();
+    let cap = 64 << 10;
+    let mut warnings = Vec::new();
+    let mut p = Pending::default();
+    for i in 0..20 {
+        p.add("s", "kept", "d", &profile(i));
+    }
+    Registry::record_within(&path, &p, &t, &mut warnings, cap).unwrap();
+    // Tools whose shapes together pass the cap: the ones that grow the file most are left out.
+    let mut p = Pending::default();
+    for n in 0..8 {
+        let fields: serde_json::Map<String, Value> = (0..150).map(|i| (format!("field_{n}_{i}"), json!(i))).collect();
+        p.add("s", &format!("t{n}"), "d", &Value::Object(fields));
+    }
+    p.add("s", "kept", "d", &profile(20));
+    Registry::record_within(&path, &p, &t, &mut warnings, cap).unwrap();
+    assert!(std::fs::metadata(&path).unwrap().len() <= cap);
+    let reg = Registry::load(&path, &mut warnings);
+    assert_eq!(reg.tools["s.kept"].observations, 21, "what was learned before is kept");
+    assert!(reg.tools.len() < 9, "every tool fitted: {}", reg.tools.len());
+    assert!(warnings.iter().any(|w| w.contains("not recorded")), "{warnings:?}");
+    assert!(!warnings.iter().any(|w| w.contains("moved it")), "{warnings:?}");
+}
+
+#[test]
+fn two_bad_files_in_one_second_are_both_kept() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = registry_path(dir.path());
+    for bad in ["{first", "{second"] {
+        std::fs::write(&path, bad).unwrap();
+        let mut p = Pending::default();
+        p.add("s", "t", "d", &json!({"a": 1}));
+        Registry::record(&path, &p, &Thresholds::default(), &mut Vec::new()).unwrap();
+    }
+    let mut kept: Vec<String> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().contains(".corrupt-"))
+        .map(|e| std::fs::read_to_string(e.path()).unwrap())
+        .collect();
+    kept.sort();
+    assert_eq!(kept, ["{first", "{second"]);
+}
+
+#[test]
+fn a_reader_without_the_lock_moves_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = registry_path(dir.path());
+    std::fs::write(&path, "{bad").unwrap();
+    let mut warnings = Vec::new();
+    assert!(Registry::load(&path, &mut warnings).tools.is_empty());
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), "{bad");
+    assert!(warnings[0].contains("is corrupt") && warnings[0].contains("ignoring it"), "{warnings:?}");
 }

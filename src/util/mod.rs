@@ -3,9 +3,13 @@
 //! durations as users type them), `fs` (the one atomic file write), `json` (JSON value kinds and
 //! local `$ref`s), `read` (input and files read with a cap), `hash` (the one stable hash),
 //! `dirs` (the user's cache directory, `PATH` look-ups), `bearer` (`Authorization: Bearer`
-//! checked in constant time), `clock` (time spent waiting for the user, left out of timeouts).
+//! checked in constant time), `clock` (time spent waiting for the user, left out of timeouts),
+//! `alloc` (the binary's allocator, which a worker process can hold to a memory limit), `child`
+//! (worker processes of this binary that do not outlive it).
 
+pub mod alloc;
 pub mod bearer;
+pub mod child;
 pub mod clock;
 pub mod dirs;
 pub mod fs;

@@ -188,17 +188,6 @@ fn the_global_and_the_tree_decode_results_and_errors_alike() {
     }
 }
 
-/// CPU time (user + system) `/proc/<pid>/stat` reports for a process, in seconds.
-fn cpu_seconds(pid: u32) -> Option<f64> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    let fields: Vec<&str> = stat.rsplit_once(')')?.1.split_whitespace().collect();
-    // After the command name: state is field 3, utime 14 and stime 15 (in clock ticks).
-    let ticks: f64 = fields.get(11)?.parse::<f64>().ok()? + fields.get(12)?.parse::<f64>().ok()?;
-    // SAFETY: sysconf only reads a constant.
-    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as f64;
-    Some(ticks / hz)
-}
-
 /// The runner polls for the answer of a lone call for `call_spin` at most: a script waiting
 /// 1.5 s for a slow tool leaves `agent exec` nearly idle, and the polling cannot be set past
 /// its cap.
@@ -212,9 +201,10 @@ fn waiting_for_a_slow_call_does_not_keep_a_cpu_busy() {
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
+    // The script runs in agent's worker process: its CPU counts (the fixture server's too).
     let mut cpu = 0.0f64;
     while child.try_wait().unwrap().is_none() {
-        cpu = cpu_seconds(child.id()).unwrap_or(cpu);
+        cpu = cpu.max(support::procs::tree_cpu_seconds(child.id()));
         std::thread::sleep(Duration::from_millis(20));
     }
     let out = child.wait_with_output().unwrap();
@@ -498,6 +488,129 @@ fn an_infinite_microtask_loop_times_out() {
     assert_eq!(out["error"]["kind"], "timeout", "{out}");
     assert_eq!(out["error"]["message"], "timed out after 1s");
     assert_next_run_works(&p);
+}
+
+/// A script stuck inside a native builtin, where the engine never checks for termination: an
+/// `includes` over 2^32 - 1 (absent) indices takes minutes.
+const STUCK_IN_A_BUILTIN: &str = "const a: number[] = [];\na.length = 2 ** 32 - 1;\nconsole.log(a.includes(2));\n";
+
+/// Two scripts stuck in a builtin through `serve`'s `execute_code` (a remote client playing the
+/// hostile script) are answered "timed out", and then nothing of `serve` (its worker processes
+/// included) keeps computing; the next script runs as usual.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn scripts_stuck_in_a_builtin_stop_using_the_cpu_in_serve() {
+    use rmcp::ServiceExt;
+    let p = Project::new();
+    p.write_config(&format!(
+        "mcp:\n  code_execution:\n    timeout: 1s\n  servers:\n{}",
+        fixture_stdio_yaml("fixture", &[])
+    ));
+    let transport =
+        rmcp::transport::TokioChildProcess::new(tokio::process::Command::from(p.cmd(&["mcp", "serve"]))).unwrap();
+    let serve_pid = transport.id().unwrap();
+    let client = ().serve(transport).await.unwrap();
+    let run = |code: &str| {
+        let args = json!({ "code": code });
+        client.call_tool(
+            rmcp::model::CallToolRequestParams::new("execute_code").with_arguments(args.as_object().unwrap().clone()),
+        )
+    };
+    let (a, b) = tokio::join!(run(STUCK_IN_A_BUILTIN), run(STUCK_IN_A_BUILTIN));
+    for r in [a.unwrap(), b.unwrap()] {
+        assert_eq!(r.is_error, Some(true), "{r:?}");
+        assert!(r.content[0].as_text().unwrap().text.contains("timed out after 1s"), "{r:?}");
+    }
+    let settled = tokio::task::spawn_blocking(move || {
+        support::procs::cpu_settles(serve_pid, Duration::from_secs(2), 0.25, Duration::from_secs(20))
+    })
+    .await
+    .unwrap();
+    if let Err(grew) = settled {
+        panic!("serve kept computing after the scripts were stopped: {grew:.2} s of CPU in the last two seconds");
+    }
+    let r = run("console.log(6 * 7);").await.unwrap();
+    assert_ne!(r.is_error, Some(true), "{r:?}");
+    assert!(r.content[0].as_text().unwrap().text.contains("42"), "{r:?}");
+    client.cancel().await.unwrap();
+}
+
+/// `agent exec` of a stuck script: the timeout error, promptly (a grace of a second to unwind,
+/// then its worker process is killed), and no worker left behind.
+#[test]
+fn a_script_stuck_in_a_builtin_is_killed_after_a_short_grace() {
+    let p = fixture_project();
+    let mut child = p
+        .cmd(&["exec", "--timeout", "1s", "-"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    {
+        use std::io::Write;
+        child.stdin.take().unwrap().write_all(STUCK_IN_A_BUILTIN.as_bytes()).unwrap();
+    }
+    let started = Instant::now();
+    let mut workers = Vec::new();
+    while child.try_wait().unwrap().is_none() {
+        for w in support::procs::descendants_with(child.id(), "__js-worker") {
+            if !workers.contains(&w) {
+                workers.push(w);
+            }
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let took = started.elapsed();
+    let _cleanup: Vec<_> = workers.iter().map(|&w| support::procs::KillOnDrop(w)).collect();
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).ends_with("error: timed out after 1s\n"), "{:?}", out);
+    assert!(took < Duration::from_secs(8), "exec took {took:?}");
+    assert!(!workers.is_empty(), "the script did not run in a worker process");
+    std::thread::sleep(Duration::from_millis(200));
+    for w in workers {
+        assert!(!support::procs::running(w), "worker {w} still runs after agent exec ended");
+    }
+}
+
+/// In-process, with a worker process of the real binary: a stuck script whose future is dropped
+/// (a caller's own timeout, Ctrl-C) is stopped, its worker killed within the grace and replaced;
+/// the next script runs at once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dropped_stuck_script_has_its_worker_killed_and_replaced() {
+    use agent::runtime::{ExecRequest, Executor, Isolation, Limits, Script};
+    let p = Project::new();
+    let limits = Limits { timeout: Duration::from_secs(600), ..Limits::default() };
+    let executor = Executor::with_isolation(&limits, Isolation::Process(support::agent_bin()));
+    let req = |code: &str| ExecRequest {
+        workspace: p.path().join(WS),
+        script: Script::Inline(code.into()),
+        limits: limits.clone(),
+        bridge: None,
+    };
+    let me = std::process::id();
+    // Only this test's executor starts workers as direct children of the test process (the
+    // other tests' workers are children of their `agent` processes).
+    let workers = || support::procs::children_with(me, "__js-worker");
+    let o = executor.execute(req("console.log('warm')")).await;
+    assert_eq!(o.stdout, "warm\n", "{:?}", o.error);
+    let first = workers();
+    assert_eq!(first.len(), 1, "{first:?}");
+    let dropped = tokio::time::timeout(Duration::from_millis(500), executor.execute(req(STUCK_IN_A_BUILTIN))).await;
+    assert!(dropped.is_err());
+    let gone = tokio::task::spawn_blocking(move || {
+        let t = Instant::now();
+        while support::procs::running(first[0]) && t.elapsed() < Duration::from_secs(10) {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        !support::procs::running(first[0])
+    });
+    assert!(gone.await.unwrap(), "the stuck worker was not killed");
+    let started = Instant::now();
+    let o = executor.execute(req("console.log('next')")).await;
+    assert_eq!(o.stdout, "next\n", "{:?}", o.error);
+    assert!(started.elapsed() < Duration::from_secs(5), "{:?}", started.elapsed());
+    assert_eq!(workers().len(), 1, "one worker, the replacement");
 }
 
 #[test]

@@ -7,6 +7,7 @@ use crate::support::fake_llm;
 
 use fake_llm::{Api, FakeLlm, Reply};
 use serde_json::{Value, json};
+use support::procs::{KillOnDrop, descendants_with, peak_rss_kb, running};
 use support::{Project, everything_yaml, fixture_stdio_yaml, node_or_skip};
 
 #[test]
@@ -270,4 +271,125 @@ fn direct_mode_without_result_handlers_offers_no_such_argument() {
     let tools = reqs[0].body["tools"].as_array().unwrap();
     assert!(tools.iter().all(|t| t["input_schema"]["properties"].get("result_handler").is_none()));
     assert_eq!(reqs[1].tool_results()[0].1, r#"{"sum":3}"#);
+}
+
+// ---------------------------------------------------------------------------------------------
+// What a handler may touch: nothing on disk
+
+/// A handler trying every storage global (`store`, the `data/` file API, `saveSkill`): each is
+/// absent, so calling it is a `ReferenceError`.
+const PLANTING_HANDLER: &str = "const names = ['store', 'load', 'readText', 'writeText', 'readJson', 'writeJson', \
+                                'list', 'saveSkill'];\n\
+     const seen = names.map((n) => typeof (globalThis as any)[n]);\n\
+     const tries: string[] = [];\n\
+     for (const f of [() => writeText('planted.txt', 'x'), () => store('planted', 1), \
+     () => saveSkill('planted-skill', 'export function plantedSkill() { return 1; }', 'Planted.')]) {\n\
+       try { f(); tries.push('ALLOWED'); } catch (e: any) { tries.push(e.name); }\n\
+     }\n\
+     return { seen, tries };";
+
+fn assert_nothing_planted(p: &Project, value: &Value) {
+    assert_eq!(
+        *value,
+        json!({"seen": vec!["undefined"; 8], "tries": ["ReferenceError", "ReferenceError", "ReferenceError"]}),
+        "a handler reached storage"
+    );
+    let ws = p.path().join(".kodelet/mcp");
+    for rel in ["data/planted.txt", "data/.store", "skills/planted-skill.ts"] {
+        assert!(!ws.join(rel).exists(), "a handler wrote {rel}");
+    }
+}
+
+/// A model in direct mode or a remote `serve` client writes the handler: it must not keep state
+/// or plant a skill that later scripts (and the tree's README) pick up.
+#[test]
+fn handlers_cannot_write_state_or_plant_skills_through_mcp_call() {
+    let p = Project::with_fixture();
+    let r = p.run(&["mcp", "call", "fixture.echo", "--args", r#"{"message": "hi"}"#, "--js", PLANTING_HANDLER]);
+    r.assert_ok();
+    assert_nothing_planted(&p, &serde_json::from_str(&r.stdout).unwrap());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn handlers_cannot_write_state_or_plant_skills_through_serve() {
+    use rmcp::ServiceExt;
+    let p = Project::with_fixture();
+    let transport =
+        rmcp::transport::TokioChildProcess::new(tokio::process::Command::from(p.cmd(&["mcp", "serve"]))).unwrap();
+    let client = ().serve(transport).await.unwrap();
+    let args = json!({"message": "hi", "result_handler": PLANTING_HANDLER});
+    let params =
+        rmcp::model::CallToolRequestParams::new("fixture_echo").with_arguments(args.as_object().unwrap().clone());
+    let r = client.call_tool(params).await.unwrap();
+    assert_ne!(r.is_error, Some(true), "{r:?}");
+    let text = r.content[0].as_text().unwrap().text.clone();
+    client.cancel().await.unwrap();
+    assert_nothing_planted(&p, &serde_json::from_str(&text).unwrap());
+}
+
+// ---------------------------------------------------------------------------------------------
+// The jq worker holds itself to its limits
+
+/// `agent` killed with SIGKILL (no clean-up) while its jq worker spins on an endless filter: the
+/// worker is gone within moments, not at the timeout, not never.
+#[test]
+fn the_jq_worker_dies_with_a_killed_agent() {
+    let p = Project::new();
+    p.write_config(&format!(
+        "mcp:\n  code_execution:\n    timeout: 300s\n  servers:\n{}",
+        fixture_stdio_yaml("fixture", &[])
+    ));
+    let mut agent = p
+        .cmd(&["mcp", "call", "fixture.add", "--args", r#"{"a": 1, "b": 2}"#, "--jq", "last(range(1e15))"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    let worker = loop {
+        if let Some(&w) = descendants_with(agent.id(), "__jq-worker").first() {
+            break w;
+        }
+        assert!(std::time::Instant::now() < deadline, "no jq worker started");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    let _cleanup = KillOnDrop(worker);
+    agent.kill().unwrap();
+    agent.wait().unwrap();
+    let killed = std::time::Instant::now();
+    while running(worker) && killed.elapsed() < std::time::Duration::from_secs(5) {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    assert!(!running(worker), "the jq worker still runs {:?} after agent was killed", killed.elapsed());
+}
+
+/// A filter that allocates without end is stopped near the memory limit: the worker's peak
+/// resident memory stays close to it (the binary's own pages on top), not at the address-space
+/// backstop.
+#[test]
+fn a_memory_hungry_jq_filter_is_stopped_near_the_limit() {
+    let p = Project::new();
+    p.write_config(&format!(
+        "mcp:\n  code_execution:\n    timeout: 60s\n    memory_limit_mb: 128\n  servers:\n{}",
+        fixture_stdio_yaml("fixture", &[])
+    ));
+    let mut agent = p
+        .cmd(&["mcp", "call", "fixture.add", "--args", r#"{"a": 1, "b": 2}"#, "--jq", "[range(1e9) | [., .]] | length"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut peak_kb = 0u64;
+    while agent.try_wait().unwrap().is_none() {
+        for w in descendants_with(agent.id(), "__jq-worker") {
+            peak_kb = peak_kb.max(peak_rss_kb(w).unwrap_or(0));
+        }
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    let out = agent.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("the jq filter ran out of memory (limit 128 MB)"), "{stderr}");
+    assert!(peak_kb > 0, "the worker was never seen");
+    assert!(peak_kb < (128 + 96) * 1024, "the worker's peak RSS was {} MB under a 128 MB limit", peak_kb / 1024);
 }

@@ -368,3 +368,41 @@ fn agent_run_records_in_direct_mode_and_sharpens_the_tree_after_a_code_step() {
     // Generated at start-up from the registry (low, 1), regenerated after the step (medium, 2).
     assert!(profile_file(&p).contains("from 2 observed results (quality: medium"), "{}", profile_file(&p));
 }
+
+/// A hostile script feeds the recorder results whose field names are megabytes long (through
+/// `fixture.echo`, whose text comes back parsed). Their shapes are skipped or cut: the registry
+/// stays small, keeps what other tools taught it, and the next command reads it quickly.
+#[test]
+fn a_hostile_script_cannot_bloat_or_wipe_the_registry() {
+    let p = project("    learn: true\n");
+    calls(&p, 3);
+    assert_eq!(registry(&p)["tools"]["fixture.profile"]["observations"], 3);
+    // Four results with a 1 MB field name each, then one with 2,000 fields with 250-byte names.
+    // Repeated (or with longer names, up to the 16 MiB result cap) they push the file past the
+    // 64 MiB it is read up to, and it is set aside with everything it had learned.
+    p.write(
+        "hostile.ts",
+        "import { echo } from './.kodelet/mcp/servers/fixture/index.ts';\n\
+         for (let i = 0; i < 4; i++) await echo({ message: JSON.stringify({ [String(i).repeat(1_000_000)]: 1 }) });\n\
+         const wide: Record<string, Record<string, number>> = {};\n\
+         for (let i = 0; i < 200; i++) {\n\
+           const inner: Record<string, number> = {};\n\
+           for (let j = 0; j < 9; j++) inner[`${i}-${j}-`.padEnd(250, 'k')] = j;\n\
+           wide[`${i}-`.padEnd(250, 'w')] = inner;\n\
+         }\n\
+         await echo({ message: JSON.stringify(wide) });\n",
+    );
+    p.run(&["exec", "hostile.ts", "--timeout", "60s"]).assert_ok();
+    let path = p.path().join(WS).join("type_registry.json");
+    let size = std::fs::metadata(&path).unwrap().len();
+    assert!(size < 1 << 20, "the registry grew to {size} bytes");
+    let started = std::time::Instant::now();
+    calls_from(&p, 3, 1);
+    assert!(started.elapsed() < std::time::Duration::from_secs(10), "took {:?}", started.elapsed());
+    let reg = registry(&p);
+    assert_eq!(reg["tools"]["fixture.profile"]["observations"], 4, "observations were lost");
+    let fields = reg["tools"]["fixture.echo"]["shape"]["object"]["fields"].as_object().unwrap();
+    assert!(fields.keys().all(|k| k.len() <= 256), "a long field name was recorded");
+    let aside = std::fs::read_dir(p.path().join(WS)).unwrap().flatten();
+    assert_eq!(aside.filter(|e| e.file_name().to_string_lossy().contains(".corrupt-")).count(), 0);
+}

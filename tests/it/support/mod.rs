@@ -7,6 +7,7 @@
 pub mod fake_embeddings;
 pub mod fake_http;
 pub mod fake_llm;
+pub mod procs;
 pub mod pty;
 
 use std::io::{BufRead, BufReader};

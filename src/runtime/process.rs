@@ -1,0 +1,695 @@
+//! Scripts in a worker process: the runner thread and its warm isolate live in a child process
+//! of the `agent` binary (`agent __js-worker`), so a stopped script that does not unwind is
+//! ended by killing that process.
+//!
+//! Why: the engine checks for termination only between bytecode instructions, so a script
+//! inside a long native builtin (`a.length = 2**32 - 1; a.includes(2)`, a backtracking regular
+//! expression, a huge sort) cannot be interrupted; left on a thread of `agent` it would keep a
+//! CPU busy long after its caller was told "timed out". A process can always be killed.
+//!
+//! What crosses the boundary: a job (the request, with the bridge's socket path and token) and
+//! stop requests go in, "started" and the outcome come out, as length-prefixed JSON frames on a
+//! Unix socket pair the child gets as fd 3. The script reaches MCP exactly as before, through
+//! the bridge socket. The child holds a bootstrapped isolate ready as the thread did; a job the
+//! parent stops that has not finished [`UNWIND_GRACE`](super::UNWIND_GRACE) later kills the child,
+//! and a fresh one (warming its isolate at once) takes its place.
+//!
+//! The child never outlives `agent`: it reads its socket all the time, and the end of the
+//! stream (the parent exited or was killed, even with SIGKILL) ends it at once, whatever its
+//! runner thread is doing. Its environment is emptied but for the few variables the engine and
+//! its caches read, so no secret of `agent`'s environment sits in a process that runs scripts.
+
+use std::collections::HashMap;
+use std::io::{BufReader, Read, Write};
+use std::os::fd::{AsRawFd, FromRawFd, RawFd};
+use std::os::unix::ffi::{OsStrExt, OsStringExt};
+use std::os::unix::net::UnixStream;
+use std::os::unix::process::CommandExt;
+use std::path::PathBuf;
+use std::process::Stdio;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+use tokio::sync::oneshot;
+
+use super::isolate::{self, JobControl, StopReason};
+use super::{ExecOutcome, ExecRequest, FailureKind, Limits, Script, UNWIND_GRACE};
+use crate::bridge::BridgeEndpoint;
+
+/// The hidden first argument that turns `agent` into a script worker (see [`worker_main`]).
+pub const WORKER_ARG: &str = "__js-worker";
+
+/// The descriptor the child finds its end of the socket pair on.
+const CHILD_FD: RawFd = 3;
+
+/// A frame longer than this is a broken peer, not a message (outcomes carry at most the output
+/// cap of a script).
+const MAX_FRAME: usize = 1 << 30;
+
+/// Environment variables a worker keeps: where the caches live (the snapshot, the engine's
+/// bytecode), the time zone scripts' dates use, and logging.
+const KEPT_ENV: &[&str] =
+    &["HOME", "XDG_CACHE_HOME", "TMPDIR", "TZ", "RUST_LOG", "RUST_BACKTRACE", "AGENT_NO_SNAPSHOT"];
+/// ... and the engine's own switches (bytecode cache, debugging).
+const KEPT_ENV_PREFIXES: &[&str] = &["V82JSC_", "V82_", "QJS_"];
+
+#[derive(Serialize, Deserialize)]
+enum ToWorker {
+    Run { id: u64, req: WireRequest },
+    Stop { id: u64, timeout: bool },
+}
+
+/// [`ToWorker::Run`] as the parent writes it, without copying the request.
+#[derive(Serialize)]
+enum RunRef<'a> {
+    Run { id: u64, req: &'a WireRequest },
+}
+
+#[derive(Serialize, Deserialize)]
+enum FromWorker {
+    Started { id: u64 },
+    Done { id: u64, outcome: Box<ExecOutcome>, skills_saved: Vec<String> },
+}
+
+/// An [`ExecRequest`] as it crosses to the worker (paths as bytes: they need not be UTF-8).
+#[derive(Serialize, Deserialize)]
+struct WireRequest {
+    workspace: Vec<u8>,
+    script_file: Option<Vec<u8>>,
+    script_text: Option<String>,
+    timeout_ms: u64,
+    memory_limit_mb: u64,
+    max_output_bytes: usize,
+    max_concurrent_calls: usize,
+    call_spin_us: u64,
+    state_max_bytes: u64,
+    state_max_files: u64,
+    storage: bool,
+    bridge_socket: Option<Vec<u8>>,
+    bridge_token: Option<String>,
+}
+
+impl WireRequest {
+    fn from_request(req: &ExecRequest) -> WireRequest {
+        let bytes = |p: &std::path::Path| p.as_os_str().as_bytes().to_vec();
+        let (script_file, script_text) = match &req.script {
+            Script::File(p) => (Some(bytes(p)), None),
+            Script::Inline(text) => (None, Some(text.clone())),
+        };
+        let l = &req.limits;
+        WireRequest {
+            workspace: bytes(&req.workspace),
+            script_file,
+            script_text,
+            timeout_ms: u64::try_from(l.timeout.as_millis()).unwrap_or(u64::MAX),
+            memory_limit_mb: l.memory_limit_mb,
+            max_output_bytes: l.max_output_bytes,
+            max_concurrent_calls: l.max_concurrent_calls,
+            call_spin_us: u64::try_from(l.call_spin.as_micros()).unwrap_or(u64::MAX),
+            state_max_bytes: l.state.max_bytes,
+            state_max_files: l.state.max_files,
+            storage: l.storage,
+            bridge_socket: req.bridge.as_ref().map(|b| bytes(&b.socket)),
+            bridge_token: req.bridge.as_ref().map(|b| b.token.clone()),
+        }
+    }
+
+    fn into_request(self) -> ExecRequest {
+        let path = |b: Vec<u8>| PathBuf::from(std::ffi::OsString::from_vec(b));
+        let script = match (self.script_file, self.script_text) {
+            (Some(file), _) => Script::File(path(file)),
+            (None, text) => Script::Inline(text.unwrap_or_default()),
+        };
+        let bridge = match (self.bridge_socket, self.bridge_token) {
+            (Some(socket), Some(token)) => Some(BridgeEndpoint { socket: path(socket), token }),
+            _ => None,
+        };
+        ExecRequest {
+            workspace: path(self.workspace),
+            script,
+            limits: Limits {
+                timeout: Duration::from_millis(self.timeout_ms),
+                memory_limit_mb: self.memory_limit_mb,
+                max_output_bytes: self.max_output_bytes,
+                max_concurrent_calls: self.max_concurrent_calls,
+                call_spin: Duration::from_micros(self.call_spin_us),
+                state: super::state::Quota { max_bytes: self.state_max_bytes, max_files: self.state_max_files },
+                storage: self.storage,
+            },
+            bridge,
+        }
+    }
+}
+
+fn write_frame(w: &mut impl Write, msg: &impl Serialize) -> std::io::Result<()> {
+    let body = serde_json::to_vec(msg).map_err(std::io::Error::other)?;
+    let len = u32::try_from(body.len())
+        .ok()
+        .filter(|&n| n as usize <= MAX_FRAME)
+        .ok_or_else(|| std::io::Error::other("a frame too large for the worker protocol"))?;
+    let mut frame = Vec::with_capacity(4 + body.len());
+    frame.extend_from_slice(&len.to_le_bytes());
+    frame.extend_from_slice(&body);
+    w.write_all(&frame)
+}
+
+fn read_frame<T: for<'de> Deserialize<'de>>(r: &mut impl Read) -> std::io::Result<T> {
+    let mut len = [0u8; 4];
+    r.read_exact(&mut len)?;
+    let len = u32::from_le_bytes(len) as usize;
+    if len > MAX_FRAME {
+        return Err(std::io::Error::other("a frame too large for the worker protocol"));
+    }
+    let mut body = vec![0u8; len];
+    r.read_exact(&mut body)?;
+    serde_json::from_slice(&body).map_err(std::io::Error::other)
+}
+
+// ---------------------------------------------------------------------------------------------
+// The parent's side
+
+/// What a job's caller waits for.
+struct Waiter {
+    started: Option<oneshot::Sender<()>>,
+    done: oneshot::Sender<ExecOutcome>,
+}
+
+/// The jobs a worker was given and has not answered, shared with the thread reading answers.
+#[derive(Default)]
+struct Jobs {
+    inner: Mutex<JobsInner>,
+    changed: Condvar,
+}
+
+#[derive(Default)]
+struct JobsInner {
+    waiting: HashMap<u64, Waiter>,
+    /// The worker's stream ended (it exited or was killed); nothing more will be answered.
+    gone: bool,
+}
+
+/// A job sent to a worker: its id, and where "started" and the outcome arrive.
+type Submitted = (u64, oneshot::Receiver<()>, oneshot::Receiver<ExecOutcome>);
+
+/// One worker process.
+struct WorkerProcess {
+    child: Mutex<std::process::Child>,
+    to_child: Mutex<UnixStream>,
+    jobs: Arc<Jobs>,
+    next_id: AtomicU64,
+}
+
+impl WorkerProcess {
+    fn spawn(exe: &std::path::Path, limit_mb: u64) -> std::io::Result<Arc<WorkerProcess>> {
+        let (ours, theirs) = UnixStream::pair()?;
+        let mut cmd = std::process::Command::new(exe);
+        cmd.arg(WORKER_ARG)
+            .arg(limit_mb.to_string())
+            .arg(log_verbosity().to_string())
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::inherit())
+            .env_clear()
+            .envs(std::env::vars_os().filter(|(k, _)| {
+                let k = k.to_string_lossy();
+                KEPT_ENV.contains(&k.as_ref()) || KEPT_ENV_PREFIXES.iter().any(|p| k.starts_with(p))
+            }));
+        let fd = theirs.as_raw_fd();
+        // SAFETY: only async-signal-safe calls (setpgid, dup2, fcntl) between fork and exec.
+        unsafe {
+            cmd.pre_exec(move || {
+                // A process group of its own, as the MCP servers have: Ctrl-C on the terminal
+                // reaches `agent`, which stops the script, not the worker, which would die.
+                if libc::setpgid(0, 0) == -1 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                if fd == CHILD_FD {
+                    // Already in place: only the close-on-exec flag must go.
+                    if libc::fcntl(fd, libc::F_SETFD, 0) == -1 {
+                        return Err(std::io::Error::last_os_error());
+                    }
+                } else if libc::dup2(fd, CHILD_FD) == -1 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                Ok(())
+            });
+        }
+        let child = cmd.spawn()?;
+        drop(theirs);
+        let jobs = Arc::new(Jobs::default());
+        let reader = ours.try_clone()?;
+        let answers = jobs.clone();
+        let spawned = std::thread::Builder::new()
+            .name("agent-js-answers".into())
+            .spawn(move || read_answers(BufReader::new(reader), &answers));
+        let worker = Arc::new(WorkerProcess {
+            child: Mutex::new(child),
+            to_child: Mutex::new(ours),
+            jobs,
+            next_id: AtomicU64::new(1),
+        });
+        if let Err(e) = spawned {
+            worker.kill();
+            return Err(e);
+        }
+        Ok(worker)
+    }
+
+    fn gone(&self) -> bool {
+        self.jobs.inner.lock().map(|j| j.gone).unwrap_or(true)
+    }
+
+    /// Sends a job. `Err` when the worker is gone (its answers could never come).
+    fn submit(&self, req: &WireRequest) -> Result<Submitted, ()> {
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        let (started_tx, started) = oneshot::channel();
+        let (done_tx, done) = oneshot::channel();
+        {
+            let mut jobs = self.jobs.inner.lock().map_err(|_| ())?;
+            if jobs.gone {
+                return Err(());
+            }
+            jobs.waiting.insert(id, Waiter { started: Some(started_tx), done: done_tx });
+        }
+        let sent = match self.to_child.lock() {
+            Ok(mut s) => write_frame(&mut *s, &RunRef::Run { id, req }).is_ok(),
+            Err(_) => false,
+        };
+        if !sent {
+            if let Ok(mut jobs) = self.jobs.inner.lock() {
+                jobs.waiting.remove(&id);
+            }
+            return Err(());
+        }
+        Ok((id, started, done))
+    }
+
+    fn stop(&self, id: u64, reason: StopReason) {
+        if let Ok(mut s) = self.to_child.lock() {
+            let _ = write_frame(&mut *s, &ToWorker::Stop { id, timeout: matches!(reason, StopReason::Timeout) });
+        }
+    }
+
+    /// Waits up to `grace` for job `id` to be answered; `false` if it was not (nor the worker gone).
+    fn finishes_within(&self, id: u64, grace: Duration) -> bool {
+        let Ok(jobs) = self.jobs.inner.lock() else { return false };
+        match self.jobs.changed.wait_timeout_while(jobs, grace, |j| !j.gone && j.waiting.contains_key(&id)) {
+            Ok((j, _)) => j.gone || !j.waiting.contains_key(&id),
+            Err(_) => false,
+        }
+    }
+
+    /// Kills the process (SIGKILL) and reaps it.
+    fn kill(&self) {
+        if let Ok(mut child) = self.child.lock() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+impl Drop for WorkerProcess {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+/// The `-v` count the worker logs with: the parent's level.
+fn log_verbosity() -> u8 {
+    let level = tracing::level_filters::LevelFilter::current();
+    if level >= tracing::level_filters::LevelFilter::DEBUG {
+        2
+    } else if level >= tracing::level_filters::LevelFilter::INFO {
+        1
+    } else {
+        0
+    }
+}
+
+/// The parent's thread per worker: hands each answer to its waiter; when the stream ends, marks
+/// the worker gone and drops every waiter (their callers see the runner stopped).
+fn read_answers(mut stream: BufReader<UnixStream>, jobs: &Jobs) {
+    loop {
+        let Ok(answer) = read_frame::<FromWorker>(&mut stream) else { break };
+        let Ok(mut j) = jobs.inner.lock() else { break };
+        match answer {
+            FromWorker::Started { id } => {
+                if let Some(tx) = j.waiting.get_mut(&id).and_then(|w| w.started.take()) {
+                    let _ = tx.send(());
+                }
+            }
+            FromWorker::Done { id, mut outcome, skills_saved } => {
+                if let Some(w) = j.waiting.remove(&id) {
+                    outcome.skills_saved = skills_saved;
+                    let _ = w.done.send(*outcome);
+                }
+                jobs.changed.notify_all();
+            }
+        }
+    }
+    if let Ok(mut j) = jobs.inner.lock() {
+        j.gone = true;
+        j.waiting.clear();
+    }
+    jobs.changed.notify_all();
+}
+
+/// The worker slot of an executor, held by the job that runs (one at a time) and, after a job
+/// was stopped, by the watch that waits for it to unwind.
+type Slot = Arc<tokio::sync::Mutex<Option<Arc<WorkerProcess>>>>;
+type SlotGuard = tokio::sync::OwnedMutexGuard<Option<Arc<WorkerProcess>>>;
+
+/// Runs jobs in a worker process of `exe` (the executor's process mode).
+pub(crate) struct Runner {
+    exe: PathBuf,
+    slot: Slot,
+    prepared_limit_mb: Arc<AtomicU64>,
+}
+
+impl Runner {
+    /// Starts the first worker at once (its isolate warms while the caller does other work).
+    pub(crate) fn start(exe: PathBuf, limit_mb: u64) -> Runner {
+        let first = match WorkerProcess::spawn(&exe, limit_mb) {
+            Ok(w) => Some(w),
+            Err(e) => {
+                tracing::warn!("cannot start the script worker {}: {e}", exe.display());
+                None
+            }
+        };
+        Runner {
+            exe,
+            slot: Arc::new(tokio::sync::Mutex::new(first)),
+            prepared_limit_mb: Arc::new(AtomicU64::new(limit_mb)),
+        }
+    }
+
+    pub(crate) async fn execute(&self, req: ExecRequest) -> ExecOutcome {
+        let timeout = req.limits.timeout;
+        self.prepared_limit_mb.store(req.limits.memory_limit_mb, Ordering::Relaxed);
+        let wire = WireRequest::from_request(&req);
+        let mut slot = self.slot.clone().lock_owned().await;
+        // A worker that died since (or never started) is replaced; a send that fails gets one more try.
+        let mut submitted = None;
+        for _ in 0..2 {
+            let worker = match slot.as_ref().filter(|w| !w.gone()) {
+                Some(w) => w.clone(),
+                None => match WorkerProcess::spawn(&self.exe, req.limits.memory_limit_mb) {
+                    Ok(w) => {
+                        *slot = Some(w.clone());
+                        w
+                    }
+                    Err(e) => {
+                        return ExecOutcome::failed(
+                            FailureKind::Script,
+                            format!("internal error: cannot start the script worker: {e}"),
+                        );
+                    }
+                },
+            };
+            match worker.submit(&wire) {
+                Ok((id, started, done)) => {
+                    submitted = Some((worker, id, started, done));
+                    break;
+                }
+                Err(()) => *slot = None,
+            }
+        }
+        let Some((worker, id, started, mut done)) = submitted else {
+            return ExecOutcome::failed(
+                FailureKind::Script,
+                "internal error: the script worker is not available".into(),
+            );
+        };
+        // From here on, dropping this future (Ctrl-C, a caller's own timeout) stops the script,
+        // and kills the worker if it does not unwind.
+        let mut watch = Watch {
+            job: Some((worker.clone(), id, slot)),
+            exe: self.exe.clone(),
+            limit: self.prepared_limit_mb.clone(),
+        };
+        if started.await.is_err() {
+            // The job never started: its outcome says why, unless the worker died.
+            if let Ok(o) = done.try_recv() {
+                watch.done();
+                return o;
+            }
+            watch.replace_worker();
+            return ExecOutcome::failed(FailureKind::Script, "internal error: the script runner stopped".into());
+        }
+        let outcome = tokio::select! {
+            r = &mut done => r.ok(),
+            // Time a tool call spent waiting for the user (elicitation, sampling, approvals) is not counted.
+            () = crate::util::clock::user_wait().sleep(timeout) => {
+                worker.stop(id, StopReason::Timeout);
+                match tokio::time::timeout(UNWIND_GRACE, &mut done).await {
+                    Ok(r) => r.ok(),
+                    Err(_) => {
+                        // Stuck where the engine cannot interrupt it: end the process.
+                        tracing::warn!("the script did not stop after its timeout; killing its worker process");
+                        watch.replace_worker();
+                        let mut o = ExecOutcome::failed(FailureKind::Timeout, isolate::timeout_message(timeout));
+                        o.duration_ms = timeout.as_secs_f64() * 1000.0;
+                        Some(o)
+                    }
+                }
+            }
+        };
+        match outcome {
+            Some(o) => {
+                watch.done();
+                o
+            }
+            None => {
+                watch.replace_worker();
+                ExecOutcome::failed(FailureKind::Script, "internal error: the script runner stopped".into())
+            }
+        }
+    }
+}
+
+/// A running job's worker and slot: released when the job ended; when the job's future is
+/// dropped first, the job is stopped and, if it does not unwind within the grace, its worker
+/// killed and replaced (on a thread of its own, holding the slot so no job queues behind it).
+struct Watch {
+    job: Option<(Arc<WorkerProcess>, u64, SlotGuard)>,
+    exe: PathBuf,
+    limit: Arc<AtomicU64>,
+}
+
+impl Watch {
+    fn done(&mut self) {
+        self.job = None;
+    }
+
+    /// Kills the job's worker and puts a fresh one (warming at once) in the slot.
+    fn replace_worker(&mut self) {
+        if let Some((worker, _, mut slot)) = self.job.take() {
+            worker.kill();
+            *slot = fresh_worker(&self.exe, self.limit.load(Ordering::Relaxed));
+        }
+    }
+}
+
+fn fresh_worker(exe: &std::path::Path, limit_mb: u64) -> Option<Arc<WorkerProcess>> {
+    WorkerProcess::spawn(exe, limit_mb).map_err(|e| tracing::warn!("cannot start a fresh script worker: {e}")).ok()
+}
+
+impl Drop for Watch {
+    fn drop(&mut self) {
+        let Some((worker, id, mut slot)) = self.job.take() else { return };
+        worker.stop(id, StopReason::Cancelled);
+        let (exe, limit) = (self.exe.clone(), self.limit.load(Ordering::Relaxed));
+        let spawned = std::thread::Builder::new().name("agent-js-stop".into()).spawn(move || {
+            if !worker.finishes_within(id, UNWIND_GRACE) {
+                tracing::warn!("a cancelled script did not stop; killing its worker process");
+                worker.kill();
+                *slot = fresh_worker(&exe, limit);
+            }
+        });
+        if let Err(e) = spawned {
+            tracing::warn!("cannot watch a cancelled script ({e}); killing its worker process");
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The worker's side
+
+/// The `-v` count a worker was started with (its third argument), for `main` to set up logging.
+pub fn worker_verbosity() -> u8 {
+    std::env::args().nth(3).and_then(|a| a.parse().ok()).unwrap_or(0)
+}
+
+/// A job the worker handed to its runner: its id, and where its control and outcome arrive.
+type Taken = (u64, oneshot::Receiver<JobControl>, oneshot::Receiver<ExecOutcome>);
+
+/// What a worker knows of the jobs it was given: the running one's control, or a stop that came
+/// before the job started.
+#[derive(Default)]
+struct Controls {
+    running: HashMap<u64, JobControl>,
+    stop_first: HashMap<u64, StopReason>,
+    /// Jobs up to this one are finished (ids grow, jobs run in order): late stops are ignored.
+    finished: u64,
+}
+
+impl Controls {
+    fn stop(&mut self, id: u64, reason: StopReason) {
+        if id <= self.finished {
+            return;
+        }
+        match self.running.get(&id) {
+            Some(c) => c.stop(reason),
+            None => {
+                self.stop_first.insert(id, reason);
+            }
+        }
+    }
+
+    fn started(&mut self, id: u64, control: JobControl) {
+        if let Some(reason) = self.stop_first.remove(&id) {
+            control.stop(reason);
+        }
+        self.running.insert(id, control);
+    }
+
+    fn finished(&mut self, id: u64) {
+        self.running.remove(&id);
+        self.stop_first.remove(&id);
+        self.finished = self.finished.max(id);
+    }
+}
+
+/// The script worker: runs the jobs that come on fd 3, one at a time on its runner thread, and
+/// answers on the same socket; ends as soon as the parent's end closes. Called by `main` when
+/// the first argument is [`WORKER_ARG`]; returns the exit code.
+pub fn worker_main() -> u8 {
+    let Some(socket) = inherited_socket() else {
+        tracing::error!("{WORKER_ARG}: fd {CHILD_FD} is not the socket this worker is started with");
+        return 2;
+    };
+    let limit_mb = std::env::args().nth(2).and_then(|a| a.parse().ok()).unwrap_or(super::MIN_HEAP_MB);
+    let limit = Arc::new(AtomicU64::new(limit_mb));
+    let mut runner = isolate::Worker::spawn(limit.clone());
+    let Ok(writer) = socket.try_clone() else { return 2 };
+    let controls = Arc::new(Mutex::new(Controls::default()));
+    let (jobs_tx, jobs_rx) = std::sync::mpsc::channel::<Taken>();
+    let answers = controls.clone();
+    let spawned = std::thread::Builder::new().name("agent-js-answer".into()).spawn(move || {
+        answer_jobs(jobs_rx, writer, &answers);
+    });
+    if spawned.is_err() {
+        return 2;
+    }
+    let mut input = BufReader::new(socket);
+    loop {
+        match read_frame::<ToWorker>(&mut input) {
+            Ok(ToWorker::Run { id, req }) => {
+                let req = req.into_request();
+                limit.store(req.limits.memory_limit_mb, Ordering::Relaxed);
+                let (job, started, done) = isolate::Job::new(req);
+                if let Err(job) = runner.send(job) {
+                    // The runner thread died (a panic in the engine): start another.
+                    runner = isolate::Worker::spawn(limit.clone());
+                    let _ = runner.send(job);
+                }
+                if jobs_tx.send((id, started, done)).is_err() {
+                    end_now();
+                }
+            }
+            Ok(ToWorker::Stop { id, timeout }) => {
+                let reason = if timeout { StopReason::Timeout } else { StopReason::Cancelled };
+                if let Ok(mut c) = controls.lock() {
+                    c.stop(id, reason);
+                }
+            }
+            // The parent is gone (or talks nonsense): end now, whatever the runner is doing.
+            Err(_) => end_now(),
+        }
+    }
+}
+
+/// Ends the worker at once: no destructors, no waiting for a runner stuck in the engine.
+fn end_now() -> ! {
+    // SAFETY: `_exit` has no preconditions and does not return.
+    unsafe { libc::_exit(0) }
+}
+
+/// Fd 3, when it is a socket (as the parent leaves it), owned from here on.
+fn inherited_socket() -> Option<UnixStream> {
+    // SAFETY: fstat on a descriptor number with a zeroed out-buffer; fails cleanly if it is not open.
+    let mut st: libc::stat = unsafe { std::mem::zeroed() };
+    if unsafe { libc::fstat(CHILD_FD, &mut st) } != 0 || st.st_mode & libc::S_IFMT != libc::S_IFSOCK {
+        return None;
+    }
+    // Not inherited further (the worker starts no processes, but nothing else should see it).
+    // SAFETY: as above, on the same open descriptor.
+    unsafe {
+        libc::fcntl(CHILD_FD, libc::F_SETFD, libc::FD_CLOEXEC);
+    }
+    // SAFETY: the descriptor is open, a socket, and owned by nothing else in this process.
+    Some(unsafe { UnixStream::from_raw_fd(CHILD_FD) })
+}
+
+/// The worker's answering thread: for each job in order, "started" once the runner took it
+/// (applying a stop that came first), then its outcome.
+fn answer_jobs(jobs: std::sync::mpsc::Receiver<Taken>, mut out: UnixStream, controls: &Mutex<Controls>) {
+    for (id, started, done) in jobs {
+        if let Ok(control) = started.blocking_recv() {
+            if let Ok(mut c) = controls.lock() {
+                c.started(id, control);
+            }
+            if write_frame(&mut out, &FromWorker::Started { id }).is_err() {
+                end_now();
+            }
+        }
+        let mut outcome = done.blocking_recv().unwrap_or_else(|_| {
+            ExecOutcome::failed(FailureKind::Script, "internal error: the script runner stopped".into())
+        });
+        if let Ok(mut c) = controls.lock() {
+            c.finished(id);
+        }
+        let skills_saved = std::mem::take(&mut outcome.skills_saved);
+        if write_frame(&mut out, &FromWorker::Done { id, outcome: Box::new(outcome), skills_saved }).is_err() {
+            end_now();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// What the parent writes is what the worker reads, paths that are not UTF-8 included.
+    #[test]
+    fn a_request_crosses_the_socket_unchanged() {
+        use std::os::unix::ffi::OsStrExt;
+        let odd = PathBuf::from(std::ffi::OsStr::from_bytes(b"/tmp/ws-\xff"));
+        let req = ExecRequest {
+            workspace: odd.clone(),
+            script: Script::File(odd.join("main.ts")),
+            limits: Limits { timeout: Duration::from_millis(1500), storage: false, ..Limits::default() },
+            bridge: Some(BridgeEndpoint { socket: odd.join("bridge.sock"), token: "t0k".into() }),
+        };
+        let wire = WireRequest::from_request(&req);
+        let mut frame = Vec::new();
+        write_frame(&mut frame, &RunRef::Run { id: 7, req: &wire }).unwrap();
+        let ToWorker::Run { id, req: back } = read_frame::<ToWorker>(&mut frame.as_slice()).unwrap() else {
+            panic!("not a run")
+        };
+        assert_eq!(id, 7);
+        let back = back.into_request();
+        assert_eq!(back.workspace, req.workspace);
+        assert!(matches!(&back.script, Script::File(p) if *p == odd.join("main.ts")));
+        assert_eq!(back.limits, req.limits);
+        assert_eq!(
+            back.bridge.as_ref().map(|b| (&b.socket, &b.token)),
+            Some((&odd.join("bridge.sock"), &"t0k".to_string()))
+        );
+        // A length past the cap is refused before anything is allocated for it.
+        let huge = (u32::MAX).to_le_bytes();
+        assert!(read_frame::<ToWorker>(&mut huge.as_slice()).is_err());
+    }
+}
