@@ -573,6 +573,47 @@ fn a_script_stuck_in_a_builtin_is_killed_after_a_short_grace() {
     }
 }
 
+/// The process that runs scripts holds none of `agent`'s environment (an LLM key, a token) but
+/// the few variables the engine reads: a script that found a way out of the sandbox would still
+/// find no secret in its own process.
+#[test]
+fn the_script_worker_holds_none_of_agents_secrets() {
+    let p = fixture_project();
+    let secret = "sk-worker-env-secret-3f9a";
+    let mut child = p
+        .cmd(&["exec", "-"])
+        .env("ANTHROPIC_API_KEY", secret)
+        .env("AGENT_TEST_TOKEN", secret)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    {
+        use std::io::Write;
+        let script = "await new Promise((r) => setTimeout(r, 1500));\nconsole.log('done');\n";
+        child.stdin.take().unwrap().write_all(script.as_bytes()).unwrap();
+    }
+    let mut environ = None;
+    while environ.is_none() && child.try_wait().unwrap().is_none() {
+        if let Some(&w) = support::procs::descendants_with(child.id(), "__js-worker").first() {
+            environ = std::fs::read(format!("/proc/{w}/environ")).ok();
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "done\n", "{out:?}");
+    let environ = environ.expect("no script worker was seen while the script ran");
+    let names: Vec<String> = environ
+        .split(|&b| b == 0)
+        .filter(|e| !e.is_empty())
+        .map(|e| String::from_utf8_lossy(e.split(|&b| b == b'=').next().unwrap_or_default()).into_owned())
+        .collect();
+    assert!(!environ.windows(secret.len()).any(|w| w == secret.as_bytes()), "the worker holds a secret: {names:?}");
+    assert!(names.iter().all(|n| !n.contains("KEY") && !n.contains("TOKEN")), "{names:?}");
+    assert!(names.iter().any(|n| n == "HOME"), "the engine's caches need HOME: {names:?}");
+}
+
 /// In-process, with a worker process of the real binary: a stuck script whose future is dropped
 /// (a caller's own timeout, Ctrl-C) is stopped, its worker killed within the grace and replaced;
 /// the next script runs at once.
