@@ -57,15 +57,24 @@ pub struct CallContext {
 /// (non-`input_required`) server request may belong to.
 #[derive(Default)]
 pub struct Calls {
-    routes: Mutex<HashMap<ProgressToken, Arc<CallContext>>>,
+    routes: Mutex<HashMap<ProgressToken, Route>>,
     in_flight: Mutex<BTreeMap<u64, Arc<CallContext>>>,
     next: AtomicU64,
 }
 
 impl Calls {
-    /// The call a progress token belongs to.
-    pub fn by_token(&self, token: &ProgressToken) -> Option<Arc<CallContext>> {
-        self.routes.lock().ok()?.get(token).cloned()
+    /// Where a progress notification of `token` carrying `progress` goes: its call's sink, unless
+    /// the value does not pass the last one passed on. rmcp handles each notification in a task of
+    /// its own, so two can arrive swapped; the spec wants a call's progress to increase, and a
+    /// stale value after a newer one says nothing the newer did not.
+    pub fn progress_sink(&self, token: &ProgressToken, progress: f64) -> Option<ProgressSink> {
+        let mut routes = self.routes.lock().ok()?;
+        let route = routes.get_mut(token)?;
+        if route.last.is_some_and(|last| progress <= last) {
+            return None;
+        }
+        route.last = Some(progress);
+        route.cx.progress.clone()
     }
 
     /// The context a server's request during a call is answered with, when it can be tied to
@@ -80,7 +89,7 @@ impl Calls {
 
     pub(super) fn route(&self, token: ProgressToken, cx: Arc<CallContext>) -> Registered<'_> {
         if let Ok(mut r) = self.routes.lock() {
-            r.insert(token.clone(), cx);
+            r.insert(token.clone(), Route { cx, last: None });
         }
         Registered { calls: self, key: Key::Token(token) }
     }
@@ -92,6 +101,12 @@ impl Calls {
         }
         Registered { calls: self, key: Key::Call(id) }
     }
+}
+
+/// A call's progress route: its context and the last progress value passed on.
+struct Route {
+    cx: Arc<CallContext>,
+    last: Option<f64>,
 }
 
 enum Key {
@@ -119,5 +134,34 @@ impl Drop for Registered<'_> {
                 }
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_call_gets_its_own_progress_only_increasing() {
+        let calls = Calls::default();
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let sink: ProgressSink = {
+            let seen = seen.clone();
+            Arc::new(move |u: ProgressUpdate| seen.lock().unwrap().push(u.progress))
+        };
+        let token = ProgressToken(rmcp::model::NumberOrString::Number(7));
+        let other = ProgressToken(rmcp::model::NumberOrString::Number(8));
+        let cx = Arc::new(CallContext { progress: Some(sink), ..Default::default() });
+        let route = calls.route(token.clone(), cx);
+        // As two notifications handled in their own tasks can arrive: 3 before 2.
+        for p in [1.0, 3.0, 2.0, 3.0, 4.0] {
+            if let Some(sink) = calls.progress_sink(&token, p) {
+                sink(ProgressUpdate { progress: p, total: None, message: None });
+            }
+        }
+        assert!(calls.progress_sink(&other, 9.0).is_none(), "another token has no route");
+        assert_eq!(*seen.lock().unwrap(), vec![1.0, 3.0, 4.0]);
+        drop(route);
+        assert!(calls.progress_sink(&token, 5.0).is_none(), "the route ends with the call");
     }
 }

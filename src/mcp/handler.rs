@@ -382,7 +382,7 @@ impl ClientHandler for McpClientHandler {
     }
 
     async fn on_progress(&self, p: ProgressNotificationParam, _cx: NotificationContext<RoleClient>) {
-        if let Some(sink) = self.calls.by_token(&p.progress_token).and_then(|c| c.progress.clone()) {
+        if let Some(sink) = self.calls.progress_sink(&p.progress_token, p.progress) {
             sink(ProgressUpdate { progress: p.progress, total: p.total, message: p.message.clone() });
         }
         self.events.send(ClientEvent::Progress {

@@ -503,7 +503,9 @@ impl Drop for Watch {
         let (exe, limit) = (self.exe.clone(), self.limit.load(Ordering::Relaxed));
         let spawned = std::thread::Builder::new().name("agent-js-stop".into()).spawn(move || {
             if !worker.finishes_within(id, UNWIND_GRACE) {
-                tracing::warn!("a cancelled script did not stop; killing its worker process");
+                // Not a warning: the caller gave up on the script (Ctrl-C, a signal, a client's
+                // cancel) and is often exiting; replacing the worker is nothing to act on.
+                tracing::debug!("a cancelled script did not stop; killing its worker process");
                 worker.kill();
                 *slot = fresh_worker(&exe, limit);
             }

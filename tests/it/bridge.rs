@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use agent::bridge::protocol::CallRequest;
 use agent::bridge::{BridgeClient, BridgeServer};
-use agent::config::{Config, LoadOptions};
+use agent::config::Config;
 use agent::mcp::McpManager;
 use agent::runtime::{ExecRequest, Executor, Limits, Script};
 use bytes::Bytes;
@@ -31,10 +31,7 @@ struct Setup {
 
 async fn setup(servers_yaml: &str) -> Setup {
     let project = Project::with_servers(servers_yaml);
-    let opts =
-        LoadOptions { project_dir: Some(project.path().to_path_buf()), skip_user_config: true, ..Default::default() };
-    let mut config = Config::load_with_env(&opts, &Default::default()).unwrap();
-    config.mcp.code_execution.workspace_dir = project.path().join(".kodelet/mcp");
+    let config = project.library_config();
     let manager = Arc::new(McpManager::new(&config));
     let bridge = BridgeServer::start(manager.clone()).await.unwrap();
     Setup { _project: project, manager, bridge }
@@ -581,9 +578,7 @@ async fn describe_answers_a_tools_declaration_or_a_did_you_mean() {
 #[tokio::test]
 async fn the_code_mode_describer_answers_the_generated_typescript() {
     let project = Project::with_servers(&fixture_stdio_yaml("fixture", &[]));
-    let opts =
-        LoadOptions { project_dir: Some(project.path().to_path_buf()), skip_user_config: true, ..Default::default() };
-    let config = Config::load_with_env(&opts, &Default::default()).unwrap();
+    let config = project.library_config();
     let manager = Arc::new(McpManager::new(&config));
     let describer = agent::codemode::describer(manager.configured_names(), project.path().join(".kodelet/mcp"));
     let bridge = BridgeServer::start_with(manager.clone(), Some(describer)).await.unwrap();
@@ -632,13 +627,7 @@ async fn bridge_search_fuses_embeddings_and_falls_back_to_words_when_they_fail()
             fake.search_yaml(),
             fixture_stdio_yaml("fixture", &[])
         ));
-        let opts = LoadOptions {
-            project_dir: Some(project.path().to_path_buf()),
-            skip_user_config: true,
-            ..Default::default()
-        };
-        let mut config = Config::load_with_env(&opts, &Default::default()).unwrap();
-        config.mcp.code_execution.workspace_dir = project.path().join(".kodelet/mcp");
+        let config = project.library_config();
         let manager = Arc::new(McpManager::new(&config));
         let bridge = BridgeServer::start(manager.clone()).await.unwrap();
         let client = BridgeClient::new(bridge.endpoint().clone());

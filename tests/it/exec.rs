@@ -845,7 +845,7 @@ fn tool_calls_run_on_the_callers_runtime_and_tokio_is_required() {
     // The calls' socket I/O runs on the caller's runtime, a current-thread one here; outside
     // tokio the executor says it needs one instead of panicking.
     let p = Project::with_servers(&fixture_stdio_yaml("fixture", &[]));
-    let config = p.load_config();
+    let config = p.library_config();
     let rt = tokio::runtime::Runtime::new().unwrap();
     let manager = std::sync::Arc::new(agent::mcp::McpManager::new(&config));
     let bridge = rt.block_on(agent::bridge::BridgeServer::start(manager.clone())).unwrap();

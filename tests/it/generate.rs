@@ -705,7 +705,7 @@ console.log(JSON.stringify(out));
 "#,
     );
 
-    let config = p.load_config();
+    let config = p.library_config();
     let rt = tokio::runtime::Runtime::new().unwrap();
     let manager = std::sync::Arc::new(agent::mcp::McpManager::new(&config));
     let bridge = rt.block_on(agent::bridge::BridgeServer::start(manager.clone())).unwrap();

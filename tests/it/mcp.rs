@@ -785,13 +785,10 @@ fn sigint_during_a_call_stops_cleanly() {
 
 #[tokio::test]
 async fn manager_restarts_a_dead_server_and_shuts_down_cleanly() {
-    use agent::config::{Config, LoadOptions};
     use agent::mcp::McpManager;
     let tag = unique_tag("restart");
     let p = Project::with_servers(&fixture_stdio_yaml("fixture", &["--tag", &tag]));
-    let opts = LoadOptions { project_dir: Some(p.path().to_path_buf()), skip_user_config: true, ..Default::default() };
-    let mut config = Config::load_with_env(&opts, &Default::default()).unwrap();
-    config.mcp.code_execution.workspace_dir = p.path().join(".kodelet/mcp");
+    let config = p.library_config();
     let manager = McpManager::new(&config);
     let args = |v: Value| v.as_object().cloned().unwrap();
     let r = manager.call_tool("fixture", "echo", args(json!({"message": "one"}))).await.unwrap();
@@ -843,7 +840,6 @@ fn log_lines_on_a_pipe_are_plain_single_lines() {
 /// found: every call in flight fails).
 #[tokio::test]
 async fn manager_fails_an_oversized_result_at_once_and_keeps_the_server() {
-    use agent::config::{Config, LoadOptions};
     use agent::mcp::{McpError, McpManager};
     for id_at in [None, Some("last"), Some("middle")] {
         let tag = unique_tag("oversized");
@@ -855,10 +851,7 @@ async fn manager_fails_an_oversized_result_at_once_and_keeps_the_server() {
             "{}      call_timeout: 60s\n  max_result_bytes: 1048576\n",
             fixture_stdio_yaml("fixture", &extra)
         ));
-        let opts =
-            LoadOptions { project_dir: Some(p.path().to_path_buf()), skip_user_config: true, ..Default::default() };
-        let mut config = Config::load_with_env(&opts, &Default::default()).unwrap();
-        config.mcp.code_execution.workspace_dir = p.path().join(".kodelet/mcp");
+        let config = p.library_config();
         let manager = McpManager::new(&config);
         let args = |v: Value| v.as_object().cloned().unwrap();
         manager.call_tool("fixture", "echo", args(json!({"message": "warm"}))).await.unwrap();
@@ -933,15 +926,12 @@ fn http_results_over_the_limit_fail_at_once() {
 /// before the next call is bounded by `call_timeout`, and the call goes on with the old list.
 #[tokio::test]
 async fn manager_does_not_hang_on_a_relisting_that_never_answers() {
-    use agent::config::{Config, LoadOptions};
     use agent::mcp::McpManager;
     let p = Project::with_servers(&format!(
         "{}      call_timeout: 1s\n",
         fixture_stdio_yaml("fixture", &["--relist-hangs"])
     ));
-    let opts = LoadOptions { project_dir: Some(p.path().to_path_buf()), skip_user_config: true, ..Default::default() };
-    let mut config = Config::load_with_env(&opts, &Default::default()).unwrap();
-    config.mcp.code_execution.workspace_dir = p.path().join(".kodelet/mcp");
+    let config = p.library_config();
     let manager = McpManager::new(&config);
     let args = |v: Value| v.as_object().cloned().unwrap();
     manager.call_tool("fixture", "echo", args(json!({"message": "announce"}))).await.unwrap();
@@ -1139,7 +1129,6 @@ impl Drop for HttpServer {
 /// stdio, and the connection keeps working.
 #[tokio::test]
 async fn http_answers_over_the_limit_name_the_limit_and_the_connection_stays() {
-    use agent::config::{Config, LoadOptions};
     use agent::mcp::{McpError, McpManager};
     for mode in [&[][..], &["--http-json"][..]] {
         let server = HttpServer::start(mode);
@@ -1147,10 +1136,7 @@ async fn http_answers_over_the_limit_name_the_limit_and_the_connection_stays() {
             "    remote:\n      url: {}\n      call_timeout: 60s\n  max_result_bytes: 1048576\n",
             server.1
         ));
-        let opts =
-            LoadOptions { project_dir: Some(p.path().to_path_buf()), skip_user_config: true, ..Default::default() };
-        let mut config = Config::load_with_env(&opts, &Default::default()).unwrap();
-        config.mcp.code_execution.workspace_dir = p.path().join(".kodelet/mcp");
+        let config = p.library_config();
         let manager = McpManager::new(&config);
         let args = |v: Value| v.as_object().cloned().unwrap();
         let started = Instant::now();

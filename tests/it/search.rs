@@ -236,28 +236,34 @@ fn a_failing_embeddings_endpoint_is_one_warning_then_words_only() {
 // A hostile embeddings endpoint: the answer's size, the vectors' dimension and the wait are
 // bounded, and the search falls back to words
 
-/// Runs `agent` to its end: exit code, stdout, stderr and its peak resident memory in KiB
-/// (`wait4` on that very child, so other tests' processes do not count).
-#[allow(clippy::zombie_processes)] // reaped by `wait4`, which also gives its resource usage
-fn run_measured(mut c: std::process::Command) -> (i32, String, String, i64) {
+/// Runs `agent` to its end: exit code, stdout, stderr and its peak resident memory in KiB, read
+/// from `/proc/<pid>/status` (`VmHWM`) every few milliseconds while it runs. Not `wait4`'s
+/// `ru_maxrss`: Linux carries the high-water mark of the memory a process had before `exec` into
+/// it, and that is this test process's (with other tests' buffers) when it spawned `agent`.
+fn run_measured(mut c: std::process::Command) -> (i32, String, String, u64) {
     use std::io::Read;
     use std::process::Stdio;
     let mut child = c.stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
-    let (mut out, mut err) = (child.stdout.take().unwrap(), child.stderr.take().unwrap());
-    let reader = std::thread::spawn(move || {
-        let mut s = String::new();
-        let _ = out.read_to_string(&mut s);
-        s
-    });
-    let mut stderr = String::new();
-    let _ = err.read_to_string(&mut stderr);
-    let stdout = reader.join().unwrap();
-    let (mut status, mut usage) = (0i32, unsafe { std::mem::zeroed::<libc::rusage>() });
-    // SAFETY: waiting for our own child, with valid out-pointers.
-    let waited = unsafe { libc::wait4(child.id() as i32, &mut status, 0, &mut usage) };
-    assert_eq!(waited, child.id() as i32);
-    let code = if libc::WIFEXITED(status) { libc::WEXITSTATUS(status) } else { -1 };
-    (code, stdout, stderr, usage.ru_maxrss)
+    let (out, err) = (child.stdout.take().unwrap(), child.stderr.take().unwrap());
+    let read = |mut r: Box<dyn Read + Send>| {
+        std::thread::spawn(move || {
+            let mut s = String::new();
+            let _ = r.read_to_string(&mut s);
+            s
+        })
+    };
+    let (stdout, stderr) = (read(Box::new(out)), read(Box::new(err)));
+    let mut peak_kib = 0;
+    let status = loop {
+        if let Some(kib) = support::procs::peak_rss_kb(child.id()) {
+            peak_kib = peak_kib.max(kib);
+        }
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(2));
+    };
+    (status.code().unwrap_or(-1), stdout.join().unwrap(), stderr.join().unwrap(), peak_kib)
 }
 
 #[test]

@@ -66,15 +66,18 @@ impl Project {
         self.dir.path()
     }
 
-    /// The project's `agent.yaml` loaded in-process (no user config), for tests that drive the
-    /// library (manager, bridge, executor) rather than the binary.
-    pub fn load_config(&self) -> agent::config::Config {
-        agent::config::Config::load(&agent::config::LoadOptions {
-            config_file: Some(self.path().join("agent.yaml")),
+    /// The project's config as the binary would load it from this directory (no user config, no
+    /// environment overrides), its workspace at `.kodelet/mcp`: for tests that drive the manager
+    /// or the bridge in-process.
+    pub fn library_config(&self) -> agent::config::Config {
+        let opts = agent::config::LoadOptions {
             project_dir: Some(self.path().to_path_buf()),
             skip_user_config: true,
-        })
-        .expect("load agent.yaml")
+            ..Default::default()
+        };
+        let mut config = agent::config::Config::load_with_env(&opts, &Default::default()).expect("load the config");
+        config.mcp.code_execution.workspace_dir = self.path().join(".kodelet/mcp");
+        config
     }
 
     pub fn write_config(&self, yaml: &str) {
