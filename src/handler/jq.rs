@@ -119,16 +119,14 @@ pub async fn run(filter: &str, input: &Value, limits: &JqLimits, isolation: &Iso
 async fn run_in_worker(exe: &PathBuf, job: &Job, limits: &JqLimits) -> Result<Vec<Value>, String> {
     let payload = serde_json::to_vec(job).map_err(|e| format!("cannot encode the jq input: {e}"))?;
     let mut cmd = tokio::process::Command::new(exe);
+    // The worker's first act is to tie its life to ours (`util::child::die_with`).
     cmd.arg(WORKER_ARG)
+        .arg(std::process::id().to_string())
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .env_clear()
         .kill_on_drop(true);
-    // SAFETY: the closure only makes async-signal-safe calls (prctl, getppid).
-    unsafe {
-        cmd.pre_exec(crate::util::child::die_with_parent());
-    }
     let mut child = cmd.spawn().map_err(|e| format!("cannot start the jq worker {}: {e}", exe.display()))?;
     let (Some(mut stdin), Some(stdout), Some(stderr)) = (child.stdin.take(), child.stdout.take(), child.stderr.take())
     else {
@@ -181,8 +179,13 @@ async fn run_in_worker(exe: &PathBuf, job: &Job, limits: &JqLimits) -> Result<Ve
 }
 
 /// The jq worker: reads one job on stdin, writes its answer on stdout. Called by `main` when
-/// the first argument is [`WORKER_ARG`]; returns the exit code.
+/// the first argument is [`WORKER_ARG`] (the second is the pid of the `agent` that started it);
+/// returns the exit code.
 pub fn worker_main() -> u8 {
+    match std::env::args_os().nth(2).and_then(|p| p.to_str()?.parse().ok()) {
+        Some(parent) => crate::util::child::die_with(parent),
+        None => return 2,
+    }
     crate::util::alloc::count();
     // Large blocks straight from and back to the kernel: a freed buffer (a vector that grew by
     // reallocation) leaves the process at once instead of staying resident in the heap, so the
