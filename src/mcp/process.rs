@@ -82,6 +82,9 @@ pub fn spawn(
     run: &Run,
 ) -> Result<Child, String> {
     let command = cfg.command.clone().unwrap_or_default();
+    if is_this_binary(&command, cfg) {
+        return Err(format!("skipped: `{command}` is agent itself, which would start itself again as its own server"));
+    }
     let (log, log_offset) = logs.open(name)?;
     warn_not_passed(name, cfg);
     let mut cmd = tokio::process::Command::new(&command);
@@ -105,6 +108,33 @@ pub fn spawn(
         run.spawned(pid);
     }
     Ok(Child { transport, pgid, log_offset })
+}
+
+/// Whether `command` is this very binary, resolved as the child would resolve it (relative to its
+/// `cwd`, or on the `PATH` it gets) and compared by device and inode, so a copy reached through a
+/// link or another name is found too. `agent` never starts itself as a server: a project
+/// `.mcp.json` naming `agent mcp serve` (what Claude Code writes for a project-scoped `agent`)
+/// would have every command in that directory start a `serve` that reads the same file and starts
+/// another, without end.
+fn is_this_binary(command: &str, cfg: &ServerConfig) -> bool {
+    use std::os::unix::fs::MetadataExt as _;
+    let id = |p: &Path| std::fs::metadata(p).ok().map(|m| (m.dev(), m.ino()));
+    let Some(me) = id(Path::new("/proc/self/exe")) else { return false };
+    if command.is_empty() {
+        return false;
+    }
+    if command.contains('/') {
+        let path = Path::new(command);
+        let path = match &cfg.cwd {
+            Some(cwd) if path.is_relative() => Path::new(cwd).join(path),
+            _ => path.to_path_buf(),
+        };
+        return id(&path) == Some(me);
+    }
+    let path_var = cfg.envs.get("PATH").map(std::ffi::OsString::from).or_else(|| std::env::var_os("PATH"));
+    // The first match on the `PATH` is what the child would run.
+    let first = path_var.and_then(|paths| std::env::split_paths(&paths).find_map(|dir| id(&dir.join(command))));
+    first == Some(me)
 }
 
 /// A stdio server's environment, `get` reading `agent`'s: the [`INHERITED_ENV`] names and

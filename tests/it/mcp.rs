@@ -1285,3 +1285,65 @@ fn after_sigkill_the_next_command_stops_what_the_killed_agent_left_and_nothing_e
     assert_eq!(pids_matching(&format!("{tag}-live")).len(), 1, "a running agent's process was signalled");
     assert_eq!(records(&p), ["2-live.json"], "dead runs' records are removed, a live one stays");
 }
+
+/// A project `.mcp.json` naming `agent mcp serve` (what Claude Code writes for a project-scoped
+/// `agent`) is skipped with one line, by path and through a link on the `PATH` alike: `agent`
+/// never starts itself, which would start itself again without end.
+#[test]
+fn agent_never_starts_itself_as_a_server() {
+    let p = Project::new();
+    let bin = p.path().join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    std::os::unix::fs::symlink(support::agent_bin(), bin.join("my-agent")).unwrap();
+    p.write(
+        ".mcp.json",
+        &json!({"mcpServers": {
+            "direct": {"command": support::agent_bin(), "args": ["mcp", "serve"]},
+            "linked": {"command": "my-agent", "args": ["mcp", "serve"]},
+            "fixture": {"command": fixture_bin(), "args": []}
+        }})
+        .to_string(),
+    );
+    let path = std::env::join_paths(
+        std::iter::once(bin.clone()).chain(std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default())),
+    )
+    .unwrap();
+    let mut child = p
+        .cmd(&["mcp", "list"])
+        .env("PATH", path)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Without the guard this never ends: count the copies of agent under it while it runs.
+    let started = Instant::now();
+    let mut most = 0;
+    while child.try_wait().unwrap().is_none() {
+        let copies = support::procs::descendants(child.id())
+            .into_iter()
+            .filter(|&pid| {
+                std::fs::read(format!("/proc/{pid}/cmdline")).is_ok_and(|c| c.split(|&b| b == 0).any(|a| a == b"serve"))
+            })
+            .count();
+        most = most.max(copies);
+        if started.elapsed() > Duration::from_secs(30) || copies > 4 {
+            for pid in support::procs::descendants(child.id()) {
+                // SAFETY: killing processes this test started.
+                unsafe { libc::kill(pid as i32, libc::SIGKILL) };
+            }
+            let _ = child.kill();
+            panic!("agent started itself: {copies} copies of `agent mcp serve` after {:?}", started.elapsed());
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let out = child.wait_with_output().unwrap();
+    let (stdout, stderr) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert_eq!(most, 0, "a copy of agent was started");
+    assert!(stdout.contains("fixture") && stdout.contains("echo"), "{stdout}\n{stderr}");
+    for name in ["direct", "linked"] {
+        assert!(
+            stderr.lines().any(|l| l.contains(name) && l.contains("is agent itself, which would start itself again")),
+            "{stderr}"
+        );
+    }
+}
