@@ -71,6 +71,8 @@ pub struct McpManager {
     host: Arc<super::host::Host>,
     /// `mcp.approvals`: asked before a call runs (see [`super::approval`]).
     approvals: Approvals,
+    /// This user's OAuth tokens (`None` without a configuration directory).
+    tokens: Option<super::auth::store::TokenStore>,
 }
 
 impl McpManager {
@@ -102,6 +104,7 @@ impl McpManager {
             usage,
             host: Default::default(),
             approvals: Approvals::new(&config.mcp.approvals),
+            tokens: super::auth::store::TokenStore::for_user().ok(),
         }
     }
 
@@ -180,6 +183,7 @@ impl McpManager {
             logs: &self.logs,
             run: &self.run,
             max_result_bytes: self.max_result_bytes,
+            tokens: &self.tokens,
         };
         let conn = Arc::new(connect(&slot.name, &slot.config, &env).await?);
         if let Some(pgid) = conn.pgid
@@ -366,6 +370,10 @@ impl McpManager {
             }
             Ok(Err(Failure::TooLarge)) => Err(too_large()),
             Ok(Err(Failure::Service(e))) => {
+                // A `401` that a refresh could not cure, or a `403 insufficient_scope`.
+                if let Some(sign_in) = super::error::sign_in_needed(server, &e) {
+                    return Err(sign_in);
+                }
                 // Give the transport a moment to notice a dead process so the next call restarts it.
                 let died = wait_closed(&conn, Duration::from_millis(200)).await;
                 if died {
