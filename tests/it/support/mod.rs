@@ -180,8 +180,14 @@ pub struct HttpFixture {
 
 impl HttpFixture {
     pub fn start() -> HttpFixture {
+        Self::start_with(&[])
+    }
+
+    /// The fixture over HTTP with more arguments (`--oauth`, ...).
+    pub fn start_with(args: &[&str]) -> HttpFixture {
         let mut child = Command::new(fixture_bin())
             .args(["--http", "127.0.0.1:0"])
+            .args(args)
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
             .spawn()

@@ -1,0 +1,345 @@
+//! OAuth sign-in end to end: the real `agent` against the fixture server in `--oauth` mode (a
+//! protected resource with its own authorization server: dynamic registration, an authorization
+//! endpoint that redirects at once, rotating single-use refresh tokens, `--oauth-log` naming
+//! every token it issued). `login` plays the user's browser: it fetches the printed URL and
+//! follows the redirect to agent's loopback listener.
+
+use crate::support;
+
+use std::io::{BufRead as _, BufReader, Read as _, Write as _};
+use std::path::PathBuf;
+use std::process::Stdio;
+use std::time::Duration;
+
+use support::{HttpFixture, Project, Run};
+
+/// A project with the `--oauth` fixture configured as `remote`, and the fixture's event log.
+struct Signed {
+    p: Project,
+    server: HttpFixture,
+    log: PathBuf,
+    /// `RUST_LOG` for every `agent` this test runs (none: the `-v` defaults).
+    rust_log: Option<&'static str>,
+}
+
+fn setup(extra: &[&str]) -> Signed {
+    let dir = tempfile::tempdir().unwrap().keep();
+    let log = dir.join("oauth.log");
+    let log_arg = log.to_string_lossy().into_owned();
+    let mut args = vec!["--oauth", "--oauth-log", log_arg.as_str()];
+    args.extend_from_slice(extra);
+    let server = HttpFixture::start_with(&args);
+    let p = Project::new();
+    p.write_config(&format!("mcp:\n  servers:\n    remote:\n      url: {}\n", server.url));
+    Signed { p, server, log, rust_log: None }
+}
+
+impl Signed {
+    fn cmd(&self, args: &[&str]) -> std::process::Command {
+        let mut c = self.p.cmd(args);
+        if let Some(level) = self.rust_log {
+            c.env("RUST_LOG", level);
+        }
+        c
+    }
+
+    fn run(&self, args: &[&str]) -> Run {
+        Run::from(self.cmd(args).output().unwrap())
+    }
+
+    fn events(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
+    fn count(&self, event: &str) -> usize {
+        self.events().lines().filter(|l| *l == event).count()
+    }
+
+    /// Every token value the server issued.
+    fn tokens(&self) -> Vec<String> {
+        self.events()
+            .lines()
+            .filter_map(|l| l.strip_prefix("issued "))
+            .flat_map(|l| l.split(' ').map(str::to_string).collect::<Vec<_>>())
+            .collect()
+    }
+
+    fn origin(&self) -> String {
+        self.server.url.trim_end_matches("/mcp").to_string()
+    }
+
+    /// `agent [flags] mcp login remote --no-browser`, with the printed URL followed as a browser
+    /// would; the login's output.
+    fn login(&self, flags: &[&str]) -> Run {
+        let mut args: Vec<&str> = flags.to_vec();
+        args.extend(["mcp", "login", "remote", "--no-browser"]);
+        let mut child = self.cmd(&args).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+        let mut stderr = BufReader::new(child.stderr.take().unwrap());
+        let mut seen = String::new();
+        let mut line = String::new();
+        while stderr.read_line(&mut line).unwrap() > 0 {
+            seen.push_str(&line);
+            if let Some(url) = line.trim().strip_prefix("open this URL to sign in: ") {
+                let location = get(url).1.expect("the authorization endpoint redirects");
+                assert!(location.starts_with("http://127.0.0.1:"), "{location}");
+                assert_eq!(get(&location).0, 200, "the loopback listener answers the redirect");
+                break;
+            }
+            line.clear();
+        }
+        let mut rest = String::new();
+        stderr.read_to_string(&mut rest).unwrap();
+        seen.push_str(&rest);
+        let mut out = Vec::new();
+        child.stdout.take().unwrap().read_to_end(&mut out).unwrap();
+        let status = child.wait().unwrap();
+        Run { code: status.code().unwrap_or(-1), stdout: String::from_utf8_lossy(&out).into_owned(), stderr: seen }
+    }
+
+    fn revoke_access_tokens(&self) {
+        let (status, _) = request("POST", &format!("{}/admin/revoke", self.origin()));
+        assert_eq!(status, 200);
+    }
+}
+
+/// A GET with a raw socket (no redirects followed): the status and the `Location` header.
+fn get(url: &str) -> (u16, Option<String>) {
+    request("GET", url)
+}
+
+fn request(method: &str, url: &str) -> (u16, Option<String>) {
+    let rest = url.strip_prefix("http://").expect("an http URL");
+    let (host, path) = rest.split_at(rest.find('/').unwrap_or(rest.len()));
+    let mut s = std::net::TcpStream::connect(host).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+    write!(
+        s,
+        "{method} {} HTTP/1.1\r\nHost: {host}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
+        if path.is_empty() { "/" } else { path }
+    )
+    .unwrap();
+    let mut text = String::new();
+    let _ = s.read_to_string(&mut text);
+    let status = text.split(' ').nth(1).and_then(|c| c.parse().ok()).unwrap_or(0);
+    let location = text
+        .lines()
+        .take_while(|l| !l.is_empty())
+        .find_map(|l| l.strip_prefix("location: ").or_else(|| l.strip_prefix("Location: ")))
+        .map(str::to_string);
+    (status, location)
+}
+
+const NEEDS_SIGN_IN: &str = "error: server `remote` needs sign-in: run `agent mcp login remote`\n";
+
+/// A user who never signed in: `mcp call` ends with the one line and exit code 3; a script's
+/// call rejects with an `MCPToolError` saying the same.
+#[test]
+fn without_sign_in_a_call_exits_3_with_the_login_hint_and_a_script_gets_an_mcp_tool_error() {
+    let s = setup(&[]);
+    let r = s.p.run(&["mcp", "call", "remote.echo", "--args", r#"{"message": "hi"}"#]);
+    assert_eq!((r.code, r.stderr.as_str()), (3, NEEDS_SIGN_IN), "{}", r.stdout);
+    let script = r#"
+        try { await callMCPTool("remote", "echo", { message: "hi" }); console.log("called"); }
+        catch (e) { console.log(e.name + ": " + e.message); }
+    "#;
+    let r = s.p.run_stdin(&["exec", "-"], script);
+    assert!(
+        r.stdout
+            .contains("MCPToolError: remote.echo failed: server `remote` needs sign-in: run `agent mcp login remote`"),
+        "{}\n{}",
+        r.stdout,
+        r.stderr
+    );
+}
+
+/// The whole life: login (dynamic registration, PKCE, the loopback redirect), the stored file's
+/// permissions, status, a call, logout.
+#[test]
+fn login_then_calls_work_status_says_signed_in_and_logout_signs_out() {
+    use std::os::unix::fs::PermissionsExt as _;
+    let s = setup(&[]);
+    let r = s.login(&[]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(r.stderr.ends_with("signed in to remote (scopes: tools)\n"), "{}", r.stderr);
+    let file = s.p.path().join("home/.config/agent/credentials.json");
+    assert_eq!(std::fs::metadata(&file).unwrap().permissions().mode() & 0o777, 0o600);
+    assert_eq!(std::fs::metadata(file.parent().unwrap()).unwrap().permissions().mode() & 0o777, 0o700);
+
+    let r = s.p.run(&["mcp", "call", "remote.echo", "--args", r#"{"message": "hi"}"#]);
+    assert_eq!((r.code, r.stdout.as_str()), (0, "hi\n"), "{}", r.stderr);
+    let r = s.p.run(&["mcp", "auth", "status"]);
+    // 3600 s from the token endpoint, seconds ago.
+    assert!(
+        r.stdout.contains("remote  signed in (expires in 60 min)")
+            || r.stdout.contains("remote  signed in (expires in 59 min)"),
+        "{}{}",
+        r.stdout,
+        r.stderr
+    );
+    let r = s.p.run(&["mcp", "auth", "status", "--json"]);
+    assert_eq!(r.json()[0]["status"], "signed_in");
+
+    s.p.run(&["mcp", "logout", "remote"]).assert_ok();
+    let r = s.p.run(&["mcp", "call", "remote.echo", "--args", r#"{"message": "hi"}"#]);
+    assert_eq!((r.code, r.stderr.as_str()), (3, NEEDS_SIGN_IN));
+    let r = s.p.run(&["mcp", "auth", "status"]);
+    assert!(r.stdout.contains("remote  needs sign-in"), "{}{}", r.stdout, r.stderr);
+}
+
+/// An access token past its lifetime is refreshed before the call (no `401` first).
+#[test]
+fn an_expired_token_is_refreshed_before_the_call() {
+    let s = setup(&["--token-ttl", "2"]);
+    assert_eq!(s.login(&[]).code, 0);
+    std::thread::sleep(Duration::from_millis(2500));
+    let r = s.p.run(&["mcp", "auth", "status"]);
+    assert!(r.stdout.contains("remote  expired (will refresh)"), "{}", r.stdout);
+    let r = s.p.run(&["mcp", "call", "remote.echo", "--args", r#"{"message": "hi"}"#]);
+    assert_eq!((r.code, r.stdout.as_str()), (0, "hi\n"), "{}", r.stderr);
+    assert_eq!((s.count("refresh-grant"), s.count("mcp-401-with-token")), (1, 0), "{}", s.events());
+}
+
+/// A token the server stopped accepting (it restarted, say) gets one refresh on the `401`, and
+/// the call goes through.
+#[test]
+fn a_token_rejected_with_401_is_refreshed_once_and_the_call_succeeds() {
+    let s = setup(&[]);
+    assert_eq!(s.login(&[]).code, 0);
+    s.revoke_access_tokens();
+    let r = s.p.run(&["mcp", "call", "remote.echo", "--args", r#"{"message": "hi"}"#]);
+    assert_eq!((r.code, r.stdout.as_str()), (0, "hi\n"), "{}", r.stderr);
+    assert_eq!((s.count("mcp-401-with-token"), s.count("refresh-grant")), (1, 1), "{}", s.events());
+}
+
+/// Racing local processes: four `agent` processes find the token expired at once. The server
+/// rotates refresh tokens (a used one is refused), so without the refresh lock all but one would
+/// refresh with a spent token and sign the user out; with it they take turns, each refreshing
+/// with the token the one before saved.
+#[test]
+fn processes_refreshing_at_once_all_succeed_and_one_valid_token_pair_remains() {
+    // A refresh takes 400 ms at the server, so the four processes' refreshes overlap.
+    let s = setup(&["--token-ttl", "2", "--refresh-delay", "400"]);
+    assert_eq!(s.login(&[]).code, 0);
+    std::thread::sleep(Duration::from_millis(2500));
+    let children: Vec<_> = (0..4)
+        .map(|_| {
+            s.p.cmd(&["mcp", "call", "remote.echo", "--args", r#"{"message": "hi"}"#])
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    for c in children {
+        let out = c.wait_with_output().unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    }
+    assert_eq!(s.count("refresh-rejected"), 0, "{}", s.events());
+    assert!(s.count("refresh-grant") >= 1);
+    // The stored pair is the last one issued, and it works.
+    let r = s.p.run(&["mcp", "call", "remote.echo", "--args", r#"{"message": "again"}"#]);
+    assert_eq!((r.code, r.stdout.as_str()), (0, "again\n"), "{}", r.stderr);
+}
+
+/// Tokens and codes never reach stdout, stderr or the logs, also at `-vv` with every module
+/// at debug level (`RUST_LOG=debug`, rmcp and the OAuth client included), through a login, a
+/// refresh on `401`, a call, `status --json`, `list --json` and a script.
+#[test]
+fn no_token_reaches_output_or_logs_at_vv() {
+    let mut s = setup(&[]);
+    s.rust_log = Some("debug");
+    let mut seen = String::new();
+    let r = s.login(&["-vv"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    seen.push_str(&r.stdout);
+    seen.push_str(&r.stderr);
+    s.revoke_access_tokens();
+    for args in [
+        &["-vv", "mcp", "call", "remote.echo", "--args", r#"{"message": "hi"}"#][..],
+        &["-vv", "mcp", "auth", "status", "--json"][..],
+        &["-vv", "mcp", "list", "--json"][..],
+    ] {
+        let r = s.run(args);
+        assert_eq!(r.code, 0, "{args:?}: {}", r.stderr);
+        seen.push_str(&r.stdout);
+        seen.push_str(&r.stderr);
+    }
+    let mut c = s.cmd(&["-vv", "exec", "-"]);
+    c.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped());
+    let mut child = c.spawn().unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(br#"console.log(await callMCPTool("remote", "echo", { message: "x" }));"#)
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    seen.push_str(&String::from_utf8_lossy(&out.stdout));
+    seen.push_str(&String::from_utf8_lossy(&out.stderr));
+    assert!(seen.contains("debug: "), "the log ran at debug level:\n{seen}");
+    assert_eq!(s.count("refresh-grant"), 1, "the refresh happened: {}", s.events());
+    for entry in walk(&s.p.path().join(".kodelet")) {
+        seen.push_str(&String::from_utf8_lossy(&std::fs::read(entry).unwrap_or_default()));
+    }
+    let tokens = s.tokens();
+    assert!(tokens.len() >= 4, "a login and a refresh: {tokens:?}");
+    for t in tokens {
+        assert!(!seen.contains(&t), "token {t} leaked:\n{seen}");
+    }
+}
+
+fn walk(dir: &std::path::Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            out.extend(walk(&p));
+        } else {
+            out.push(p);
+        }
+    }
+    out
+}
+
+/// `serve` never opens a browser: a script run through `execute_code` calling a server that
+/// needs sign-in gets the sign-in error, and `$BROWSER` (a program that would leave a mark) is
+/// never started.
+#[test]
+fn serve_never_opens_a_browser_and_answers_with_the_sign_in_error() {
+    let s = setup(&[]);
+    let mark = s.p.path().join("browser-opened");
+    let browser = s.p.write("browser.sh", &format!("#!/bin/sh\ntouch {}\n", mark.display()));
+    std::fs::set_permissions(&browser, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let mut child =
+        s.p.cmd(&["mcp", "serve", "--stdio"])
+            .env("BROWSER", &browser)
+            .env("DISPLAY", ":0")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let mut send = |v: serde_json::Value| writeln!(stdin, "{v}").unwrap();
+    send(serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}));
+    let _init = lines.next().unwrap().unwrap();
+    send(serde_json::json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+    let code =
+        r#"try { await callMCPTool("remote", "echo", { message: "hi" }); } catch (e) { console.log(e.message); }"#;
+    send(serde_json::json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+        "params": {"name": "execute_code", "arguments": {"code": code}}}));
+    let mut answer = String::new();
+    for line in lines.by_ref() {
+        let line = line.unwrap();
+        if line.contains("\"id\":2") {
+            answer = line;
+            break;
+        }
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    assert!(answer.contains("needs sign-in: run `agent mcp login remote`"), "{answer}");
+    assert!(!mark.exists(), "serve started a browser");
+}
