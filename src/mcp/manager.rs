@@ -339,6 +339,31 @@ impl McpManager {
         args: Map<String, Value>,
         cx: &CallContext,
     ) -> Result<CallToolResult, McpError> {
+        // A machine identity's token expires without a refresh token: on the server's `401`
+        // the connection is made again, which fetches a new token, and the call is retried once.
+        let machine =
+            self.slot(server).is_ok_and(|s| s.config.auth.grant == crate::config::AuthGrant::ClientCredentials);
+        if !machine {
+            return self.call_once(server, tool, args, cx).await;
+        }
+        match self.call_once(server, tool, args.clone(), cx).await {
+            Err(McpError::NeedsSignIn { scopes: None, .. }) => {
+                if let Ok(slot) = self.slot(server) {
+                    slot.conn.lock().await.take();
+                }
+                self.call_once(server, tool, args, cx).await
+            }
+            other => other,
+        }
+    }
+
+    async fn call_once(
+        &self,
+        server: &str,
+        tool: &str,
+        args: Map<String, Value>,
+        cx: &CallContext,
+    ) -> Result<CallToolResult, McpError> {
         let conn = self.connection(server).await?;
         let tools = self.current_tools(server, &conn).await?;
         let info = find_tool(server, tool, &tools)?;

@@ -301,6 +301,62 @@ fn walk(dir: &std::path::Path) -> Vec<PathBuf> {
     out
 }
 
+/// `agent mcp serve --stdio` driven with JSON-RPC lines.
+struct Serve {
+    child: std::process::Child,
+    stdin: std::process::ChildStdin,
+    lines: std::io::Lines<BufReader<std::process::ChildStdout>>,
+    next: u64,
+}
+
+impl Serve {
+    fn start(mut cmd: std::process::Command) -> Serve {
+        let mut child = cmd.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+        let stdin = child.stdin.take().unwrap();
+        let lines = BufReader::new(child.stdout.take().unwrap()).lines();
+        let mut serve = Serve { child, stdin, lines, next: 1 };
+        serve.request(
+            "initialize",
+            serde_json::json!({
+            "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}),
+        );
+        writeln!(serve.stdin, "{}", serde_json::json!({"jsonrpc": "2.0", "method": "notifications/initialized"}))
+            .unwrap();
+        serve
+    }
+
+    /// Sends a request; its answer line.
+    fn request(&mut self, method: &str, params: serde_json::Value) -> String {
+        let id = self.next;
+        self.next += 1;
+        writeln!(self.stdin, "{}", serde_json::json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}))
+            .unwrap();
+        let needle = format!("\"id\":{id}");
+        for line in self.lines.by_ref() {
+            let line = line.unwrap();
+            if line.contains(&needle) {
+                return line;
+            }
+        }
+        panic!("serve ended before answering {method}")
+    }
+
+    fn call(&mut self, tool: &str, args: serde_json::Value) -> String {
+        self.request("tools/call", serde_json::json!({"name": tool, "arguments": args}))
+    }
+
+    /// Stops serve; its stderr.
+    fn stop(mut self) -> String {
+        let _ = self.child.kill();
+        let mut err = String::new();
+        if let Some(mut e) = self.child.stderr.take() {
+            let _ = e.read_to_string(&mut err);
+        }
+        let _ = self.child.wait();
+        err
+    }
+}
+
 /// `serve` never opens a browser: a script run through `execute_code` calling a server that
 /// needs sign-in gets the sign-in error, and `$BROWSER` (a program that would leave a mark) is
 /// never started.
@@ -310,36 +366,40 @@ fn serve_never_opens_a_browser_and_answers_with_the_sign_in_error() {
     let mark = s.p.path().join("browser-opened");
     let browser = s.p.write("browser.sh", &format!("#!/bin/sh\ntouch {}\n", mark.display()));
     std::fs::set_permissions(&browser, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
-    let mut child =
-        s.p.cmd(&["mcp", "serve", "--stdio"])
-            .env("BROWSER", &browser)
-            .env("DISPLAY", ":0")
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-    let mut stdin = child.stdin.take().unwrap();
-    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-    let mut send = |v: serde_json::Value| writeln!(stdin, "{v}").unwrap();
-    send(serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-        "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}));
-    let _init = lines.next().unwrap().unwrap();
-    send(serde_json::json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+    let mut cmd = s.cmd(&["mcp", "serve", "--stdio"]);
+    cmd.env("BROWSER", &browser).env("DISPLAY", ":0");
+    let mut serve = Serve::start(cmd);
     let code =
         r#"try { await callMCPTool("remote", "echo", { message: "hi" }); } catch (e) { console.log(e.message); }"#;
-    send(serde_json::json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
-        "params": {"name": "execute_code", "arguments": {"code": code}}}));
-    let mut answer = String::new();
-    for line in lines.by_ref() {
-        let line = line.unwrap();
-        if line.contains("\"id\":2") {
-            answer = line;
-            break;
-        }
-    }
-    let _ = child.kill();
-    let _ = child.wait();
+    let answer = serve.call("execute_code", serde_json::json!({"code": code}));
+    serve.stop();
     assert!(answer.contains("needs sign-in: run `agent mcp login remote`"), "{answer}");
     assert!(!mark.exists(), "serve started a browser");
+}
+
+/// A machine identity (`auth.grant: client_credentials`, the secret from the environment): the
+/// token is fetched without a person, and when it expires in the middle of a long `serve`
+/// session (no refresh token: client credentials grants have none) the next call gets a new one.
+/// The secret and the tokens never reach serve's output.
+#[test]
+fn a_machine_identity_gets_a_new_token_when_its_token_expires_mid_session() {
+    let s = setup(&["--token-ttl", "2"]);
+    s.p.write_config(&format!(
+        "mcp:\n  servers:\n    remote:\n      url: {}\n      auth:\n        grant: client_credentials\n        \
+         client_id: machine\n        client_secret: ${{MACHINE_SECRET}}\n",
+        s.server.url
+    ));
+    let mut cmd = s.cmd(&["-vv", "mcp", "serve", "--stdio"]);
+    cmd.env("MACHINE_SECRET", "machine-secret");
+    let mut serve = Serve::start(cmd);
+    let first = serve.call("remote_echo", serde_json::json!({"message": "one"}));
+    std::thread::sleep(Duration::from_millis(2500));
+    let second = serve.call("remote_echo", serde_json::json!({"message": "two"}));
+    let err = serve.stop();
+    assert!(first.contains("\"text\":\"one\"") && !first.contains("isError\":true"), "{first}\n{err}");
+    assert!(second.contains("\"text\":\"two\"") && !second.contains("isError\":true"), "{second}\n{err}");
+    assert_eq!(s.count("client-credentials-grant"), 2, "{}", s.events());
+    for secret in s.tokens().into_iter().chain(["machine-secret".to_string()]) {
+        assert!(!err.contains(&secret) && !first.contains(&secret), "{secret} leaked");
+    }
 }

@@ -2,14 +2,15 @@
 //! server on the same origin, for the sign-in tests: protected resource metadata, authorization
 //! server metadata (issuer = the origin, `authorization_response_iss_parameter_supported`),
 //! dynamic registration, an authorization endpoint that redirects at once (no person), and a
-//! token endpoint for the authorization code and refresh token grants. Refresh tokens are single
+//! token endpoint for the authorization code, refresh token and client credentials grants (the
+//! machine client `machine` / `machine-secret`). Refresh tokens are single
 //! use (rotated): a refresh with a used one is `invalid_grant`, as strict servers do, so two
 //! clients racing with one refresh token see one of them fail. Access tokens live
 //! `--token-ttl` seconds (3600 by default) on both sides. `POST /admin/revoke` forgets every
 //! access token (the server restarted, say), so the next request is a `401` with a token.
 //! `--refresh-delay MS` slows refresh grants down (racing clients then overlap).
 //! `--oauth-log FILE` gets one line per event: `issued ACCESS REFRESH`, `refresh-grant`,
-//! `refresh-rejected`, `code-grant`, `mcp-401` (no token) or `mcp-401-with-token` (the tests read
+//! `refresh-rejected`, `code-grant`, `client-credentials-grant`, `mcp-401` (no token) or `mcp-401-with-token` (the tests read
 //! token values and counts there).
 
 use std::collections::{HashMap, HashSet};
@@ -119,9 +120,9 @@ impl Guard {
                     "token_endpoint": format!("{origin}/token"),
                     "registration_endpoint": format!("{origin}/register"),
                     "response_types_supported": ["code"],
-                    "grant_types_supported": ["authorization_code", "refresh_token"],
+                    "grant_types_supported": ["authorization_code", "refresh_token", "client_credentials"],
                     "code_challenge_methods_supported": ["S256"],
-                    "token_endpoint_auth_methods_supported": ["none"],
+                    "token_endpoint_auth_methods_supported": ["none", "client_secret_post"],
                     "authorization_response_iss_parameter_supported": true,
                     "scopes_supported": ["tools"],
                 }),
@@ -190,6 +191,25 @@ impl Guard {
                         }
                         self.log("refresh-grant");
                         Ok(json(StatusCode::OK, self.issue(&mut s)))
+                    }
+                    // The machine client `machine` with the secret `machine-secret`: an access
+                    // token only (no refresh token), as client credentials grants go.
+                    Some("client_credentials") => {
+                        let known = params.get("client_id").is_some_and(|c| c == "machine")
+                            && params.get("client_secret").is_some_and(|c| c == "machine-secret");
+                        if !known {
+                            return Ok(json(StatusCode::UNAUTHORIZED, serde_json::json!({"error": "invalid_client"})));
+                        }
+                        self.log("client-credentials-grant");
+                        let access = self.fresh(&mut s, "at");
+                        s.access.insert(access.clone(), Instant::now() + self.options.token_ttl);
+                        self.log(&format!("issued {access}"));
+                        Ok(json(
+                            StatusCode::OK,
+                            serde_json::json!({
+                                "access_token": access, "token_type": "Bearer", "expires_in": self.options.token_ttl.as_secs(),
+                            }),
+                        ))
                     }
                     _ => Ok(json(StatusCode::BAD_REQUEST, serde_json::json!({"error": "unsupported_grant_type"}))),
                 }
