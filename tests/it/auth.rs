@@ -138,6 +138,9 @@ fn without_sign_in_a_call_exits_3_with_the_login_hint_and_a_script_gets_an_mcp_t
     let s = setup(&[]);
     let r = s.p.run(&["mcp", "call", "remote.echo", "--args", r#"{"message": "hi"}"#]);
     assert_eq!((r.code, r.stderr.as_str()), (3, NEEDS_SIGN_IN), "{}", r.stdout);
+    let r = s.p.run(&["mcp", "list"]);
+    assert_eq!(r.code, 3, "{}", r.stderr);
+    assert!(r.stdout.starts_with("remote (needs sign-in: agent mcp login remote)\n"), "{}", r.stdout);
     let script = r#"
         try { await callMCPTool("remote", "echo", { message: "hi" }); console.log("called"); }
         catch (e) { console.log(e.name + ": " + e.message); }
@@ -402,4 +405,28 @@ fn a_machine_identity_gets_a_new_token_when_its_token_expires_mid_session() {
     for secret in s.tokens().into_iter().chain(["machine-secret".to_string()]) {
         assert!(!err.contains(&secret) && !first.contains(&secret), "{secret} leaked");
     }
+}
+
+/// `agent run` in code mode: the model's script calls a server that needs sign-in; the model gets
+/// the sign-in line back in the script's error, and the run goes on.
+#[test]
+fn in_agent_run_the_model_sees_the_sign_in_error_as_the_tools_error() {
+    use crate::support::fake_llm::{Api, FakeLlm, Reply};
+    let s = setup(&[]);
+    let script = r#"const r = await callMCPTool("remote", "echo", { message: "hi" }); console.log(r);"#;
+    let fake = FakeLlm::start(vec![
+        Reply::tool("code_execution", serde_json::json!({"code": script, "description": "echo"})),
+        Reply::text("You need to sign in first."),
+    ]);
+    s.p.write_config(&format!(
+        "{}mcp:\n  servers:\n    remote:\n      url: {}\n",
+        fake.llm_yaml(Api::Anthropic),
+        s.server.url
+    ));
+    let r = s.run(&["run", "--mode", "code", "echo hi on remote"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(r.stdout.ends_with("You need to sign in first.\n"), "{}", r.stdout);
+    let (_, content, is_error) = fake.requests()[1].tool_results().remove(0);
+    assert!(is_error, "{content}");
+    assert!(content.contains("server `remote` needs sign-in: run `agent mcp login remote`"), "{content}");
 }
