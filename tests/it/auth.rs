@@ -13,6 +13,9 @@ use std::time::Duration;
 
 use support::{HttpFixture, Project, Run};
 
+/// What an attacker does with the printed sign-in URL.
+type Forger = Box<dyn Fn(&str)>;
+
 /// A project with the `--oauth` fixture configured as `remote`, and the fixture's event log.
 struct Signed {
     p: Project,
@@ -20,6 +23,8 @@ struct Signed {
     log: PathBuf,
     /// `RUST_LOG` for every `agent` this test runs (none: the `-v` defaults).
     rust_log: Option<&'static str>,
+    /// Run by [`Signed::login`] with the printed URL before the browser's turn (an attacker).
+    forged_redirect: Option<Forger>,
 }
 
 fn setup(extra: &[&str]) -> Signed {
@@ -31,7 +36,7 @@ fn setup(extra: &[&str]) -> Signed {
     let server = HttpFixture::start_with(&args);
     let p = Project::new();
     p.write_config(&format!("mcp:\n  servers:\n    remote:\n      url: {}\n", server.url));
-    Signed { p, server, log, rust_log: None }
+    Signed { p, server, log, rust_log: None, forged_redirect: None }
 }
 
 impl Signed {
@@ -80,6 +85,9 @@ impl Signed {
         while stderr.read_line(&mut line).unwrap() > 0 {
             seen.push_str(&line);
             if let Some(url) = line.trim().strip_prefix("open this URL to sign in: ") {
+                if let Some(forge) = &self.forged_redirect {
+                    forge(url);
+                }
                 let location = get(url).1.expect("the authorization endpoint redirects");
                 assert!(location.starts_with("http://127.0.0.1:"), "{location}");
                 assert_eq!(get(&location).0, 200, "the loopback listener answers the redirect");
@@ -429,4 +437,28 @@ fn in_agent_run_the_model_sees_the_sign_in_error_as_the_tools_error() {
     let (_, content, is_error) = fake.requests()[1].tool_results().remove(0);
     assert!(is_error, "{content}");
     assert!(content.contains("server `remote` needs sign-in: run `agent mcp login remote`"), "{content}");
+}
+
+/// A racing local process: it reads the sign-in URL (the redirect port is in it) and sends the
+/// loopback listener a redirect of its own first, with its own code, with and without a state,
+/// and an `error`. The listener refuses them all and keeps waiting; the user's real redirect signs
+/// in, and the forged code never reaches the token endpoint.
+#[test]
+fn a_forged_redirect_from_another_local_process_is_refused_and_the_real_one_signs_in() {
+    let mut s = setup(&[]);
+    s.forged_redirect = Some(Box::new(|url: &str| {
+        let query: std::collections::HashMap<String, String> =
+            url::Url::parse(url).unwrap().query_pairs().map(|(k, v)| (k.into_owned(), v.into_owned())).collect();
+        let redirect = &query["redirect_uri"];
+        for forged in ["?code=attacker-code&state=guessed", "?code=attacker-code", "?error=access_denied&state=guessed"]
+        {
+            assert_eq!(get(&format!("{redirect}{forged}")).0, 400, "{forged}");
+        }
+    }));
+    let r = s.login(&[]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(r.stderr.ends_with("signed in to remote (scopes: tools)\n"), "{}", r.stderr);
+    assert_eq!(s.count("code-grant"), 1, "{}", s.events());
+    let r = s.p.run(&["mcp", "call", "remote.echo", "--args", r#"{"message": "hi"}"#]);
+    assert_eq!((r.code, r.stdout.as_str()), (0, "hi\n"), "{}", r.stderr);
 }

@@ -30,6 +30,8 @@ pub struct Pending {
     server: String,
     session: AuthorizationSession,
     listener: TcpListener,
+    /// The `state` of the authorization URL: a redirect must carry it.
+    state: Option<String>,
     pub auth_url: String,
 }
 
@@ -140,7 +142,10 @@ pub async fn start(
     let session =
         AuthorizationSession::new(manager, request).await.map_err(|(_, e)| describe("cannot start sign-in", &e))?;
     let auth_url = session.get_authorization_url().to_string();
-    Ok(Pending { server: name.to_string(), session, listener, auth_url })
+    let state = url::Url::parse(&auth_url)
+        .ok()
+        .and_then(|u| u.query_pairs().find(|(k, _)| k == "state").map(|(_, v)| v.into_owned()));
+    Ok(Pending { server: name.to_string(), session, listener, state, auth_url })
 }
 
 impl Pending {
@@ -178,12 +183,18 @@ impl Pending {
                 .map(|u| u.query_pairs().map(|(k, v)| (k.into_owned(), v.into_owned())).collect())
                 .unwrap_or_default();
             let get = |k: &str| query.iter().find(|(n, _)| n == k).map(|(_, v)| v.clone());
-            if let Some(error) = get("error") {
+            if let Some(error) = get("error").filter(|_| get("state") == self.state) {
                 let _ = respond(&mut conn, "400 Bad Request", "Sign-in was refused; see the terminal.").await;
                 let error: String = error.chars().filter(|c| c.is_ascii_graphic()).take(80).collect();
                 return Err(format!("the authorization server refused the sign-in: {error}"));
             }
             match AuthorizationCallback::from_redirect_url(&full) {
+                // Another local process can reach the listener too: a redirect that does not
+                // carry this flow's `state` is refused and the wait goes on.
+                Ok(cb) if Some(cb.csrf_token.as_str()) != self.state.as_deref() => {
+                    tracing::warn!("ignored a request to the sign-in listener without this sign-in's state");
+                    let _ = respond(&mut conn, "400 Bad Request", "This is not this sign-in's redirect.").await;
+                }
                 Ok(cb) => {
                     let _ =
                         respond(&mut conn, "200 OK", &format!("Signed in to {}. You can close this tab.", self.server))
