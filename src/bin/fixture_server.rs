@@ -33,7 +33,7 @@
 //! sequences, CR, an OSC 8 link, DEL, a bidi override): `hostile_text` (title, description,
 //! result, progress message), `hostile_form` (an elicitation form) and `hostile_url` (a URL
 //! elicitation, `file:` unless told otherwise).
-//! `--oauth` (with `--token-ttl SECS`, `--refresh-delay MS`, `--oauth-log FILE`) protects the HTTP endpoint with an
+//! `--oauth` (with `--token-ttl SECS`, `--refresh-delay MS`, `--as-path PATH`, `--oauth-log FILE`) protects the HTTP endpoint with an
 //! OAuth authorization server of its own (`fixture_server/oauth.rs`). `--env-tool` adds `env` (its environment variables as JSON); `--http-json` answers HTTP
 //! requests with a JSON body (stateless) instead of an SSE stream.
 
@@ -782,11 +782,13 @@ fn main() -> std::process::ExitCode {
     let (mut env_tool, mut http_json) = (false, false);
     let mut oauth: Option<()> = None;
     let mut refresh_delay = Duration::ZERO;
+    let mut as_path = String::new();
     let mut token_ttl = Duration::from_secs(3600);
     let mut oauth_log: Option<String> = None;
     while let Some(a) = args.next() {
         match a.as_str() {
             "--oauth" => oauth = Some(()),
+            "--as-path" => as_path = args.next().unwrap_or_default(),
             "--refresh-delay" => {
                 refresh_delay = Duration::from_millis(args.next().and_then(|s| s.parse().ok()).unwrap_or(0))
             }
@@ -829,7 +831,7 @@ fn main() -> std::process::ExitCode {
             }
         }
     }
-    let oauth = oauth.map(|()| oauth::Options { token_ttl, log: oauth_log, refresh_delay });
+    let oauth = oauth.map(|()| oauth::Options { token_ttl, log: oauth_log, refresh_delay, as_path });
     let rt = match tokio::runtime::Runtime::new() {
         Ok(rt) => rt,
         Err(e) => {

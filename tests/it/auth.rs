@@ -462,3 +462,34 @@ fn a_forged_redirect_from_another_local_process_is_refused_and_the_real_one_sign
     let r = s.p.run(&["mcp", "call", "remote.echo", "--args", r#"{"message": "hi"}"#]);
     assert_eq!((r.code, r.stdout.as_str()), (0, "hi\n"), "{}", r.stderr);
 }
+
+/// A server that moved to another authorization server (same URL, a new issuer): the tokens the
+/// old issuer minted are never offered (no request carries a token, no refresh is tried at the
+/// new one), the user is told to sign in, and signing in registers anew; the old entry stays
+/// apart until logout.
+#[test]
+fn a_server_that_moved_to_another_authorization_server_gets_a_new_sign_in_never_old_tokens() {
+    let mut s = setup(&[]);
+    assert_eq!(s.login(&[]).code, 0);
+    let addr = s.origin().trim_start_matches("http://").to_string();
+    let moved_log = s.log.with_file_name("moved.log");
+    let moved_arg = moved_log.to_string_lossy().into_owned();
+    // The old server stops; the new one listens where it was.
+    drop(std::mem::replace(&mut s.server, HttpFixture::start_with(&[])));
+    s.server = HttpFixture::start_at(&addr, &["--oauth", "--as-path", "/as2", "--oauth-log", &moved_arg]);
+    s.log = moved_log;
+    let r = s.p.run(&["mcp", "call", "remote.echo", "--args", r#"{"message": "hi"}"#]);
+    assert_eq!((r.code, r.stderr.as_str()), (3, NEEDS_SIGN_IN), "{}", r.stdout);
+    assert_eq!(s.count("mcp-401-with-token"), 0, "an old token was offered: {}", s.events());
+    assert_eq!(s.count("refresh-grant") + s.count("refresh-rejected"), 0, "{}", s.events());
+    let r = s.login(&[]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert_eq!(s.count("register"), 1, "a new registration: {}", s.events());
+    let r = s.p.run(&["mcp", "call", "remote.echo", "--args", r#"{"message": "hi"}"#]);
+    assert_eq!((r.code, r.stdout.as_str()), (0, "hi\n"), "{}", r.stderr);
+    let stored = std::fs::read_to_string(s.p.path().join("home/.config/agent/credentials.json")).unwrap();
+    let stored: serde_json::Value = serde_json::from_str(&stored).unwrap();
+    let issuers: Vec<&str> =
+        stored["entries"].as_array().unwrap().iter().filter_map(|e| e["issuer"].as_str()).collect();
+    assert_eq!(issuers, [s.origin(), format!("{}/as2", s.origin())]);
+}

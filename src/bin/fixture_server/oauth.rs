@@ -8,9 +8,10 @@
 //! clients racing with one refresh token see one of them fail. Access tokens live
 //! `--token-ttl` seconds (3600 by default) on both sides. `POST /admin/revoke` forgets every
 //! access token (the server restarted, say), so the next request is a `401` with a token.
-//! `--refresh-delay MS` slows refresh grants down (racing clients then overlap).
+//! `--as-path /as2` names another issuer (the origin plus that path): the server moved to another
+//! authorization server. `--refresh-delay MS` slows refresh grants down (racing clients then overlap).
 //! `--oauth-log FILE` gets one line per event: `issued ACCESS REFRESH`, `refresh-grant`,
-//! `refresh-rejected`, `code-grant`, `client-credentials-grant`, `mcp-401` (no token) or `mcp-401-with-token` (the tests read
+//! `refresh-rejected`, `code-grant`, `register`, `client-credentials-grant`, `mcp-401` (no token) or `mcp-401-with-token` (the tests read
 //! token values and counts there).
 
 use std::collections::{HashMap, HashSet};
@@ -32,6 +33,9 @@ pub struct Options {
     pub log: Option<String>,
     /// How long a refresh takes (`--refresh-delay MS`), so racing clients overlap.
     pub refresh_delay: Duration,
+    /// `--as-path /as2`: the authorization server's issuer is the origin plus this path (a
+    /// server that moved to another authorization server).
+    pub as_path: String,
 }
 
 #[derive(Default)]
@@ -69,6 +73,10 @@ fn form(body: &[u8]) -> HashMap<String, String> {
 impl Guard {
     pub fn new(origin: String, options: Options) -> Guard {
         Guard { origin, options, state: Default::default() }
+    }
+
+    fn issuer(&self) -> String {
+        format!("{}{}", self.origin, self.options.as_path)
     }
 
     fn log(&self, line: &str) {
@@ -109,13 +117,13 @@ impl Guard {
             ("GET", "/.well-known/oauth-protected-resource/mcp" | "/.well-known/oauth-protected-resource") => Ok(json(
                 StatusCode::OK,
                 serde_json::json!({
-                    "resource": format!("{origin}/mcp"), "authorization_servers": [origin], "scopes_supported": ["tools"],
+                    "resource": format!("{origin}/mcp"), "authorization_servers": [self.issuer()], "scopes_supported": ["tools"],
                 }),
             )),
-            ("GET", "/.well-known/oauth-authorization-server") => Ok(json(
+            ("GET", p) if p == format!("/.well-known/oauth-authorization-server{}", self.options.as_path) => Ok(json(
                 StatusCode::OK,
                 serde_json::json!({
-                    "issuer": origin,
+                    "issuer": self.issuer(),
                     "authorization_endpoint": format!("{origin}/authorize"),
                     "token_endpoint": format!("{origin}/token"),
                     "registration_endpoint": format!("{origin}/register"),
@@ -128,6 +136,7 @@ impl Guard {
                 }),
             )),
             ("POST", "/register") => {
+                self.log("register");
                 let body = req.into_body().collect().await.map(|b| b.to_bytes()).unwrap_or_default();
                 let asked: serde_json::Value = serde_json::from_slice(&body).unwrap_or_default();
                 let id = {
@@ -159,7 +168,7 @@ impl Guard {
                 to.query_pairs_mut()
                     .append_pair("code", &code)
                     .append_pair("state", query.get("state").map(String::as_str).unwrap_or(""))
-                    .append_pair("iss", origin);
+                    .append_pair("iss", &self.issuer());
                 Ok(Response::builder()
                     .status(StatusCode::FOUND)
                     .header("location", to.as_str())
