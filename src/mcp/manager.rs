@@ -395,9 +395,16 @@ impl McpManager {
             }
             Ok(Err(Failure::TooLarge)) => Err(too_large()),
             Ok(Err(Failure::Service(e))) => {
-                // A `401` that a refresh could not cure, or a `403 insufficient_scope`.
+                // A `401` that a refresh could not cure, or a `403 insufficient_scope` (the hint
+                // then asks for the granted scopes plus the required ones).
                 if let Some(sign_in) = super::error::sign_in_needed(server, &e) {
-                    return Err(sign_in);
+                    return Err(match (sign_in, &self.tokens, &slot.config.url) {
+                        (McpError::NeedsSignIn { server, scopes: Some(required) }, Some(store), Some(url)) => {
+                            let scopes = Some(super::auth::step_up_scopes(store, url, &required));
+                            McpError::NeedsSignIn { server, scopes }
+                        }
+                        (other, _, _) => other,
+                    });
                 }
                 // Give the transport a moment to notice a dead process so the next call restarts it.
                 let died = wait_closed(&conn, Duration::from_millis(200)).await;

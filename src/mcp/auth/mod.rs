@@ -175,6 +175,29 @@ fn signing_algorithm(name: Option<&str>) -> Result<rmcp::transport::auth::JwtSig
     })
 }
 
+/// The scopes to ask for when the server at `url` wants `required` on top of what this user was
+/// granted: the union, granted first (a step-up never drops a scope the user has).
+pub fn step_up_scopes(store: &TokenStore, url: &str, required: &str) -> String {
+    let granted = store
+        .entries()
+        .ok()
+        .and_then(|entries| {
+            entries
+                .into_iter()
+                .filter(|e| e.url == url)
+                .max_by_key(|e| e.credentials.token_received_at.unwrap_or(0))
+                .map(|e| e.credentials.granted_scopes)
+        })
+        .unwrap_or_default();
+    let mut union: Vec<String> = granted;
+    for scope in required.split_whitespace() {
+        if !union.iter().any(|s| s == scope) {
+            union.push(scope.to_string());
+        }
+    }
+    union.join(" ")
+}
+
 /// What `agent mcp auth status` and `agent mcp list` say of a server's sign-in.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Status {
@@ -278,4 +301,23 @@ pub async fn probe(url: &str, timeout: Duration) -> Result<Status, String> {
         .await
         .map_err(|e| format!("cannot reach {url}: {}", e.without_url()))?;
     Ok(if answer.status() == reqwest::StatusCode::UNAUTHORIZED { Status::NeedsSignIn } else { Status::NoAuth })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rmcp::transport::auth::StoredCredentials;
+
+    #[test]
+    fn a_step_up_asks_for_the_granted_scopes_and_the_required_ones() {
+        let tmp = tempfile::tempdir().unwrap();
+        let store = TokenStore::at(tmp.path());
+        assert_eq!(step_up_scopes(&store, "https://a/mcp", "write"), "write");
+        let credentials = StoredCredentials::new("c".into(), None, vec!["read".into(), "write".into()], Some(1));
+        store
+            .put(store::Entry { url: "https://a/mcp".into(), issuer: None, client_secret: None, credentials })
+            .unwrap();
+        assert_eq!(step_up_scopes(&store, "https://a/mcp", "write admin"), "read write admin");
+        assert_eq!(step_up_scopes(&store, "https://other/mcp", "admin"), "admin");
+    }
 }

@@ -196,13 +196,22 @@ impl Mode0700 for std::fs::DirBuilder {
 }
 
 /// One server's entry as rmcp's credential store.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct ServerCredentials {
     pub store: TokenStore,
     pub url: String,
     pub issuer: Option<String>,
     /// Kept with the entry on save (a registration's secret, or the configured one).
     pub client_secret: Option<String>,
+}
+
+impl std::fmt::Debug for ServerCredentials {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ServerCredentials")
+            .field("url", &self.url)
+            .field("issuer", &self.issuer)
+            .finish_non_exhaustive()
+    }
 }
 
 fn store_error(e: impl std::fmt::Display) -> AuthError {
