@@ -33,7 +33,7 @@
 //! sequences, CR, an OSC 8 link, DEL, a bidi override): `hostile_text` (title, description,
 //! result, progress message), `hostile_form` (an elicitation form) and `hostile_url` (a URL
 //! elicitation, `file:` unless told otherwise).
-//! `--oauth` (with `--token-ttl SECS`, `--refresh-delay MS`, `--as-path PATH`, `--oauth-log FILE`) protects the HTTP endpoint with an
+//! `--oauth` (with `--token-ttl SECS`, `--refresh-delay MS`, `--as-path PATH`, `--call-scope S`, `--stingy`, `--oauth-log FILE`) protects the HTTP endpoint with an
 //! OAuth authorization server of its own (`fixture_server/oauth.rs`). `--env-tool` adds `env` (its environment variables as JSON); `--http-json` answers HTTP
 //! requests with a JSON body (stateless) instead of an SSE stream.
 
@@ -783,12 +783,16 @@ fn main() -> std::process::ExitCode {
     let mut oauth: Option<()> = None;
     let mut refresh_delay = Duration::ZERO;
     let mut as_path = String::new();
+    let mut call_scope: Option<String> = None;
+    let mut stingy = false;
     let mut token_ttl = Duration::from_secs(3600);
     let mut oauth_log: Option<String> = None;
     while let Some(a) = args.next() {
         match a.as_str() {
             "--oauth" => oauth = Some(()),
             "--as-path" => as_path = args.next().unwrap_or_default(),
+            "--call-scope" => call_scope = args.next(),
+            "--stingy" => stingy = true,
             "--refresh-delay" => {
                 refresh_delay = Duration::from_millis(args.next().and_then(|s| s.parse().ok()).unwrap_or(0))
             }
@@ -831,7 +835,8 @@ fn main() -> std::process::ExitCode {
             }
         }
     }
-    let oauth = oauth.map(|()| oauth::Options { token_ttl, log: oauth_log, refresh_delay, as_path });
+    let oauth =
+        oauth.map(|()| oauth::Options { token_ttl, log: oauth_log, refresh_delay, as_path, call_scope, stingy });
     let rt = match tokio::runtime::Runtime::new() {
         Ok(rt) => rt,
         Err(e) => {
@@ -1024,10 +1029,18 @@ async fn serve_http(
                 async move {
                     let answer = match guard.route(req).await {
                         Ok(answer) => answer,
-                        Err(req) => match guard.refusal(&req) {
-                            None => service.handle(req).await,
-                            Some(refused) => refused,
-                        },
+                        Err(req) => {
+                            // The body is read first: the method decides which scope it needs.
+                            let (parts, body) = req.into_parts();
+                            let bytes =
+                                http_body_util::BodyExt::collect(body).await.map(|b| b.to_bytes()).unwrap_or_default();
+                            let message: serde_json::Value = serde_json::from_slice(&bytes).unwrap_or_default();
+                            let req = hyper::Request::from_parts(parts, http_body_util::Full::new(bytes));
+                            match guard.refusal(&req, message["method"].as_str()) {
+                                None => service.handle(req).await,
+                                Some(refused) => refused,
+                            }
+                        }
                     };
                     Ok::<_, std::convert::Infallible>(answer)
                 }

@@ -90,24 +90,36 @@ pub async fn login(ctx: Context, args: &LoginArgs) -> anyhow::Result<u8> {
         };
     }
     let scopes = args.scopes.as_deref().map(|s| s.split_whitespace().map(str::to_string).collect());
-    let pending = tokio::select! {
-        r = login::start(name, cfg, &store, scopes) => r.map_err(|e| anyhow::anyhow!("cannot sign in to `{name}`: {e}"))?,
+    let granted = tokio::select! {
+        r = sign_in(cfg, name, &store, scopes, args.no_browser) => r?,
         signal = ctx.signals.received() => return Ok(super::signal::exit_after(signal)),
     };
+    let scopes = if granted.is_empty() { "none".to_string() } else { granted.join(" ") };
+    eprintln!("signed in to {name} (scopes: {})", super::output::terminal_line(&scopes));
+    Ok(EXIT_OK)
+}
+
+/// The browser flow for server `name` (see `mcp::auth::login`): the URL opened or printed on
+/// stderr, the redirect awaited; the scopes granted.
+pub async fn sign_in(
+    cfg: &ServerConfig,
+    name: &str,
+    store: &TokenStore,
+    scopes: Option<Vec<String>>,
+    no_browser: bool,
+) -> anyhow::Result<Vec<String>> {
+    let pending =
+        login::start(name, cfg, store, scopes).await.map_err(|e| anyhow::anyhow!("cannot sign in to `{name}`: {e}"))?;
     // The URL is built from the server's metadata: shown with control characters made visible.
     let url = super::output::terminal_line(&pending.auth_url).into_owned();
-    if args.no_browser || !open_browser(&pending.auth_url) {
+    if no_browser || !open_browser(&pending.auth_url) {
         eprintln!("open this URL to sign in: {url}");
     } else {
         eprintln!("a browser window is open to sign in to {name} (else open this URL to sign in: {url})");
     }
-    let signed_in = tokio::select! {
-        r = pending.finish(login::WAIT) => r.map_err(|e| anyhow::anyhow!("cannot sign in to `{name}`: {e}"))?,
-        signal = ctx.signals.received() => return Ok(super::signal::exit_after(signal)),
-    };
-    let scopes = if signed_in.scopes.is_empty() { "none".to_string() } else { signed_in.scopes.join(" ") };
-    eprintln!("signed in to {name} (scopes: {})", super::output::terminal_line(&scopes));
-    Ok(EXIT_OK)
+    let signed_in =
+        pending.finish(login::WAIT).await.map_err(|e| anyhow::anyhow!("cannot sign in to `{name}`: {e}"))?;
+    Ok(signed_in.scopes)
 }
 
 /// Opens `url` in the user's browser (`$BROWSER`, else `xdg-open`, else `open`); whether a

@@ -329,6 +329,16 @@ impl McpManager {
         self.call_tool_with(server, tool, args, &CallContext::default()).await
     }
 
+    /// Drops the connection to `server` (if any), so the next call connects again: with the
+    /// tokens of a sign-in that happened since, say.
+    pub async fn disconnect(&self, server: &str) {
+        if let Ok(slot) = self.slot(server)
+            && let Some(conn) = slot.conn.lock().await.take()
+        {
+            conn.service.cancellation_token().cancel();
+        }
+    }
+
     /// [`Self::call_tool`] with the call's own context: its progress goes to `cx.progress` (as
     /// well as to [`Self::events`]), an elicitation during it asks `cx.asker` first, and
     /// `cx.cancel` stops it (the server is told, as when the returned future is dropped).
@@ -348,9 +358,7 @@ impl McpManager {
         }
         match self.call_once(server, tool, args.clone(), cx).await {
             Err(McpError::NeedsSignIn { scopes: None, .. }) => {
-                if let Ok(slot) = self.slot(server) {
-                    slot.conn.lock().await.take();
-                }
+                self.disconnect(server).await;
                 self.call_once(server, tool, args, cx).await
             }
             other => other,

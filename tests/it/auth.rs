@@ -493,3 +493,49 @@ fn a_server_that_moved_to_another_authorization_server_gets_a_new_sign_in_never_
         stored["entries"].as_array().unwrap().iter().filter_map(|e| e["issuer"].as_str()).collect();
     assert_eq!(issuers, [s.origin(), format!("{}/as2", s.origin())]);
 }
+
+/// Follows a sign-in URL as a browser would: the authorization endpoint's redirect, then the
+/// loopback listener.
+fn follow(url: &str) {
+    let location = get(url).1.expect("the authorization endpoint redirects");
+    assert_eq!(get(&location).0, 200, "the loopback listener answers the redirect");
+}
+
+/// On a terminal, a `403 insufficient_scope` steps up: `mcp call` signs in again asking for the
+/// granted scopes plus the required one, and the call goes through.
+#[test]
+fn on_a_terminal_a_403_insufficient_scope_steps_up_and_the_call_goes_through() {
+    use crate::support::pty;
+    let s = setup(&["--call-scope", "admin"]);
+    assert_eq!(s.login(&[]).code, 0);
+    let mut cmd = s.cmd(&["mcp", "call", "remote.echo", "--args", r#"{"message": "stepped"}"#]);
+    cmd.env_remove("BROWSER").env_remove("DISPLAY").env_remove("WAYLAND_DISPLAY");
+    let mut t = pty::spawn_command(cmd, 30_000);
+    t.exp_string("asks for more scopes (tools admin): signing in again (1 of 3)").unwrap();
+    let (_, url) = t.exp_regex("open this URL to sign in: \\S+").unwrap();
+    follow(url.trim_start_matches("open this URL to sign in: "));
+    t.exp_string("signed in to remote (scopes: tools admin)").unwrap();
+    t.exp_string("stepped").unwrap();
+    assert_eq!(pty::exit_code(&mut t), 0);
+    assert_eq!((s.count("mcp-403"), s.count("authorize tools admin")), (1, 1), "{}", s.events());
+}
+
+/// The retry limit: an authorization server that never grants the scope gets three sign-ins, no
+/// more, and the call ends with the sign-in error and exit code 3.
+#[test]
+fn on_a_terminal_a_scope_never_granted_stops_after_three_step_ups_with_exit_3() {
+    use crate::support::pty;
+    let s = setup(&["--call-scope", "admin", "--stingy"]);
+    assert_eq!(s.login(&[]).code, 0);
+    let mut cmd = s.cmd(&["mcp", "call", "remote.echo", "--args", r#"{"message": "never"}"#]);
+    cmd.env_remove("BROWSER").env_remove("DISPLAY").env_remove("WAYLAND_DISPLAY");
+    let mut t = pty::spawn_command(cmd, 30_000);
+    for n in 1..=3 {
+        t.exp_string(&format!("signing in again ({n} of 3)")).unwrap();
+        let (_, url) = t.exp_regex("open this URL to sign in: \\S+").unwrap();
+        follow(url.trim_start_matches("open this URL to sign in: "));
+    }
+    t.exp_string("needs sign-in with more scopes (tools admin)").unwrap();
+    assert_eq!(pty::exit_code(&mut t), 3);
+    assert_eq!((s.count("mcp-403"), s.count("authorize tools admin")), (4, 3), "{}", s.events());
+}

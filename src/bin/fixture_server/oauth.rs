@@ -8,13 +8,14 @@
 //! clients racing with one refresh token see one of them fail. Access tokens live
 //! `--token-ttl` seconds (3600 by default) on both sides. `POST /admin/revoke` forgets every
 //! access token (the server restarted, say), so the next request is a `401` with a token.
-//! `--as-path /as2` names another issuer (the origin plus that path): the server moved to another
+//! `--stingy` grants `tools` only, whatever is asked. `--call-scope S` makes `tools/call` need scope S as well (`403 insufficient_scope` without it;
+//! `authorize SCOPE` and `mcp-403` are logged). `--as-path /as2` names another issuer (the origin plus that path): the server moved to another
 //! authorization server. `--refresh-delay MS` slows refresh grants down (racing clients then overlap).
 //! `--oauth-log FILE` gets one line per event: `issued ACCESS REFRESH`, `refresh-grant`,
 //! `refresh-rejected`, `code-grant`, `register`, `client-credentials-grant`, `mcp-401` (no token) or `mcp-401-with-token` (the tests read
 //! token values and counts there).
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::convert::Infallible;
 use std::io::Write as _;
 use std::sync::{Arc, Mutex};
@@ -36,13 +37,19 @@ pub struct Options {
     /// `--as-path /as2`: the authorization server's issuer is the origin plus this path (a
     /// server that moved to another authorization server).
     pub as_path: String,
+    /// `--call-scope admin`: `tools/call` needs this scope too (a `403 insufficient_scope`
+    /// without it, asking for `tools admin`).
+    pub call_scope: Option<String>,
+    /// `--stingy`: every token grants `tools` only, whatever was asked.
+    pub stingy: bool,
 }
 
 #[derive(Default)]
 struct State {
-    codes: HashSet<String>,
-    access: HashMap<String, Instant>,
-    refresh: HashSet<String>,
+    /// Codes and refresh tokens with the scope they grant; access tokens with their end too.
+    codes: HashMap<String, String>,
+    access: HashMap<String, (Instant, String)>,
+    refresh: HashMap<String, String>,
     next: u64,
 }
 
@@ -92,16 +99,16 @@ impl Guard {
         format!("{prefix}-{}-{:016x}", state.next, rand::random::<u64>())
     }
 
-    /// A new token pair, remembered and logged.
-    fn issue(&self, state: &mut State) -> serde_json::Value {
+    /// A new token pair for `scope`, remembered and logged.
+    fn issue(&self, state: &mut State, scope: &str) -> serde_json::Value {
         let access = self.fresh(state, "at");
         let refresh = self.fresh(state, "rt");
-        state.access.insert(access.clone(), Instant::now() + self.options.token_ttl);
-        state.refresh.insert(refresh.clone());
+        state.access.insert(access.clone(), (Instant::now() + self.options.token_ttl, scope.to_string()));
+        state.refresh.insert(refresh.clone(), scope.to_string());
         self.log(&format!("issued {access} {refresh}"));
         serde_json::json!({
             "access_token": access, "token_type": "Bearer", "refresh_token": refresh,
-            "expires_in": self.options.token_ttl.as_secs(), "scope": "tools",
+            "expires_in": self.options.token_ttl.as_secs(), "scope": scope,
         })
     }
 
@@ -158,7 +165,9 @@ impl Guard {
                 let code = {
                     let mut s = self.state.lock().unwrap_or_else(|e| e.into_inner());
                     let c = self.fresh(&mut s, "code");
-                    s.codes.insert(c.clone());
+                    let scope = query.get("scope").cloned().unwrap_or_else(|| "tools".into());
+                    self.log(&format!("authorize {scope}"));
+                    s.codes.insert(c.clone(), if self.options.stingy { "tools".into() } else { scope });
                     c
                 };
                 let mut to = match url::Url::parse(redirect) {
@@ -186,20 +195,18 @@ impl Guard {
                 match params.get("grant_type").map(String::as_str) {
                     Some("authorization_code") => {
                         let code = params.get("code").cloned().unwrap_or_default();
-                        if !s.codes.remove(&code) {
-                            return Ok(refused());
-                        }
+                        let Some(scope) = s.codes.remove(&code) else { return Ok(refused()) };
                         self.log("code-grant");
-                        Ok(json(StatusCode::OK, self.issue(&mut s)))
+                        Ok(json(StatusCode::OK, self.issue(&mut s, &scope)))
                     }
                     Some("refresh_token") => {
                         let token = params.get("refresh_token").cloned().unwrap_or_default();
-                        if !s.refresh.remove(&token) {
+                        let Some(scope) = s.refresh.remove(&token) else {
                             self.log("refresh-rejected");
                             return Ok(refused());
-                        }
+                        };
                         self.log("refresh-grant");
-                        Ok(json(StatusCode::OK, self.issue(&mut s)))
+                        Ok(json(StatusCode::OK, self.issue(&mut s, &scope)))
                     }
                     // The machine client `machine` with the secret `machine-secret`: an access
                     // token only (no refresh token), as client credentials grants go.
@@ -211,7 +218,7 @@ impl Guard {
                         }
                         self.log("client-credentials-grant");
                         let access = self.fresh(&mut s, "at");
-                        s.access.insert(access.clone(), Instant::now() + self.options.token_ttl);
+                        s.access.insert(access.clone(), (Instant::now() + self.options.token_ttl, "tools".into()));
                         self.log(&format!("issued {access}"));
                         Ok(json(
                             StatusCode::OK,
@@ -231,8 +238,10 @@ impl Guard {
         }
     }
 
-    /// The `401` to answer when `req` carries no live access token (`None`: it does).
-    pub fn refusal<B>(&self, req: &Request<B>) -> Option<Response<Body>> {
+    /// The `401` to answer when `req` carries no live access token, or the `403
+    /// insufficient_scope` when it is a `tools/call` (`method`) and `--call-scope` names a scope
+    /// the token lacks (`None`: it may pass).
+    pub fn refusal<B>(&self, req: &Request<B>, method: Option<&str>) -> Option<Response<Body>> {
         let token = req
             .headers()
             .get("authorization")
@@ -241,10 +250,25 @@ impl Guard {
             .unwrap_or("");
         let live = {
             let s = self.state.lock().unwrap_or_else(|e| e.into_inner());
-            s.access.get(token).is_some_and(|until| Instant::now() < *until)
+            s.access.get(token).filter(|(until, _)| Instant::now() < *until).map(|(_, scope)| scope.clone())
         };
-        if live {
-            return None;
+        if let Some(scope) = live {
+            let needed = self.options.call_scope.as_deref().filter(|_| method == Some("tools/call"));
+            match needed {
+                Some(needed) if !scope.split(' ').any(|s| s == needed) => {
+                    self.log("mcp-403");
+                    let challenge = format!(
+                        "Bearer error=\"insufficient_scope\", scope=\"tools {needed}\", resource_metadata=\"{}/.well-known/oauth-protected-resource/mcp\"",
+                        self.origin
+                    );
+                    let mut answer = json(StatusCode::FORBIDDEN, serde_json::json!({"error": "insufficient_scope"}));
+                    if let Ok(v) = hyper::header::HeaderValue::from_str(&challenge) {
+                        answer.headers_mut().insert("www-authenticate", v);
+                    }
+                    return Some(answer);
+                }
+                _ => return None,
+            }
         }
         self.log(if token.is_empty() { "mcp-401" } else { "mcp-401-with-token" });
         let challenge = format!(
