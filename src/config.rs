@@ -401,6 +401,10 @@ pub struct ServerConfig {
     pub cwd: Option<PathBuf>,
     pub url: Option<String>,
     pub headers: BTreeMap<String, String>,
+    /// OAuth sign-in for an HTTP server (`agent mcp login`); all keys optional. Without it a
+    /// server that answers `401` still gets the browser flow with the client identity picked
+    /// from its metadata (a client metadata document or dynamic registration).
+    pub auth: AuthConfig,
     /// `stdio`, `http` (Streamable HTTP) or `sse` (legacy, rejected with a clear message).
     /// Inferred from `command` / `url` when absent.
     pub transport: Option<String>,
@@ -454,6 +458,7 @@ impl Default for ServerConfig {
             cwd: None,
             url: None,
             headers: BTreeMap::new(),
+            auth: AuthConfig::default(),
             transport: None,
             tool_white_list: None,
             disabled: false,
@@ -499,6 +504,42 @@ pub enum SamplingPolicy {
     Deny,
     Ask,
     Allow,
+}
+
+/// `mcp.servers.X.auth`: OAuth 2.1 for an HTTP server. Secrets come through `${VAR}`.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct AuthConfig {
+    /// A client ID registered with the authorization server out of band; used before a client
+    /// metadata document or dynamic registration.
+    pub client_id: Option<String>,
+    /// The secret of `client_id` (a confidential client; `client_credentials` with a secret).
+    pub client_secret: Option<String>,
+    /// Scopes to ask for; absent: the server's `401` challenge, else its `scopes_supported`,
+    /// else none.
+    pub scopes: Option<Vec<String>>,
+    /// Port of the loopback redirect listener (`http://127.0.0.1:PORT/callback`); absent: a
+    /// random free port. Set it for an authorization server that pins redirect URIs.
+    pub redirect_port: Option<u16>,
+    /// HTTPS URL of this client's metadata document, used as the client ID when the
+    /// authorization server supports client ID metadata documents.
+    pub client_metadata_url: Option<String>,
+    /// `authorization_code` (default: a person signs in with `agent mcp login`) or
+    /// `client_credentials` (a machine identity, fetched and refreshed without a person).
+    pub grant: AuthGrant,
+    /// PEM file of the private key for `client_credentials` with `private_key_jwt`.
+    pub private_key_file: Option<PathBuf>,
+    /// Algorithm of `private_key_file`: RS256, RS384, RS512, ES256 (default) or ES384.
+    pub signing_algorithm: Option<String>,
+}
+
+/// `mcp.servers.X.auth.grant`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AuthGrant {
+    #[default]
+    AuthorizationCode,
+    ClientCredentials,
 }
 
 /// `mcp.servers.X.handshake`: how a connection starts.

@@ -33,7 +33,8 @@
 //! sequences, CR, an OSC 8 link, DEL, a bidi override): `hostile_text` (title, description,
 //! result, progress message), `hostile_form` (an elicitation form) and `hostile_url` (a URL
 //! elicitation, `file:` unless told otherwise).
-//! `--env-tool` adds `env` (its environment variables as JSON); `--http-json` answers HTTP
+//! `--oauth` (with `--token-ttl SECS`, `--refresh-delay MS`, `--as-path PATH`, `--call-scope S`, `--stingy`, `--oauth-log FILE`) protects the HTTP endpoint with an
+//! OAuth authorization server of its own (`fixture_server/oauth.rs`). `--env-tool` adds `env` (its environment variables as JSON); `--http-json` answers HTTP
 //! requests with a JSON body (stateless) instead of an SSE stream.
 
 use std::collections::BTreeMap;
@@ -762,6 +763,9 @@ impl ServerHandler for Fixture {
     }
 }
 
+#[path = "fixture_server/oauth.rs"]
+mod oauth;
+
 fn main() -> std::process::ExitCode {
     let mut args = std::env::args().skip(1);
     let mut http: Option<String> = None;
@@ -776,8 +780,24 @@ fn main() -> std::process::ExitCode {
     let mut hostile = false;
     let mut protocol: Option<rmcp::model::ProtocolVersion> = None;
     let (mut env_tool, mut http_json) = (false, false);
+    let mut oauth: Option<()> = None;
+    let mut refresh_delay = Duration::ZERO;
+    let mut as_path = String::new();
+    let mut call_scope: Option<String> = None;
+    let mut stingy = false;
+    let mut token_ttl = Duration::from_secs(3600);
+    let mut oauth_log: Option<String> = None;
     while let Some(a) = args.next() {
         match a.as_str() {
+            "--oauth" => oauth = Some(()),
+            "--as-path" => as_path = args.next().unwrap_or_default(),
+            "--call-scope" => call_scope = args.next(),
+            "--stingy" => stingy = true,
+            "--refresh-delay" => {
+                refresh_delay = Duration::from_millis(args.next().and_then(|s| s.parse().ok()).unwrap_or(0))
+            }
+            "--token-ttl" => token_ttl = Duration::from_secs(args.next().and_then(|s| s.parse().ok()).unwrap_or(3600)),
+            "--oauth-log" => oauth_log = args.next(),
             "--env-tool" => env_tool = true,
             "--http-json" => http_json = true,
             "--http" => http = args.next(),
@@ -815,6 +835,8 @@ fn main() -> std::process::ExitCode {
             }
         }
     }
+    let oauth =
+        oauth.map(|()| oauth::Options { token_ttl, log: oauth_log, refresh_delay, as_path, call_scope, stingy });
     let rt = match tokio::runtime::Runtime::new() {
         Ok(rt) => rt,
         Err(e) => {
@@ -885,7 +907,7 @@ fn main() -> std::process::ExitCode {
                     Ok(())
                 }
             },
-            Some(addr) => serve_http(fixture, &addr, http_config).await,
+            Some(addr) => serve_http(fixture, &addr, http_config, oauth).await,
         }
     });
     match result {
@@ -980,6 +1002,7 @@ async fn serve_http(
     fixture: Fixture,
     addr: &str,
     config: rmcp::transport::streamable_http_server::StreamableHttpServerConfig,
+    oauth: Option<oauth::Options>,
 ) -> Result<(), Box<dyn std::error::Error>> {
     use hyper_util::rt::{TokioExecutor, TokioIo};
     use hyper_util::service::TowerToHyperService;
@@ -993,10 +1016,42 @@ async fn serve_http(
     std::io::stdout().flush()?;
     let service =
         StreamableHttpService::new(move || Ok(fixture.clone()), LocalSessionManager::default().into(), config);
+    // `--oauth`: the OAuth endpoints, and a bearer check in front of the MCP service.
+    let guard = oauth.map(|o| oauth::Guard::new(format!("http://{local}"), o));
     loop {
         let (stream, _) = listener.accept().await?;
         // Without it a client that keeps its connection waits 40 ms per answer (delayed ACK).
         stream.set_nodelay(true)?;
+        if let Some(guard) = &guard {
+            let (guard, service) = (guard.clone(), service.clone());
+            let svc = hyper::service::service_fn(move |req| {
+                let (guard, service) = (guard.clone(), service.clone());
+                async move {
+                    let answer = match guard.route(req).await {
+                        Ok(answer) => answer,
+                        Err(req) => {
+                            // The body is read first: the method decides which scope it needs.
+                            let (parts, body) = req.into_parts();
+                            let bytes =
+                                http_body_util::BodyExt::collect(body).await.map(|b| b.to_bytes()).unwrap_or_default();
+                            let message: serde_json::Value = serde_json::from_slice(&bytes).unwrap_or_default();
+                            let req = hyper::Request::from_parts(parts, http_body_util::Full::new(bytes));
+                            match guard.refusal(&req, message["method"].as_str()) {
+                                None => service.handle(req).await,
+                                Some(refused) => refused,
+                            }
+                        }
+                    };
+                    Ok::<_, std::convert::Infallible>(answer)
+                }
+            });
+            tokio::spawn(async move {
+                let _ = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new())
+                    .serve_connection(TokioIo::new(stream), svc)
+                    .await;
+            });
+            continue;
+        }
         let svc = TowerToHyperService::new(service.clone());
         tokio::spawn(async move {
             let _ = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new())

@@ -276,6 +276,11 @@ async fn call(req: Request<Incoming>, state: &State) -> Resp {
     let cx = state.context.read().ok().and_then(|c| c.clone()).unwrap_or_default();
     match state.manager.call_tool_with(&request.server, &request.tool, request.arguments, &cx).await {
         Ok(result) => json_response(StatusCode::OK, &crate::mcp::tools::result_json(&result)),
+        // The tool's error, so `callMCPTool` rejects with an `MCPToolError` that says what to run.
+        Err(e @ McpError::NeedsSignIn { .. }) => {
+            let result = rmcp::model::CallToolResult::error(vec![rmcp::model::ContentBlock::text(e.to_string())]);
+            json_response(StatusCode::OK, &crate::mcp::tools::result_json(&result))
+        }
         Err(e) => mcp_error(e),
     }
 }
@@ -293,9 +298,10 @@ pub fn mcp_error(e: McpError) -> Resp {
         McpError::UnknownTool { suggestions, .. } => error(ErrorCode::UnknownTool, message, suggestions),
         McpError::InvalidArguments { .. } => error(ErrorCode::InvalidArguments, message, Vec::new()),
         McpError::Timeout { .. } => error(ErrorCode::Timeout, message, Vec::new()),
-        McpError::Start { .. } | McpError::Call { .. } | McpError::ResultTooLarge { .. } => {
-            error(ErrorCode::ServerError, message, Vec::new())
-        }
+        McpError::Start { .. }
+        | McpError::Call { .. }
+        | McpError::ResultTooLarge { .. }
+        | McpError::NeedsSignIn { .. } => error(ErrorCode::ServerError, message, Vec::new()),
     }
 }
 

@@ -47,6 +47,12 @@ pub struct ListArgs {
 /// Starts the selected servers under a spinner and collects their tools; failures are printed
 /// to stderr (`error: ...`) and named in the second list.
 pub async fn collect_tools(manager: &McpManager, servers: &[String]) -> (Vec<ToolInfo>, Vec<String>) {
+    let (tools, failed) = collect_tools_why(manager, servers).await;
+    (tools, failed.into_iter().map(|(name, _)| name).collect())
+}
+
+/// [`collect_tools`] with, for each failed server, whether it failed for want of a sign-in.
+async fn collect_tools_why(manager: &McpManager, servers: &[String]) -> (Vec<ToolInfo>, Vec<(String, bool)>) {
     let spinner = super::output::Spinner::start(match servers {
         [one] => format!("starting {one}"),
         many => format!("starting {} servers", many.len()),
@@ -57,7 +63,7 @@ pub async fn collect_tools(manager: &McpManager, servers: &[String]) -> (Vec<Too
     for (name, e) in started.failed {
         // Quotes the server's stderr.
         eprintln!("error: {}", super::output::for_stderr(&e.to_string()));
-        failed.push(name);
+        failed.push((name, matches!(e, crate::mcp::McpError::NeedsSignIn { .. })));
     }
     (started.tools, failed)
 }
@@ -74,14 +80,16 @@ pub async fn run(ctx: Context, args: &ListArgs) -> anyhow::Result<u8> {
         return Ok(EXIT_OK);
     }
     let collected = tokio::select! {
-        r = collect_tools(manager, &servers) => Ok(r),
+        r = collect_tools_why(manager, &servers) => Ok(r),
         signal = ctx.signals.received() => Err(signal),
     };
     session.close().await;
-    let (tools, failed) = match collected {
+    let (tools, failed_why) = match collected {
         Ok(r) => r,
         Err(signal) => return Ok(super::signal::exit_after(signal)),
     };
+    let failed: Vec<String> = failed_why.iter().map(|(name, _)| name.clone()).collect();
+    let sign_in: Vec<String> = failed_why.iter().filter(|(_, s)| *s).map(|(name, _)| name.clone()).collect();
 
     let text = if args.tokens {
         let ok: Vec<String> = servers.iter().filter(|s| !failed.contains(s)).cloned().collect();
@@ -91,16 +99,27 @@ pub async fn run(ctx: Context, args: &ListArgs) -> anyhow::Result<u8> {
         s.push('\n');
         s
     } else {
-        human(&servers, &failed, &tools, args.detailed)
+        human(&servers, &failed, &sign_in, &tools, args.detailed)
     };
     super::output::write_stdout(&text)?;
-    Ok(if failed.is_empty() { EXIT_OK } else { EXIT_FAILURE })
+    Ok(if failed.is_empty() {
+        EXIT_OK
+    } else if sign_in.len() == failed.len() {
+        // Every failure wants a sign-in: the exit code says so.
+        super::EXIT_SIGN_IN
+    } else {
+        EXIT_FAILURE
+    })
 }
 
-fn human(servers: &[String], failed: &[String], tools: &[ToolInfo], detailed: bool) -> String {
+fn human(servers: &[String], failed: &[String], sign_in: &[String], tools: &[ToolInfo], detailed: bool) -> String {
     let mut s = String::new();
     let mut shown_servers = 0;
     for server in servers {
+        if sign_in.contains(server) {
+            s.push_str(&format!("{server} (needs sign-in: agent mcp login {server})\n\n"));
+            continue;
+        }
         if failed.contains(server) {
             s.push_str(&format!("{server} (failed to start, see above)\n\n"));
             continue;

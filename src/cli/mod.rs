@@ -4,9 +4,10 @@
 //! [`session::Session`] (the lifecycle in one right order).
 //!
 //! Exit codes (documented in `--help` and README): 0 success, 1 the tool or script reported an
-//! error or the call failed, 2 usage or configuration error.
+//! error or the call failed, 2 usage or configuration error, 3 a server needs sign-in.
 
 pub mod approve;
+pub mod auth;
 pub mod call;
 pub mod completions;
 pub mod exec;
@@ -40,6 +41,9 @@ pub const EXIT_FAILURE: u8 = 1;
 /// Exit code: usage or configuration error.
 pub const EXIT_USAGE: u8 = 2;
 
+/// Exit code: a server needs sign-in (`agent mcp login SERVER`), or more scopes than granted.
+pub const EXIT_SIGN_IN: u8 = 3;
+
 /// An error in how `agent` was invoked or configured (exit code 2).
 #[derive(Debug, thiserror::Error)]
 #[error("{0}")]
@@ -55,6 +59,7 @@ Exit codes:
   0    success
   1    the tool or script reported an error, a limit was hit, or the call failed
   2    usage or configuration error
+  3    a server needs sign-in: run `agent mcp login SERVER`
   130  interrupted (Ctrl-C); 143 on SIGTERM, 129 on SIGHUP (servers are stopped first)";
 
 #[derive(Debug, Parser)]
@@ -126,6 +131,14 @@ pub enum McpCommand {
     /// Be an MCP server: the configured servers' tools, code mode and search for any MCP client.
     #[command(after_help = serve::AFTER_HELP)]
     Serve(serve::ServeArgs),
+    /// Sign in to an HTTP server with OAuth (opens the browser; tokens kept for later runs).
+    #[command(after_help = auth::LOGIN_AFTER_HELP)]
+    Login(auth::LoginArgs),
+    /// Remove the stored sign-in of a server.
+    Logout(auth::LogoutArgs),
+    /// Sign-in state of the HTTP servers.
+    #[command(subcommand)]
+    Auth(auth::AuthCommand),
 }
 
 /// Options shared by commands that start servers.
@@ -219,6 +232,9 @@ async fn dispatch(cli: &Cli, ctx: Context) -> anyhow::Result<u8> {
         Command::Mcp(McpCommand::Search(args)) => search::run(ctx, args).await,
         Command::Mcp(McpCommand::Types(args)) => types::run(ctx, args).await,
         Command::Mcp(McpCommand::Serve(args)) => serve::run(ctx, args).await,
+        Command::Mcp(McpCommand::Login(args)) => auth::login(ctx, args).await,
+        Command::Mcp(McpCommand::Logout(args)) => auth::logout(ctx, args).await,
+        Command::Mcp(McpCommand::Auth(cmd)) => auth::run(ctx, cmd).await,
         Command::Exec(args) => exec::run(ctx, args).await,
         Command::Run(args) => run::run(ctx, args).await,
         Command::State(cmd) => state::run(ctx, cmd).await,
@@ -227,7 +243,13 @@ async fn dispatch(cli: &Cli, ctx: Context) -> anyhow::Result<u8> {
     }
 }
 
-/// 2 for usage and configuration errors, 1 for everything else.
+/// 2 for usage and configuration errors, 3 for a server that needs sign-in, 1 for everything else.
 pub fn exit_code_for(err: &anyhow::Error) -> u8 {
-    if err.chain().any(|e| e.is::<UsageError>() || e.is::<ConfigError>()) { EXIT_USAGE } else { EXIT_FAILURE }
+    if err.chain().any(|e| e.is::<UsageError>() || e.is::<ConfigError>()) {
+        EXIT_USAGE
+    } else if err.chain().any(|e| matches!(e.downcast_ref(), Some(crate::mcp::McpError::NeedsSignIn { .. }))) {
+        EXIT_SIGN_IN
+    } else {
+        EXIT_FAILURE
+    }
 }

@@ -17,7 +17,7 @@ use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use serde_json::{Map, Value};
 
-use super::error::{McpError, init_error, service_error};
+use super::error::{McpError, init_error, service_error, sign_in_needed, sign_in_needed_at_start};
 use super::handler::{ClientEvents, McpClientHandler};
 use super::host::Host;
 use super::process::{Logs, kill_group};
@@ -34,6 +34,9 @@ pub(super) struct Env<'a> {
     /// The manager's run: stdio servers are marked as its processes (`reap`).
     pub run: &'a super::reap::Run,
     pub max_result_bytes: usize,
+    /// Where this user's OAuth tokens are (`None`: HTTP servers get no OAuth, as in tests
+    /// that must not touch the user's files).
+    pub tokens: &'a Option<super::auth::store::TokenStore>,
 }
 
 /// A live connection to one server.
@@ -104,20 +107,45 @@ pub(super) async fn connect(name: &str, cfg: &ServerConfig, env: &Env<'_>) -> Re
                 .custom_headers(headers)
                 .max_json_response_size(env.max_result_bytes)
                 .max_sse_event_size(env.max_result_bytes);
-            let transport = StreamableHttpClientTransport::with_client(super::http::CappedHttp::new(cap.clone()), tcfg);
-            let service =
-                match tokio::time::timeout(timeout, handler.serve_with_lifecycle(transport, lifecycle(cfg.handshake)))
-                    .await
-                {
-                    Ok(Ok(s)) => s,
-                    Ok(Err(e)) => return Err(fail(format!("cannot connect to {url}: {}", init_error(&e)), Vec::new())),
-                    Err(_) => {
-                        return Err(fail(
-                            format!("no answer from {url} within {}", humantime::format_duration(timeout)),
-                            Vec::new(),
-                        ));
+            let http = super::http::CappedHttp::new(cap.clone());
+            let auth = match &env.tokens {
+                Some(store) => super::auth::for_connect(cfg, store).await.map_err(|e| match e {
+                    super::auth::AuthFailure::NeedsSignIn => {
+                        McpError::NeedsSignIn { server: name.to_string(), scopes: None }
                     }
-                };
+                    super::auth::AuthFailure::Other(reason) => fail(reason, Vec::new()),
+                })?,
+                None => None,
+            };
+            let lifecycle = lifecycle(cfg.handshake);
+            // With stored tokens, rmcp's AuthClient adds the bearer header, refreshes before
+            // expiry and once on a `401`.
+            let served = match auth {
+                Some(manager) => {
+                    let client = rmcp::transport::auth::AuthClient::new(http, manager);
+                    let transport = StreamableHttpClientTransport::with_client(client, tcfg);
+                    tokio::time::timeout(timeout, handler.serve_with_lifecycle(transport, lifecycle)).await
+                }
+                None => {
+                    let transport = StreamableHttpClientTransport::with_client(http, tcfg);
+                    tokio::time::timeout(timeout, handler.serve_with_lifecycle(transport, lifecycle)).await
+                }
+            };
+            let service = match served {
+                Ok(Ok(s)) => s,
+                Ok(Err(e)) => {
+                    if let Some(sign_in) = sign_in_needed_at_start(name, &e) {
+                        return Err(sign_in);
+                    }
+                    return Err(fail(format!("cannot connect to {url}: {}", init_error(&e)), Vec::new()));
+                }
+                Err(_) => {
+                    return Err(fail(
+                        format!("no answer from {url} within {}", humantime::format_duration(timeout)),
+                        Vec::new(),
+                    ));
+                }
+            };
             (service, None, 0)
         }
         Transport::Stdio => {
@@ -171,6 +199,11 @@ pub(super) async fn connect(name: &str, cfg: &ServerConfig, env: &Env<'_>) -> Re
             conn.service.cancellation_token().cancel();
             if let Some(g) = conn.pgid {
                 kill_group(g, libc::SIGKILL);
+            }
+            if let Ok(Err(Failure::Service(e))) = &other
+                && let Some(sign_in) = sign_in_needed(name, e)
+            {
+                return Err(sign_in);
             }
             let reason = match other {
                 Ok(Err(e)) => format!("tools/list failed: {}", e.describe(&conn.cap)),

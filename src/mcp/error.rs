@@ -24,6 +24,48 @@ pub enum McpError {
     Call { server: String, tool: String, reason: String, stderr: Vec<String> },
     #[error("result of {server}.{tool} is larger than the {} limit", size_label(*limit))]
     ResultTooLarge { server: String, tool: String, limit: usize },
+    /// The server wants a token this user does not have (or a refresh could not renew), or more
+    /// scopes than it has (`scopes`: what the server's `403 insufficient_scope` asked for).
+    #[error("server `{server}` needs sign-in{}", sign_in_hint(server, scopes))]
+    NeedsSignIn { server: String, scopes: Option<String> },
+}
+
+fn sign_in_hint(server: &str, scopes: &Option<String>) -> String {
+    match scopes {
+        Some(s) => format!(" with more scopes ({s}): run `agent mcp login {server} --scopes \"{s}\"`"),
+        None => format!(": run `agent mcp login {server}`"),
+    }
+}
+
+/// The sign-in error for a request refused with `401` (or `403 insufficient_scope`), if that is
+/// why it failed.
+pub(super) fn sign_in_needed(server: &str, e: &rmcp::ServiceError) -> Option<McpError> {
+    let challenge = e.auth_challenge();
+    if challenge.is_none() && !e.is_authorization_required() {
+        return None;
+    }
+    Some(McpError::NeedsSignIn { server: server.to_string(), scopes: challenge.and_then(insufficient_scopes) })
+}
+
+/// The same for a failed handshake.
+pub(super) fn sign_in_needed_at_start(server: &str, e: &rmcp::service::ClientInitializeError) -> Option<McpError> {
+    let challenge = e.auth_challenge();
+    if challenge.is_none() && !e.is_authorization_required() {
+        return None;
+    }
+    Some(McpError::NeedsSignIn { server: server.to_string(), scopes: challenge.and_then(insufficient_scopes) })
+}
+
+/// The scopes a `WWW-Authenticate: Bearer error="insufficient_scope", scope="a b"` asks for
+/// (printable characters only: the text is the server's).
+fn insufficient_scopes(challenge: &str) -> Option<String> {
+    if !challenge.contains("insufficient_scope") {
+        return None;
+    }
+    let at = challenge.find("scope=\"")? + "scope=\"".len();
+    let value = challenge[at..].split('"').next()?;
+    let clean: String = value.chars().filter(|c| c.is_ascii_graphic() || *c == ' ').take(500).collect();
+    Some(clean)
 }
 
 fn qualified_hint(server: &str, tools: &[String]) -> String {

@@ -71,6 +71,8 @@ pub struct McpManager {
     host: Arc<super::host::Host>,
     /// `mcp.approvals`: asked before a call runs (see [`super::approval`]).
     approvals: Approvals,
+    /// This user's OAuth tokens (`None` without a configuration directory).
+    tokens: Option<super::auth::store::TokenStore>,
 }
 
 impl McpManager {
@@ -102,6 +104,7 @@ impl McpManager {
             usage,
             host: Default::default(),
             approvals: Approvals::new(&config.mcp.approvals),
+            tokens: super::auth::store::TokenStore::for_user().ok(),
         }
     }
 
@@ -180,6 +183,7 @@ impl McpManager {
             logs: &self.logs,
             run: &self.run,
             max_result_bytes: self.max_result_bytes,
+            tokens: &self.tokens,
         };
         let conn = Arc::new(connect(&slot.name, &slot.config, &env).await?);
         if let Some(pgid) = conn.pgid
@@ -325,10 +329,43 @@ impl McpManager {
         self.call_tool_with(server, tool, args, &CallContext::default()).await
     }
 
+    /// Drops the connection to `server` (if any), so the next call connects again: with the
+    /// tokens of a sign-in that happened since, say.
+    pub async fn disconnect(&self, server: &str) {
+        if let Ok(slot) = self.slot(server)
+            && let Some(conn) = slot.conn.lock().await.take()
+        {
+            conn.service.cancellation_token().cancel();
+        }
+    }
+
     /// [`Self::call_tool`] with the call's own context: its progress goes to `cx.progress` (as
     /// well as to [`Self::events`]), an elicitation during it asks `cx.asker` first, and
     /// `cx.cancel` stops it (the server is told, as when the returned future is dropped).
     pub async fn call_tool_with(
+        &self,
+        server: &str,
+        tool: &str,
+        args: Map<String, Value>,
+        cx: &CallContext,
+    ) -> Result<CallToolResult, McpError> {
+        // A machine identity's token expires without a refresh token: on the server's `401`
+        // the connection is made again, which fetches a new token, and the call is retried once.
+        let machine =
+            self.slot(server).is_ok_and(|s| s.config.auth.grant == crate::config::AuthGrant::ClientCredentials);
+        if !machine {
+            return self.call_once(server, tool, args, cx).await;
+        }
+        match self.call_once(server, tool, args.clone(), cx).await {
+            Err(McpError::NeedsSignIn { scopes: None, .. }) => {
+                self.disconnect(server).await;
+                self.call_once(server, tool, args, cx).await
+            }
+            other => other,
+        }
+    }
+
+    async fn call_once(
         &self,
         server: &str,
         tool: &str,
@@ -366,6 +403,17 @@ impl McpManager {
             }
             Ok(Err(Failure::TooLarge)) => Err(too_large()),
             Ok(Err(Failure::Service(e))) => {
+                // A `401` that a refresh could not cure, or a `403 insufficient_scope` (the hint
+                // then asks for the granted scopes plus the required ones).
+                if let Some(sign_in) = super::error::sign_in_needed(server, &e) {
+                    return Err(match (sign_in, &self.tokens, &slot.config.url) {
+                        (McpError::NeedsSignIn { server, scopes: Some(required) }, Some(store), Some(url)) => {
+                            let scopes = Some(super::auth::step_up_scopes(store, url, &required));
+                            McpError::NeedsSignIn { server, scopes }
+                        }
+                        (other, _, _) => other,
+                    });
+                }
                 // Give the transport a moment to notice a dead process so the next call restarts it.
                 let died = wait_closed(&conn, Duration::from_millis(200)).await;
                 if died {

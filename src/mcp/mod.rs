@@ -6,6 +6,8 @@
 //!   groups and stderr logs; `reap`: the processes of a run (a marker they inherit, a record
 //!   file) and what a killed `agent` left running; `stdio`: the stdio transport that caps message
 //!   size, `http`: the same cap on the Streamable HTTP client; `error`: [`McpError`] and one-line reasons;
+//! - `auth`: OAuth sign-in for HTTP servers (the token store, the login flow, a connection's
+//!   tokens);
 //! - `context`: one call's [`CallContext`]; `call`: the loop that drives a call's rounds;
 //!   `handler`: the rmcp client handler (notifications, the server's requests); `host`: what the
 //!   layers above answer elicitation and sampling with; `approval`: asking before destructive
@@ -17,6 +19,7 @@
 //! Knows `config`, `search` and `util`; knows nothing of codegen, bridge or agent.
 
 pub mod approval;
+pub mod auth;
 pub mod call;
 pub mod catalog;
 pub mod connect;

@@ -1,5 +1,5 @@
-//! Where per-user files go and where commands are found: [`cache_home`] and [`find_on_path`],
-//! each read from the environment in one place.
+//! Where per-user files go and where commands are found: [`cache_home`], [`config_home`] and
+//! [`find_on_path`], each read from the environment in one place.
 
 use std::path::PathBuf;
 
@@ -10,6 +10,15 @@ pub fn cache_home() -> Option<PathBuf> {
         .map(PathBuf::from)
         .filter(|p| p.is_absolute())
         .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))
+}
+
+/// The user's configuration directory: `$XDG_CONFIG_HOME` when it is an absolute path, else
+/// `$HOME/.config`; `None` without either.
+pub fn config_home() -> Option<PathBuf> {
+    std::env::var_os("XDG_CONFIG_HOME")
+        .map(PathBuf::from)
+        .filter(|p| p.is_absolute())
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".config")))
 }
 
 /// The first executable file called `name` in a `PATH` directory.

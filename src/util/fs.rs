@@ -137,6 +137,12 @@ impl Dir {
         Ok((st.st_uid, st.st_mode & 0o7777))
     }
 
+    /// Sets the directory's permission bits (as it is held, not by path).
+    pub fn set_mode(&self, mode: u32) -> io::Result<()> {
+        rustix::fs::fchmod(&self.fd, Mode::from_raw_mode(mode))?;
+        Ok(())
+    }
+
     /// Opens directory `name` in this one; a link at `name` is refused (`ELOOP` or `ENOTDIR`).
     pub fn sub(&self, name: impl AsRef<OsStr>) -> io::Result<Dir> {
         let name = component(name.as_ref())?;

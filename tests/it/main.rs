@@ -7,6 +7,7 @@
 mod support;
 
 mod approvals;
+mod auth;
 mod auto;
 mod bridge;
 mod call;

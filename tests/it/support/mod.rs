@@ -183,8 +183,19 @@ pub struct HttpFixture {
 
 impl HttpFixture {
     pub fn start() -> HttpFixture {
+        Self::start_with(&[])
+    }
+
+    /// The fixture over HTTP with more arguments (`--oauth`, ...).
+    pub fn start_with(args: &[&str]) -> HttpFixture {
+        Self::start_at("127.0.0.1:0", args)
+    }
+
+    /// The same on `addr` (a server restarted where it was).
+    pub fn start_at(addr: &str, args: &[&str]) -> HttpFixture {
         let mut child = Command::new(fixture_bin())
-            .args(["--http", "127.0.0.1:0"])
+            .args(["--http", addr])
+            .args(args)
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
             .spawn()
