@@ -514,7 +514,7 @@ fn the_readme_lists_skills_escaped_and_refresh_leaves_tool_files_alone() {
 /// A registry entry for `tool` learned from `values` (quality from the default thresholds).
 fn learned_entry(tool: &ToolInfo, values: &[serde_json::Value]) -> crate::types::Entry {
     let def = crate::types::definition_hash(serde_json::to_string(tool).unwrap().as_bytes());
-    let mut pending = crate::types::Pending::default();
+    let mut pending = crate::types::Pending::with_key(crate::types::HashKey::new([7; 16]));
     for v in values {
         pending.add(&tool.server, &tool.name, &def, v);
     }

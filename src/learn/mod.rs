@@ -33,10 +33,23 @@ const AUTO_FLUSH: Duration = Duration::from_secs(5);
 /// A queue this long wakes the background thread at once (bounds the memory it holds).
 const WAKE_AT: usize = 256;
 
+// The configuration accepts no more distinct results than the registry counts.
+const _: () = assert!(crate::config::MAX_ENUM_MIN_RESULTS == crate::types::shape::MAX_RESULT_MARKS);
+
 /// The thresholds of `mcp.types`.
 pub fn thresholds(config: &Config) -> Thresholds {
     let t = &config.mcp.types;
-    Thresholds { low: t.low, medium: t.medium, high: t.high, consistency: t.consistency }
+    Thresholds {
+        low: t.low,
+        medium: t.medium,
+        high: t.high,
+        consistency: t.consistency,
+        enums: crate::types::EnumRules {
+            min_values: t.enum_min_values,
+            min_observations: t.enum_min_observations,
+            min_results: t.enum_min_results,
+        },
+    }
 }
 
 /// The registry file of the configured workspace.
@@ -89,7 +102,14 @@ impl Shared {
             return Vec::new();
         }
         let taken = batch.len();
-        let mut pending = Pending::default();
+        // Read at every flush: a reset in between (which deletes it) is seen.
+        let mut pending = match crate::types::value_key(&self.path) {
+            Ok(k) => Pending::with_key(k),
+            Err(e) => {
+                tracing::warn!("short strings are not recorded as enum candidates: {e}");
+                Pending::default()
+            }
+        };
         for (tool, result) in batch {
             let k = (tool.server.clone(), tool.name.clone());
             let def = match hashes.get(&k) {

@@ -406,3 +406,99 @@ fn a_hostile_script_cannot_bloat_or_wipe_the_registry() {
     let aside = std::fs::read_dir(p.path().join(WS)).unwrap().flatten();
     assert_eq!(aside.filter(|e| e.file_name().to_string_lossy().contains(".corrupt-")).count(), 0);
 }
+
+/// Every file below `dir` (links not followed) whose bytes contain `needle`.
+fn files_containing(dir: &Path, needle: &str, found: &mut Vec<String>) {
+    let Ok(entries) = std::fs::read_dir(dir) else { return };
+    for e in entries.flatten() {
+        let Ok(kind) = e.file_type() else { continue };
+        if kind.is_dir() {
+            files_containing(&e.path(), needle, found);
+        } else if kind.is_file()
+            && let Ok(bytes) = std::fs::read(e.path())
+            && bytes.windows(needle.len()).any(|w| w == needle.as_bytes())
+        {
+            found.push(e.path().display().to_string());
+        }
+    }
+}
+
+/// A server's results carry a person's name, e-mail addresses and short tokens: the graph of a
+/// memory server read twelve times (one entity name in twelve identical results), then forty
+/// account records with a secret-looking token, an API key, an owner's name and e-mail, and
+/// two fields that could be enums. After the calls, no file of the project (workspace, logs,
+/// home) or of the cache holds any of these values; the one field that earned an enum (two
+/// values, 40 strings, each in 20 distinct results) has its values written, in the registry
+/// and in the generated type, and the fields that did not earn one stay `string`.
+#[test]
+fn result_values_never_reach_the_disk_until_a_field_earns_an_enum() {
+    let p = project("    learn: true\n");
+    // The script spells every value backwards (`r`), so neither it nor its cached bytecode holds
+    // one: a value in a file got there from a result.
+    p.write(
+        "leak.ts",
+        "import { echo } from './.kodelet/mcp/servers/fixture/index.ts';\n\
+         const r = (s: string) => s.split('').reverse().join('');\n\
+         const graph = { entities: [{ name: r('1174-eulaV-terceS-deZ'), entityType: 'person', observations: [r('riaf eht ta tem')] }], relations: [] };\n\
+         for (let i = 0; i < 12; i++) await echo({ message: JSON.stringify(graph) });\n\
+         for (let i = 0; i < 40; i++) {\n\
+           const account: Record<string, unknown> = {\n\
+             id: i, token: r('9LmP2xK8qZ-ks'), apiKey: r('1oI3uY5tR7wQ'), contact: r(i % 2 ? 'elpmaxe.liam-proc@q.ada' : 'elpmaxe.liam-proc@ob'),\n\
+             state: r(i % 2 ? 'etats-nepo' : 'etats-desolc'), region: r(i < 2 ? 'enoz-htron' : 'enoz-htuos'),\n\
+           };\n\
+           if (i < 4) account.owner = r(i < 2 ? 'assetniuQ adA' : 'htrowsnevaR oB');\n\
+           await echo({ message: JSON.stringify(account) });\n\
+         }\n",
+    );
+    p.run(&["exec", "leak.ts"]).assert_ok();
+    p.run(&["mcp", "types", "--json"]).assert_ok();
+    p.run(&["mcp", "generate"]).assert_ok();
+
+    for secret in [
+        "Zed-Secret-Value-4711",
+        "met at the fair",
+        "sk-Zq8Kx2PmL9",
+        "Qw7Rt5Yu3Io1",
+        "corp-mail.example",
+        "Ada Quintessa",
+        "Bo Ravensworth",
+        "north-zone",
+        "south-zone",
+    ] {
+        let mut found = Vec::new();
+        files_containing(p.path(), secret, &mut found);
+        files_containing(&support::test_cache_dir(), secret, &mut found);
+        assert!(found.is_empty(), "{secret:?} was written to {found:?}");
+    }
+    // The search sees what the recorder writes: the values of the earned enum are found.
+    let mut found = Vec::new();
+    files_containing(p.path(), "closed-state", &mut found);
+    found.sort_unstable();
+    assert!(
+        found.iter().any(|f| f.ends_with("type_registry.json")) && found.iter().any(|f| f.ends_with("echo.ts")),
+        "{found:?}"
+    );
+    let reg = registry(&p);
+    let fields = &reg["tools"]["fixture.echo"]["shape"]["object"]["fields"];
+    let state = fields["state"]["string"]["candidates"].as_object().unwrap();
+    let mut values: Vec<&str> = state.values().map(|c| c["value"].as_str().unwrap()).collect();
+    values.sort_unstable();
+    assert_eq!(values, ["closed-state", "open-state"]);
+    assert!(state.keys().all(|h| h.len() == 32), "{state:?}");
+    assert!(fields["token"]["string"].get("candidates").is_none(), "a secret-looking value keeps no hash");
+    let region = fields["region"]["string"]["candidates"].as_object().unwrap();
+    assert_eq!(region.len(), 2);
+    assert!(region.values().all(|c| c.get("value").is_none()), "{region:?}");
+    let f = std::fs::read_to_string(p.path().join(WS).join("servers/fixture/echo.ts")).unwrap();
+    assert!(f.contains("state?: \"closed-state\" | \"open-state\";"), "{f}");
+    assert!(f.contains("region?: string;") && f.contains("token?: string;"), "{f}");
+    // The registry and its key are private to the user.
+    use std::os::unix::fs::PermissionsExt as _;
+    for file in ["type_registry.json", "type_registry.key"] {
+        let mode = std::fs::metadata(p.path().join(WS).join(file)).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o600, "{file}");
+    }
+    // A full reset forgets the key with what was learned.
+    p.run(&["mcp", "types", "--reset"]).assert_ok();
+    assert!(!p.path().join(WS).join("type_registry.key").exists());
+}
