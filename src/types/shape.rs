@@ -535,6 +535,17 @@ impl Shape {
         });
     }
 
+    /// Whether a string place was read with plaintext candidates of a version 1 registry (a
+    /// copy of such an entry, e.g. in the generated tree's manifest, is to be written again).
+    pub fn has_legacy_values(&self) -> bool {
+        self.string.as_ref().is_some_and(|st| st.legacy_values.is_some())
+            || self.array.as_ref().is_some_and(|a| a.items.has_legacy_values())
+            || self.object.as_ref().is_some_and(|o| {
+                o.fields.values().any(Shape::has_legacy_values)
+                    || o.record.as_ref().is_some_and(|r| r.has_legacy_values())
+            })
+    }
+
     /// Drops every candidate's counts and value (the places keep collecting): for hashes made
     /// with another key, and for version 1 registries, whose candidates were plaintext.
     pub fn restart_candidates(&mut self) {
