@@ -86,6 +86,8 @@ struct Shared {
     hashes: Mutex<Hashes>,
     path: PathBuf,
     thresholds: Thresholds,
+    /// Whether the value key's problem was reported (once per process, not at every flush).
+    key_warned: std::sync::atomic::AtomicBool,
     /// The background thread's alarm: `(woken, stopping)`.
     alarm: Mutex<(bool, bool)>,
     bell: Condvar,
@@ -106,7 +108,9 @@ impl Shared {
         let mut pending = match crate::types::value_key(&self.path) {
             Ok(k) => Pending::with_key(k),
             Err(e) => {
-                tracing::warn!("short strings are not recorded as enum candidates: {e}");
+                if !self.key_warned.swap(true, Ordering::Relaxed) {
+                    tracing::warn!("short strings are not recorded as enum candidates: {e}");
+                }
                 Pending::default()
             }
         };
@@ -168,6 +172,7 @@ impl Recorder {
             hashes: Mutex::default(),
             path,
             thresholds: t,
+            key_warned: std::sync::atomic::AtomicBool::new(false),
             alarm: Mutex::new((false, false)),
             bell: Condvar::new(),
         });

@@ -502,3 +502,33 @@ fn result_values_never_reach_the_disk_until_a_field_earns_an_enum() {
     p.run(&["mcp", "types", "--reset"]).assert_ok();
     assert!(!p.path().join(WS).join("type_registry.key").exists());
 }
+
+/// Another local user plants the value key before the first recording, as a file they can read
+/// (so they could confirm guesses against the hashes), or as a link to one: the recorder does
+/// not use it, says so once, and records shapes without enum candidates.
+#[test]
+fn a_value_key_another_user_could_read_is_not_used() {
+    use std::os::unix::fs::PermissionsExt as _;
+    let p = project("    learn: true\n");
+    let key = p.path().join(WS).join("type_registry.key");
+    std::fs::write(&key, "00112233445566778899aabbccddeeff\n").unwrap();
+    std::fs::set_permissions(&key, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let r = p.run(&["mcp", "call", "fixture.profile", "--args", "{\"i\": 1}"]);
+    r.assert_ok();
+    assert_eq!(r.stderr.matches("not recorded as enum candidates").count(), 1, "{}", r.stderr);
+    assert!(r.stderr.contains("not private to this user"), "{}", r.stderr);
+    let reg = registry(&p);
+    let status = &reg["tools"]["fixture.profile"]["shape"]["object"]["fields"]["status"]["string"];
+    assert_eq!(status["candidates"], serde_json::json!({}), "{reg}");
+    assert_eq!(reg["key"], "");
+    // A link to a private-looking file is refused the same way.
+    std::fs::remove_file(&key).unwrap();
+    let elsewhere = p.path().join("planted.key");
+    std::fs::write(&elsewhere, "00112233445566778899aabbccddeeff\n").unwrap();
+    std::fs::set_permissions(&elsewhere, std::fs::Permissions::from_mode(0o600)).unwrap();
+    std::os::unix::fs::symlink(&elsewhere, &key).unwrap();
+    let r = p.run(&["mcp", "call", "fixture.profile", "--args", "{\"i\": 2}"]);
+    r.assert_ok();
+    assert!(r.stderr.contains("is not a regular file"), "{}", r.stderr);
+    assert_eq!(registry(&p)["key"], "");
+}
