@@ -34,7 +34,8 @@ pub const MAX_ARRAY_SAMPLE: usize = 64;
 pub const MAX_ENUM_VALUES: usize = 8;
 /// ... of at most this many characters each.
 pub const MAX_ENUM_CHARS: usize = 24;
-/// Distinct results counted per candidate (marks kept); `mcp.types.enum_min_results` is at most this.
+/// Distinct results counted per candidate (past it the count stays, the marks are dropped);
+/// `mcp.types.enum_min_results` is at most this.
 pub const MAX_RESULT_MARKS: usize = 16;
 /// An object with at least this many keys, nearly all of them id-like, is a record.
 const RECORD_MIN_KEYS: usize = 8;
@@ -92,22 +93,44 @@ pub struct StringShape {
 pub struct Candidate {
     /// Strings seen with this value here.
     pub count: u64,
-    /// Marks (keyed hashes) of the distinct results it was seen in, at most [`MAX_RESULT_MARKS`].
+    /// Distinct results it was seen in, counted up to [`MAX_RESULT_MARKS`].
     #[serde(default)]
-    pub results: BTreeSet<String>,
+    pub results: usize,
+    /// Marks (keyed hashes) of those results while there are fewer than [`MAX_RESULT_MARKS`]
+    /// (then the count is all that is needed).
+    #[serde(default, skip_serializing_if = "BTreeSet::is_empty")]
+    pub marks: BTreeSet<String>,
     /// The value in clear, once the place earned an enum ([`Shape::promote`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub value: Option<String>,
 }
 
 impl Candidate {
+    /// Counts the result marked `m` (once).
+    fn mark(&mut self, m: &str) {
+        if self.results >= MAX_RESULT_MARKS || self.marks.contains(m) {
+            return;
+        }
+        self.marks.insert(m.to_string());
+        self.results = self.marks.len();
+        if self.results >= MAX_RESULT_MARKS {
+            self.saturate();
+        }
+    }
+
+    fn saturate(&mut self) {
+        self.results = MAX_RESULT_MARKS;
+        self.marks.clear();
+    }
+
     fn absorb(&mut self, other: &Candidate) {
         self.count += other.count;
-        for r in &other.results {
-            if self.results.len() >= MAX_RESULT_MARKS {
-                break;
+        if self.results >= MAX_RESULT_MARKS || other.results >= MAX_RESULT_MARKS {
+            self.saturate();
+        } else {
+            for m in &other.marks {
+                self.mark(m);
             }
-            self.results.insert(r.clone());
         }
         if self.value.is_none() {
             self.value = other.value.clone();
@@ -136,7 +159,7 @@ impl EnumRules {
     fn hold(&self, candidates: &BTreeMap<String, Candidate>) -> bool {
         candidates.len() >= self.min_values.max(1)
             && candidates.values().map(|c| c.count).sum::<u64>() >= self.min_observations
-            && candidates.values().all(|c| c.results.len() >= self.min_results)
+            && candidates.values().all(|c| c.results >= self.min_results)
     }
 }
 
@@ -593,9 +616,7 @@ impl StringShape {
         let mark = obs.mark(key);
         let c = cands.entry(h.clone()).or_default();
         c.count += 1;
-        if c.results.len() < MAX_RESULT_MARKS {
-            c.results.insert(mark);
-        }
+        c.mark(&mark);
         self.plain.entry(h).or_insert_with(|| s.to_string());
     }
 

@@ -1,6 +1,6 @@
 use serde_json::{Value, json};
 
-use super::shape::{MAX_DEPTH, MAX_KEY_BYTES, MAX_NODES, MAX_PROPS};
+use super::shape::{MAX_DEPTH, MAX_KEY_BYTES, MAX_NODES, MAX_PROPS, MAX_RESULT_MARKS};
 use std::path::Path;
 
 use super::*;
@@ -40,12 +40,18 @@ fn shapes_record_kinds_presence_formats_and_candidates_as_keyed_hashes() {
     assert_eq!(status.len(), 2);
     assert!(status.contains_key(&key().value("active")) && status.contains_key(&key().value("idle")));
     assert_eq!(status[&key().value("idle")].count, 15);
-    assert_eq!(status[&key().value("idle")].results.len(), 15, "each profile is a distinct result");
+    assert_eq!(status[&key().value("idle")].results, 15, "each profile is a distinct result");
+    assert_eq!(status[&key().value("idle")].marks.len(), 15);
     assert!(field(s, "name").candidates.is_none(), "30 distinct names overflow the enum");
     let text = serde_json::to_string(s).unwrap();
     for plain in ["active", "idle", "n17", "a@example.com", "2026-01-02"] {
         assert!(!text.contains(plain), "{plain} leaked into the shape: {text}");
+    } // Past the cap only the count stays.
+    for i in 30..34 {
+        p.add("s", "t", "d", &profile(i));
     }
+    let idle = &field(&p.tools["s.t"].shape, "status").candidates.as_ref().unwrap()[&key().value("idle")];
+    assert_eq!((idle.results, idle.marks.len()), (MAX_RESULT_MARKS, 0));
 }
 
 /// Records `results` of tool `s.t` in one flush and returns the entry as written.
@@ -108,6 +114,18 @@ fn a_field_becomes_an_enum_only_when_every_rule_holds() {
     let strict = Thresholds { enums: EnumRules { min_results: 12, ..EnumRules::default() }, ..t };
     let reg = Registry::load(&path, &mut Vec::new()).with_thresholds(&strict);
     assert_eq!(enum_of(&reg.tools["s.t"]), None);
+}
+
+#[test]
+fn a_result_seen_by_two_processes_counts_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = registry_path(dir.path());
+    let same: Vec<Value> = (0..12).map(|i| json!({"kind": (["alpha-state", "beta-state"][i % 2])})).collect();
+    record(&path, &same, &Thresholds::default());
+    let (e, text) = record(&path, &same, &Thresholds::default());
+    let kind = field(&e.shape, "kind").candidates.clone().unwrap();
+    assert_eq!(kind.values().map(|c| (c.count, c.results)).collect::<Vec<_>>(), [(12, 1), (12, 1)]);
+    assert!(!text.contains("alpha-state"), "{text}");
 }
 
 #[test]
