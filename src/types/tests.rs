@@ -182,13 +182,17 @@ fn a_version_1_registry_loses_its_plaintext_candidates_and_keeps_its_counts() {
     assert_eq!(field(&e.shape, "name").candidates.as_ref().map(|c| c.len()), Some(0));
 }
 
+/// `n` distinct results whose `kind` alternates between two values: an enum from 20 on.
+fn two_kinds(n: usize) -> Vec<Value> {
+    (0..n).map(|i| json!({"i": i, "kind": (["alpha-state", "beta-state"][i % 2])})).collect()
+}
+
 #[test]
 fn the_file_and_key_are_private_and_a_full_reset_forgets_the_key() {
     use std::os::unix::fs::PermissionsExt as _;
     let dir = tempfile::tempdir().unwrap();
     let path = registry_path(dir.path());
-    let results: Vec<Value> =
-        (0..24).map(|i| json!({"i": i, "kind": (["alpha-state", "beta-state"][i % 2])})).collect();
+    let results = two_kinds(24);
     let (e, _) = record(&path, &results, &Thresholds::default());
     assert!(field(&e.shape, "kind").enum_values().is_some());
     let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
@@ -206,8 +210,7 @@ fn the_file_and_key_are_private_and_a_full_reset_forgets_the_key() {
 fn hashes_made_with_another_key_are_restarted_not_mixed() {
     let dir = tempfile::tempdir().unwrap();
     let path = registry_path(dir.path());
-    let results: Vec<Value> =
-        (0..24).map(|i| json!({"i": i, "kind": (["alpha-state", "beta-state"][i % 2])})).collect();
+    let results = two_kinds(24);
     let mut p = Pending::with_key(HashKey::new([1; 16]));
     for r in &results {
         p.add("s", "t", "d", r);
