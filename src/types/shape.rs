@@ -592,6 +592,10 @@ impl StringShape {
             (None, None) => None,
             _ => Some("mixed".into()),
         };
+        // A place that keeps no candidates any more never will: nothing more to look at.
+        if self.count > 1 && self.candidates.is_none() {
+            return;
+        }
         let keep = format.is_none()
             && s.chars().count() <= MAX_ENUM_CHARS
             && !s.contains(char::is_control)
