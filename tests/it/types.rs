@@ -103,8 +103,10 @@ fn a_tool_walks_from_none_to_high_and_the_tree_follows() {
         (e["observations"].as_u64(), e["quality"].as_str(), e["source"].as_str()),
         (Some(1), Some("low"), Some("inferred"))
     );
-    // Shape only: formatted strings never keep values (short ones are enum candidates until they overflow).
-    assert!(!reg.to_string().contains("u2@example.com") && !reg.to_string().contains("2026-01-02"), "{reg}");
+    // Shapes only: no value of the result is in the file (short strings are keyed hashes).
+    for value in ["u2@example.com", "2026-01-02", "user2", "away"] {
+        assert!(!reg.to_string().contains(value), "{value}: {reg}");
+    }
     let f = profile_file(&p);
     assert!(f.contains("Output type inferred from 1 observed result (quality: low; every field is optional)"), "{f}");
     assert!(f.contains("  id?: number;\n") && f.contains("  email?: string;\n"), "{f}");
