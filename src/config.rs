@@ -277,14 +277,35 @@ pub struct TypesConfig {
     pub high: u64,
     /// Mean field consistency (0..1) a tool needs for `high`.
     pub consistency: f64,
+    /// A string field becomes an enum (its values written in the registry and the generated
+    /// type) only with at least this many distinct values...
+    pub enum_min_values: usize,
+    /// ... over at least this many observed strings...
+    pub enum_min_observations: u64,
+    /// ... each value seen in at least this many distinct results (1 to 16; a result returned
+    /// twice counts once). Until then values are kept only as keyed hashes.
+    pub enum_min_results: usize,
     /// `agent mcp types --discover`: arguments per `server.tool` for tools that need some (a tool
     /// listed here is called even without `readOnlyHint`).
     pub discover: BTreeMap<String, Map<String, Value>>,
 }
 
+/// Most `mcp.types.enum_min_results` can be: the distinct results the registry counts per value.
+pub const MAX_ENUM_MIN_RESULTS: usize = 16;
+
 impl Default for TypesConfig {
     fn default() -> Self {
-        Self { learn: true, low: 1, medium: 10, high: 100, consistency: 0.8, discover: BTreeMap::new() }
+        Self {
+            learn: true,
+            low: 1,
+            medium: 10,
+            high: 100,
+            consistency: 0.8,
+            enum_min_values: 2,
+            enum_min_observations: 20,
+            enum_min_results: 3,
+            discover: BTreeMap::new(),
+        }
     }
 }
 
@@ -768,6 +789,11 @@ impl Config {
             return Err(ConfigError::new(
                 "mcp.types: needs low <= medium <= high and a consistency between 0 and 1".to_string(),
             ));
+        }
+        if t.enum_min_values < 2 || !(1..=MAX_ENUM_MIN_RESULTS).contains(&t.enum_min_results) {
+            return Err(ConfigError::new(format!(
+                "mcp.types: enum_min_values must be at least 2 and enum_min_results between 1 and {MAX_ENUM_MIN_RESULTS}"
+            )));
         }
         for (i, pinned) in self.mcp.pinned_tools.iter().enumerate() {
             if !pinned.split_once('.').is_some_and(|(s, t)| !s.is_empty() && !t.is_empty()) {

@@ -13,8 +13,9 @@ use crate::mcp::{McpManager, ToolInfo};
 use crate::types::{Quality, Registry, Source, definition_hash};
 
 pub const AFTER_HELP: &str = "\
-agent records the shape of every successful tool result (never the values) in
-<workspace>/type_registry.json and generates sharper result types as observations accumulate:
+agent records the shape of every successful tool result (never the values: short strings only as
+keyed hashes until a field earns an enum) in <workspace>/type_registry.json and generates sharper
+result types as observations accumulate:
 declared output schema → high; otherwise 0 observations → none, 1-9 → low, 10-99 → medium,
 100+ with mean field consistency >= 0.8 → high (thresholds: mcp.types.*).
 
@@ -51,7 +52,7 @@ pub struct TypesArgs {
     /// Do not ask before --discover calls tools.
     #[arg(long, requires = "discover")]
     pub yes: bool,
-    /// Forget what was learned: about SERVER.TOOL, or about every tool.
+    /// Forget what was learned: about SERVER.TOOL, or about every tool (and the value key).
     #[arg(long, value_name = "SERVER.TOOL", num_args = 0..=1, default_missing_value = "", conflicts_with = "discover")]
     pub reset: Option<String>,
 }

@@ -10,10 +10,6 @@ use super::ts::{Doc, property_key, string_literal};
 use crate::types::shape::Shape;
 use crate::types::{Entry, Quality};
 
-/// A string field becomes a union of literals when it took few distinct values over at least
-/// this many observations.
-const ENUM_MIN_OBSERVATIONS: u64 = 20;
-
 /// How the function of a tool without a declared output schema returns its result.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Returns {
@@ -122,8 +118,9 @@ fn union_members(s: &Shape, high: bool, indent: usize) -> Vec<String> {
         });
     }
     if let Some(st) = &s.string {
-        match st.values.as_ref().filter(|v| st.count >= ENUM_MIN_OBSERVATIONS && !v.is_empty()) {
-            Some(values) => members.extend(values.iter().map(|v| string_literal(v))),
+        // The registry writes an enum's values only once the field earned it (`EnumRules`).
+        match st.enum_values() {
+            Some(values) => members.extend(values.into_iter().map(string_literal)),
             None => members.push("string".into()),
         }
     }

@@ -65,14 +65,18 @@ pub fn learned_in_tree(dir: &Path) -> Learned {
 
 /// The learned types to generate with, from the registry: the tree's own (so unchanged tools
 /// keep their files) except for tools whose quality went up, which take the registry's entry.
-/// Returns them and the tools that went up, as `server.tool`.
+/// Returns them and the tools that went up, as `server.tool`. A tool whose manifest copy still
+/// holds a version 1 registry's plaintext enum candidates counts as gone up: its file and the
+/// manifest are written again, without them.
 pub fn learned_for_tree(dir: &Path, registry: &crate::types::Registry) -> (Learned, Vec<String>) {
     let mut learned = learned_in_tree(dir);
     let mut raised = Vec::new();
     for e in registry.tools.values() {
         let k = (e.server.clone(), e.tool.clone());
-        let before = learned.get(&k).filter(|old| old.definition == e.definition).map(|old| old.quality);
-        if before.is_none_or(|b| e.quality > b) {
+        let old = learned.get(&k).filter(|old| old.definition == e.definition);
+        let before = old.map(|old| old.quality);
+        let plaintext = old.is_some_and(|old| old.shape.has_legacy_values());
+        if plaintext || before.is_none_or(|b| e.quality > b) {
             if before.is_some() || e.quality > crate::types::Quality::None {
                 raised.push(crate::types::key(&e.server, &e.tool));
             }

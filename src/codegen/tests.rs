@@ -514,7 +514,7 @@ fn the_readme_lists_skills_escaped_and_refresh_leaves_tool_files_alone() {
 /// A registry entry for `tool` learned from `values` (quality from the default thresholds).
 fn learned_entry(tool: &ToolInfo, values: &[serde_json::Value]) -> crate::types::Entry {
     let def = crate::types::definition_hash(serde_json::to_string(tool).unwrap().as_bytes());
-    let mut pending = crate::types::Pending::default();
+    let mut pending = crate::types::Pending::with_key(crate::types::HashKey::new([7; 16]));
     for v in values {
         pending.add(&tool.server, &tool.name, &def, v);
     }
@@ -568,4 +568,33 @@ fn learned_types_render_by_quality_and_escape_result_text() {
             );
         }
     }
+}
+
+/// A manifest written before enum candidates were hashed copies them in clear: the tool counts as
+/// gone up, and its regeneration writes the manifest without them.
+#[test]
+fn a_manifest_with_plaintext_enum_candidates_is_written_again_without_them() {
+    let (_t, dir) = tmpdir();
+    let t = tool("alpha", "graph", json!({"type": "object"}));
+    let values: Vec<Value> = (0..4).map(|i| json!({"i": i, "name": "n"})).collect();
+    let entry = learned_entry(&t, &values);
+    let mut o = opts(&dir);
+    o.learned.insert((t.server.clone(), t.name.clone()), entry.clone());
+    generate(std::slice::from_ref(&t), &o).unwrap();
+    // As an earlier agent wrote it: the candidate in clear.
+    let path = dir.join(MANIFEST);
+    let text = std::fs::read_to_string(&path).unwrap();
+    let at = r#""string":{"count":4,"#;
+    assert_eq!(text.matches(at).count(), 1, "{text}");
+    std::fs::write(&path, text.replace(at, &format!(r#"{at}"values":["Zed-Secret-Value-4711"],"#))).unwrap();
+    let mut registry = crate::types::Registry::empty();
+    registry.tools.insert(crate::types::key(&t.server, &t.name), entry);
+    let (learned, raised) = learned_for_tree(&dir, &registry);
+    assert_eq!(raised, ["alpha.graph"]);
+    let mut o = opts(&dir);
+    o.learned = learned;
+    generate(std::slice::from_ref(&t), &o).unwrap();
+    let text = std::fs::read_to_string(&path).unwrap();
+    assert!(!text.contains("Zed-Secret-Value-4711"), "{text}");
+    assert!(learned_for_tree(&dir, &registry).1.is_empty(), "once rewritten, nothing to do");
 }

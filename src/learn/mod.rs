@@ -33,10 +33,23 @@ const AUTO_FLUSH: Duration = Duration::from_secs(5);
 /// A queue this long wakes the background thread at once (bounds the memory it holds).
 const WAKE_AT: usize = 256;
 
+// The configuration accepts no more distinct results than the registry counts.
+const _: () = assert!(crate::config::MAX_ENUM_MIN_RESULTS == crate::types::shape::MAX_RESULT_MARKS);
+
 /// The thresholds of `mcp.types`.
 pub fn thresholds(config: &Config) -> Thresholds {
     let t = &config.mcp.types;
-    Thresholds { low: t.low, medium: t.medium, high: t.high, consistency: t.consistency }
+    Thresholds {
+        low: t.low,
+        medium: t.medium,
+        high: t.high,
+        consistency: t.consistency,
+        enums: crate::types::EnumRules {
+            min_values: t.enum_min_values,
+            min_observations: t.enum_min_observations,
+            min_results: t.enum_min_results,
+        },
+    }
 }
 
 /// The registry file of the configured workspace.
@@ -73,6 +86,8 @@ struct Shared {
     hashes: Mutex<Hashes>,
     path: PathBuf,
     thresholds: Thresholds,
+    /// Whether the value key's problem was reported (once per process, not at every flush).
+    key_warned: std::sync::atomic::AtomicBool,
     /// The background thread's alarm: `(woken, stopping)`.
     alarm: Mutex<(bool, bool)>,
     bell: Condvar,
@@ -89,7 +104,16 @@ impl Shared {
             return Vec::new();
         }
         let taken = batch.len();
-        let mut pending = Pending::default();
+        // Read at every flush: a reset in between (which deletes it) is seen.
+        let mut pending = match crate::types::value_key(&self.path) {
+            Ok(k) => Pending::with_key(k),
+            Err(e) => {
+                if !self.key_warned.swap(true, Ordering::Relaxed) {
+                    tracing::warn!("short strings are not recorded as enum candidates: {e}");
+                }
+                Pending::default()
+            }
+        };
         for (tool, result) in batch {
             let k = (tool.server.clone(), tool.name.clone());
             let def = match hashes.get(&k) {
@@ -148,6 +172,7 @@ impl Recorder {
             hashes: Mutex::default(),
             path,
             thresholds: t,
+            key_warned: std::sync::atomic::AtomicBool::new(false),
             alarm: Mutex::new((false, false)),
             bell: Condvar::new(),
         });

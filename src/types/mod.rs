@@ -2,7 +2,9 @@
 //! registry (`<workspace>/type_registry.json`), with a quality level per tool.
 //!
 //! This module is plain data and file handling: [`shape`] infers and merges shapes from JSON
-//! values (shape only, never values, within caps); [`Registry`] is the file (read, merged and
+//! values (shape only, never values, within caps; short strings as keyed hashes made with the
+//! workspace's [`key`], in clear only once their place earned an enum); [`Registry`] is the
+//! file (`0600`; read, merged and
 //! written under a lock file, so several `agent` processes never lose each other's
 //! observations; a corrupt or foreign file is set aside with a warning). It knows nothing of
 //! MCP: `learn` feeds it from the manager's finished calls, `codegen` renders its shapes as
@@ -15,6 +17,7 @@
 //! it further are skipped for that write). A file over that cap would be set aside, taking
 //! everything learned with it.
 
+pub mod key;
 pub mod shape;
 
 use std::collections::BTreeMap;
@@ -23,13 +26,16 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-pub use shape::Shape;
+pub use key::HashKey;
+pub use shape::{EnumRules, Shape};
 
 /// File name of the registry inside the workspace.
 pub const REGISTRY_FILE: &str = "type_registry.json";
 /// What the registry file says it is (a file without it is foreign and set aside).
 const FORMAT: &str = "agent type registry";
-const VERSION: u32 = 1;
+const VERSION: u32 = 2;
+/// Version 1 kept enum candidates in clear; such a file is read, its candidates restarted.
+const VERSION_PLAINTEXT_CANDIDATES: u32 = 1;
 /// Registry files over this size are not read (set aside as corrupt), and no write makes the
 /// file larger.
 pub const MAX_FILE_BYTES: u64 = 64 << 20;
@@ -87,11 +93,13 @@ pub struct Thresholds {
     pub high: u64,
     /// Mean field consistency a tool needs for `high`.
     pub consistency: f64,
+    /// When a string field becomes an enum.
+    pub enums: EnumRules,
 }
 
 impl Default for Thresholds {
     fn default() -> Self {
-        Thresholds { low: 1, medium: 10, high: 100, consistency: 0.8 }
+        Thresholds { low: 1, medium: 10, high: 100, consistency: 0.8, enums: EnumRules::default() }
     }
 }
 
@@ -143,6 +151,7 @@ pub struct Entry {
 
 impl Entry {
     fn refresh(&mut self, t: &Thresholds) {
+        self.shape.promote(&t.enums);
         self.consistency = round3(self.shape.consistency());
         self.quality = quality(self.observations, self.consistency, t);
         self.source = if self.observations > 0 { Source::Inferred } else { Source::None };
@@ -174,6 +183,9 @@ pub struct Registry {
     pub format: String,
     #[serde(default)]
     pub version: u32,
+    /// The id of the value key the candidates' hashes were made with ([`HashKey::id`]).
+    #[serde(default)]
+    pub key: String,
     /// `server.tool` → entry.
     #[serde(default)]
     pub tools: BTreeMap<String, Entry>,
@@ -182,6 +194,8 @@ pub struct Registry {
 /// Observations not written yet (one process's, merged into the file at a flush).
 #[derive(Debug, Clone, Default)]
 pub struct Pending {
+    /// The value key strings are hashed with (`None`: no enum candidate is recorded).
+    key: Option<HashKey>,
     pub tools: BTreeMap<String, PendingTool>,
     /// Results not recorded because their shape would have passed [`MAX_SHAPE_BYTES`], per tool.
     pub skipped: BTreeMap<String, u64>,
@@ -199,11 +213,16 @@ pub struct PendingTool {
 }
 
 impl Pending {
+    /// Observations whose short strings are kept as enum candidates hashed with `key`.
+    pub fn with_key(key: HashKey) -> Pending {
+        Pending { key: Some(key), ..Pending::default() }
+    }
+
     /// Adds one observed result of `server.tool` (defined as `definition`). Returns `false` when
     /// the result was skipped: the tool's shape would have passed [`MAX_SHAPE_BYTES`].
     pub fn add(&mut self, server: &str, tool: &str, definition: &str, value: &serde_json::Value) -> bool {
         let k = key(server, tool);
-        let shape = Shape::of(value);
+        let shape = Shape::observe(value, self.key.as_ref());
         let bytes = shape.encoded_len();
         if bytes > MAX_SHAPE_BYTES {
             *self.skipped.entry(k).or_default() += 1;
@@ -282,7 +301,7 @@ impl FileLock {
             .create(true)
             .truncate(false)
             .write(true)
-            .mode(0o644)
+            .mode(0o600)
             .open(&path)
             .map_err(|e| format!("cannot open the lock file {}: {e}", path.display()))?;
         loop {
@@ -361,13 +380,20 @@ impl Registry {
         }
         match serde_json::from_slice::<Registry>(&bytes) {
             Ok(r) if r.format == FORMAT && r.version == VERSION => r,
+            Ok(mut r) if r.format == FORMAT && r.version == VERSION_PLAINTEXT_CANDIDATES => {
+                // The candidates were values in clear: dropped here, so nothing reads them, and
+                // gone from the file at the next write; the counts stay.
+                r.tools.values_mut().for_each(|e| e.shape.restart_candidates());
+                r.version = VERSION;
+                r
+            }
             Ok(_) => bad(format!("{} is not an agent type registry (version {VERSION})", path.display())),
             Err(e) => bad(format!("the type registry {} is corrupt ({e})", path.display())),
         }
     }
 
     pub fn empty() -> Registry {
-        Registry { format: FORMAT.into(), version: VERSION, tools: BTreeMap::new() }
+        Registry { format: FORMAT.into(), version: VERSION, key: String::new(), tools: BTreeMap::new() }
     }
 
     /// The entry of `server.tool`, if it was learned against `definition` (any definition when `None`).
@@ -455,6 +481,15 @@ impl Registry {
         }
         let _lock = FileLock::acquire(path)?;
         let mut reg = Registry::load_locked(path, warnings);
+        if let Some(k) = &pending.key {
+            let id = k.id();
+            if reg.key != id {
+                // Hashes made with another key (before a reset, or a replaced key file) match
+                // nothing any more: their places start collecting again.
+                reg.tools.values_mut().for_each(|e| e.shape.restart_candidates());
+                reg.key = id;
+            }
+        }
         let mut replaced = Vec::new();
         let mut changes = reg.merge_pending(pending, t, &now_rfc3339(), &mut replaced, &mut skipped);
         let mut text = reg.encode()?;
@@ -487,15 +522,19 @@ impl Registry {
         Ok(changes)
     }
 
-    /// Forgets `only` (`(server, tool)`; everything when `None`) under the lock. Returns how
-    /// many entries were removed.
+    /// Forgets `only` (`(server, tool)`; everything when `None`, the value key too) under the
+    /// lock. Returns how many entries were removed.
     pub fn reset(path: &Path, only: Option<(&str, &str)>, warnings: &mut Vec<String>) -> Result<usize, String> {
         let _lock = FileLock::acquire(path)?;
         let mut reg = Registry::load_locked(path, warnings);
         let before = reg.tools.len();
         match only {
             Some((s, t)) => reg.tools.retain(|_, e| !(e.server == s && e.tool == t)),
-            None => reg.tools.clear(),
+            None => {
+                reg.tools.clear();
+                reg.key.clear();
+                key::forget_locked(path)?;
+            }
         }
         let removed = before - reg.tools.len();
         reg.save(path)?;
@@ -519,8 +558,18 @@ impl Registry {
     }
 }
 
+/// The value key of the registry at `path`, created under the registry's lock when there is none
+/// (see [`key`]).
+pub fn value_key(path: &Path) -> Result<HashKey, String> {
+    if let Some(k) = key::load(path)? {
+        return Ok(k);
+    }
+    let _lock = FileLock::acquire(path)?;
+    key::load_or_create_locked(path)
+}
+
 fn write(path: &Path, text: &str) -> Result<(), String> {
-    crate::util::fs::write_atomic(path, text.as_bytes(), crate::util::fs::Access::Shared)
+    crate::util::fs::write_atomic(path, text.as_bytes(), crate::util::fs::Access::Private)
         .map_err(|e| format!("cannot write the type registry {}: {e}", path.display()))
 }
 

@@ -1,6 +1,8 @@
 use serde_json::{Value, json};
 
-use super::shape::{MAX_DEPTH, MAX_KEY_BYTES, MAX_NODES, MAX_PROPS};
+use super::shape::{MAX_DEPTH, MAX_KEY_BYTES, MAX_NODES, MAX_PROPS, MAX_RESULT_MARKS};
+use std::path::Path;
+
 use super::*;
 
 fn profile(i: u64) -> Value {
@@ -12,9 +14,18 @@ fn profile(i: u64) -> Value {
     v
 }
 
+fn key() -> HashKey {
+    HashKey::new([9; 16])
+}
+
+/// The string shape of field `name` of the top-level object.
+fn field<'a>(s: &'a Shape, name: &str) -> &'a shape::StringShape {
+    s.object.as_ref().unwrap().fields[name].string.as_ref().unwrap()
+}
+
 #[test]
-fn shapes_record_kinds_presence_formats_and_small_enums_not_values() {
-    let mut p = Pending::default();
+fn shapes_record_kinds_presence_formats_and_candidates_as_keyed_hashes() {
+    let mut p = Pending::with_key(key());
     for i in 0..30 {
         p.add("s", "t", "d", &profile(i));
     }
@@ -22,14 +33,197 @@ fn shapes_record_kinds_presence_formats_and_small_enums_not_values() {
     let o = s.object.as_ref().unwrap();
     assert_eq!(o.count, 30);
     assert_eq!(o.fields["email"].count, 15);
-    assert_eq!(o.fields["created"].string.as_ref().unwrap().known_format(), Some("date-time"));
-    assert_eq!(o.fields["email"].string.as_ref().unwrap().known_format(), Some("email"));
-    assert!(o.fields["email"].string.as_ref().unwrap().values.is_none(), "formatted strings keep no values");
-    let status = o.fields["status"].string.as_ref().unwrap().values.as_ref().unwrap();
+    assert_eq!(field(s, "created").known_format(), Some("date-time"));
+    assert_eq!(field(s, "email").known_format(), Some("email"));
+    assert!(field(s, "email").candidates.is_none(), "formatted strings keep no candidates");
+    let status = field(s, "status").candidates.as_ref().unwrap();
     assert_eq!(status.len(), 2);
-    assert!(o.fields["name"].string.as_ref().unwrap().values.is_none(), "30 distinct names overflow the enum");
+    assert!(status.contains_key(&key().value("active")) && status.contains_key(&key().value("idle")));
+    assert_eq!(status[&key().value("idle")].count, 15);
+    assert_eq!(status[&key().value("idle")].results, 15, "each profile is a distinct result");
+    assert_eq!(status[&key().value("idle")].marks.len(), 15);
+    assert!(field(s, "name").candidates.is_none(), "30 distinct names overflow the enum");
     let text = serde_json::to_string(s).unwrap();
-    assert!(!text.contains("n17"), "a value leaked into the shape: {text}");
+    for plain in ["active", "idle", "n17", "a@example.com", "2026-01-02"] {
+        assert!(!text.contains(plain), "{plain} leaked into the shape: {text}");
+    } // Past the cap only the count stays.
+    for i in 30..34 {
+        p.add("s", "t", "d", &profile(i));
+    }
+    let idle = &field(&p.tools["s.t"].shape, "status").candidates.as_ref().unwrap()[&key().value("idle")];
+    assert_eq!((idle.results, idle.marks.len()), (MAX_RESULT_MARKS, 0));
+}
+
+/// Records `results` of tool `s.t` in one flush and returns the entry as written.
+fn record(path: &Path, results: &[Value], t: &Thresholds) -> (Entry, String) {
+    let mut p = Pending::with_key(value_key(path).unwrap());
+    for r in results {
+        p.add("s", "t", "d", r);
+    }
+    Registry::record(path, &p, t, &mut Vec::new()).unwrap();
+    let text = std::fs::read_to_string(path).unwrap();
+    let reg = Registry::load(path, &mut Vec::new());
+    (reg.tools["s.t"].clone(), text)
+}
+
+#[test]
+fn a_field_becomes_an_enum_only_when_every_rule_holds() {
+    let t = Thresholds::default();
+    let kind = |i: usize, v: &str| json!({"i": i, "kind": v});
+    let enum_of =
+        |e: &Entry| field(&e.shape, "kind").enum_values().map(|v| v.into_iter().map(String::from).collect::<Vec<_>>());
+    let case = |results: Vec<Value>| {
+        let dir = tempfile::tempdir().unwrap();
+        let (e, text) = record(&registry_path(dir.path()), &results, &t);
+        (enum_of(&e), text)
+    };
+    // The same two results twenty times each: two distinct results, not three per value.
+    let (values, text) = case((0..40).map(|i| kind(i % 2, ["alpha-state", "beta-state"][i % 2])).collect());
+    assert_eq!(values, None);
+    assert!(!text.contains("alpha-state"), "{text}");
+    // 19 strings: too few observations.
+    let (values, text) = case((0..19).map(|i| kind(i, ["alpha-state", "beta-state"][i % 2])).collect());
+    assert_eq!(values, None);
+    assert!(!text.contains("beta-state"), "{text}");
+    // One value, however often.
+    let (values, text) = case((0..40).map(|i| kind(i, "alpha-state")).collect());
+    assert_eq!(values, None);
+    assert!(!text.contains("alpha-state"), "{text}");
+    // A value in only two distinct results among 30.
+    let (values, text) = case((0..30).map(|i| kind(i, if i < 2 { "rare-state" } else { "alpha-state" })).collect());
+    assert_eq!(values, None);
+    assert!(!text.contains("rare-state") && !text.contains("alpha-state"), "{text}");
+    // A secret-looking value in the set: the place keeps no candidates at all.
+    let (values, text) = case((0..30).map(|i| kind(i, if i % 10 == 0 { "ghp_x1" } else { "alpha-state" })).collect());
+    assert_eq!(values, None);
+    assert!(!text.contains("ghp_x1") && !text.contains("alpha-state"), "{text}");
+    // Every rule holds at the 20th string: the values are written, and only then.
+    let dir = tempfile::tempdir().unwrap();
+    let path = registry_path(dir.path());
+    let results: Vec<Value> = (0..20).map(|i| kind(i, ["alpha-state", "beta-state"][i % 2])).collect();
+    let (e, text) = record(&path, &results[..19], &t);
+    assert_eq!(enum_of(&e), None);
+    assert!(!text.contains("alpha-state"), "{text}");
+    let (e, text) = record(&path, &results[19..], &t);
+    assert!(!text.contains("alpha-state"), "alpha-state was not seen in this flush, so it is not known yet: {text}");
+    assert_eq!(enum_of(&e), None, "an enum is complete or not rendered");
+    let (e, text) = record(&path, &[kind(20, "alpha-state")], &t);
+    assert_eq!(enum_of(&e), Some(vec!["alpha-state".to_string(), "beta-state".to_string()]));
+    assert!(text.contains("\"alpha-state\"") && text.contains("\"beta-state\""), "{text}");
+    // Stricter rules later: the values are no longer used or written.
+    let strict = Thresholds { enums: EnumRules { min_results: 12, ..EnumRules::default() }, ..t };
+    let reg = Registry::load(&path, &mut Vec::new()).with_thresholds(&strict);
+    assert_eq!(enum_of(&reg.tools["s.t"]), None);
+}
+
+#[test]
+fn a_result_seen_by_two_processes_counts_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = registry_path(dir.path());
+    let same: Vec<Value> = (0..12).map(|i| json!({"kind": (["alpha-state", "beta-state"][i % 2])})).collect();
+    record(&path, &same, &Thresholds::default());
+    let (e, text) = record(&path, &same, &Thresholds::default());
+    let kind = field(&e.shape, "kind").candidates.clone().unwrap();
+    assert_eq!(kind.values().map(|c| (c.count, c.results)).collect::<Vec<_>>(), [(12, 1), (12, 1)]);
+    assert!(!text.contains("alpha-state"), "{text}");
+}
+
+#[test]
+fn secrets_and_identifiers_look_sensitive_and_enum_words_do_not() {
+    for s in [
+        "ghp_16C7e42F292c6912E7710c838347Ae178B4a",
+        "sk-proj-abc",
+        "eyJhbGciOiJIUzI1NiJ9",
+        "AKIAIOSFODNN7EXAMPLE",
+        "zed@example.com",
+        "a b@corp.io",
+        "123e4567-e89b-12d3-a456-426614174000",
+        "4111111111111111",
+        "acct-00123456",
+        "9f86d081884c",
+        "Zq8Kx2PmL9vB",
+        "Zed-Secret-Value-4711",
+    ] {
+        assert!(shape::looks_sensitive(s), "{s}");
+    }
+    for s in ["active", "in_progress", "COMPLETED", "text/plain", "PullRequest", "en-US", "high", "v2", "alpha-state"] {
+        assert!(!shape::looks_sensitive(s), "{s}");
+    }
+}
+
+#[test]
+fn a_version_1_registry_loses_its_plaintext_candidates_and_keeps_its_counts() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = registry_path(dir.path());
+    let v1 = json!({
+        "format": "agent type registry", "version": 1,
+        "tools": {"mem.read_graph": {
+            "server": "mem", "tool": "read_graph", "source": "inferred", "quality": "medium",
+            "observations": 12, "last_observed": "2026-01-01T00:00:00Z", "definition": "d",
+            "consistency": 1.0, "fields": {},
+            "shape": {"count": 12, "object": {"count": 12, "fields": {"name": {"count": 12,
+                "string": {"count": 12, "values": ["Zed-Secret-Value-4711"]}}}}}
+        }}
+    });
+    std::fs::write(&path, serde_json::to_string_pretty(&v1).unwrap()).unwrap();
+    // A reader (no write yet) never sees the old values as an enum.
+    let reg = Registry::load(&path, &mut Vec::new());
+    assert_eq!(field(&reg.tools["mem.read_graph"].shape, "name").enum_values(), None);
+    // The first write drops them; the counts stay and the place collects hashes again.
+    let mut p = Pending::with_key(value_key(&path).unwrap());
+    p.add("mem", "other", "d", &json!({"x": 1}));
+    Registry::record(&path, &p, &Thresholds::default(), &mut Vec::new()).unwrap();
+    let text = std::fs::read_to_string(&path).unwrap();
+    assert!(!text.contains("Zed-Secret-Value-4711"), "{text}");
+    let reg = Registry::load(&path, &mut Vec::new());
+    assert_eq!(reg.version, 2);
+    let e = &reg.tools["mem.read_graph"];
+    assert_eq!((e.observations, field(&e.shape, "name").count), (12, 12));
+    assert_eq!(field(&e.shape, "name").candidates.as_ref().map(|c| c.len()), Some(0));
+}
+
+/// `n` distinct results whose `kind` alternates between two values: an enum from 20 on.
+fn two_kinds(n: usize) -> Vec<Value> {
+    (0..n).map(|i| json!({"i": i, "kind": (["alpha-state", "beta-state"][i % 2])})).collect()
+}
+
+#[test]
+fn the_file_and_key_are_private_and_a_full_reset_forgets_the_key() {
+    use std::os::unix::fs::PermissionsExt as _;
+    let dir = tempfile::tempdir().unwrap();
+    let path = registry_path(dir.path());
+    let results = two_kinds(24);
+    let (e, _) = record(&path, &results, &Thresholds::default());
+    assert!(field(&e.shape, "kind").enum_values().is_some());
+    let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode(&path), 0o600);
+    assert_eq!(mode(&key::key_path(&path)), 0o600);
+    let old = value_key(&path).unwrap();
+    Registry::reset(&path, Some(("s", "other")), &mut Vec::new()).unwrap();
+    assert_eq!(value_key(&path).unwrap(), old, "resetting one tool keeps the key");
+    Registry::reset(&path, None, &mut Vec::new()).unwrap();
+    assert!(!key::key_path(&path).exists());
+    assert_ne!(value_key(&path).unwrap(), old, "a new key after a full reset");
+}
+
+#[test]
+fn hashes_made_with_another_key_are_restarted_not_mixed() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = registry_path(dir.path());
+    let results = two_kinds(24);
+    let mut p = Pending::with_key(HashKey::new([1; 16]));
+    for r in &results {
+        p.add("s", "t", "d", r);
+    }
+    Registry::record(&path, &p, &Thresholds::default(), &mut Vec::new()).unwrap();
+    let mut p = Pending::with_key(HashKey::new([2; 16]));
+    p.add("s", "t", "d", &results[0]);
+    Registry::record(&path, &p, &Thresholds::default(), &mut Vec::new()).unwrap();
+    let reg = Registry::load(&path, &mut Vec::new());
+    let kind = field(&reg.tools["s.t"].shape, "kind");
+    assert_eq!(kind.candidates.as_ref().unwrap().len(), 1, "only the new key's hash");
+    assert_eq!(kind.enum_values(), None);
+    assert_eq!(reg.key, HashKey::new([2; 16]).id());
 }
 
 #[test]
@@ -97,7 +291,7 @@ fn id_keyed_objects_become_records() {
 fn the_file_merges_across_writers_and_a_changed_definition_starts_over() {
     let dir = tempfile::tempdir().unwrap();
     let path = registry_path(dir.path());
-    let t = Thresholds { low: 1, medium: 3, high: 5, consistency: 0.8 };
+    let t = Thresholds { low: 1, medium: 3, high: 5, consistency: 0.8, enums: EnumRules::default() };
     let mut warnings = Vec::new();
     let threads: Vec<_> = (0..4)
         .map(|_| {

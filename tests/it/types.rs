@@ -103,8 +103,10 @@ fn a_tool_walks_from_none_to_high_and_the_tree_follows() {
         (e["observations"].as_u64(), e["quality"].as_str(), e["source"].as_str()),
         (Some(1), Some("low"), Some("inferred"))
     );
-    // Shape only: formatted strings never keep values (short ones are enum candidates until they overflow).
-    assert!(!reg.to_string().contains("u2@example.com") && !reg.to_string().contains("2026-01-02"), "{reg}");
+    // Shapes only: no value of the result is in the file (short strings are keyed hashes).
+    for value in ["u2@example.com", "2026-01-02", "user2", "away"] {
+        assert!(!reg.to_string().contains(value), "{value}: {reg}");
+    }
     let f = profile_file(&p);
     assert!(f.contains("Output type inferred from 1 observed result (quality: low; every field is optional)"), "{f}");
     assert!(f.contains("  id?: number;\n") && f.contains("  email?: string;\n"), "{f}");
@@ -405,4 +407,130 @@ fn a_hostile_script_cannot_bloat_or_wipe_the_registry() {
     assert!(fields.keys().all(|k| k.len() <= 256), "a long field name was recorded");
     let aside = std::fs::read_dir(p.path().join(WS)).unwrap().flatten();
     assert_eq!(aside.filter(|e| e.file_name().to_string_lossy().contains(".corrupt-")).count(), 0);
+}
+
+/// Every file below `dir` (links not followed) whose bytes contain `needle`.
+fn files_containing(dir: &Path, needle: &str, found: &mut Vec<String>) {
+    let Ok(entries) = std::fs::read_dir(dir) else { return };
+    for e in entries.flatten() {
+        let Ok(kind) = e.file_type() else { continue };
+        if kind.is_dir() {
+            files_containing(&e.path(), needle, found);
+        } else if kind.is_file()
+            && let Ok(bytes) = std::fs::read(e.path())
+            && bytes.windows(needle.len()).any(|w| w == needle.as_bytes())
+        {
+            found.push(e.path().display().to_string());
+        }
+    }
+}
+
+/// A server's results carry a person's name, e-mail addresses and short tokens: the graph of a
+/// memory server read twelve times (one entity name in twelve identical results), then forty
+/// account records with a secret-looking token, an API key, an owner's name and e-mail, and
+/// two fields that could be enums. After the calls, no file of the project (workspace, logs,
+/// home) or of the cache holds any of these values; the one field that earned an enum (two
+/// values, 40 strings, each in 20 distinct results) has its values written, in the registry
+/// and in the generated type, and the fields that did not earn one stay `string`.
+#[test]
+fn result_values_never_reach_the_disk_until_a_field_earns_an_enum() {
+    let p = project("    learn: true\n");
+    // The script spells every value backwards (`r`), so neither it nor its cached bytecode holds
+    // one: a value in a file got there from a result.
+    p.write(
+        "leak.ts",
+        "import { echo } from './.kodelet/mcp/servers/fixture/index.ts';\n\
+         const r = (s: string) => s.split('').reverse().join('');\n\
+         const graph = { entities: [{ name: r('1174-eulaV-terceS-deZ'), entityType: 'person', observations: [r('riaf eht ta tem')] }], relations: [] };\n\
+         for (let i = 0; i < 12; i++) await echo({ message: JSON.stringify(graph) });\n\
+         for (let i = 0; i < 40; i++) {\n\
+           const account: Record<string, unknown> = {\n\
+             id: i, token: r('9LmP2xK8qZ-ks'), apiKey: r('1oI3uY5tR7wQ'), contact: r(i % 2 ? 'elpmaxe.liam-proc@q.ada' : 'elpmaxe.liam-proc@ob'),\n\
+             state: r(i % 2 ? 'etats-nepo' : 'etats-desolc'), region: r(i < 2 ? 'enoz-htron' : 'enoz-htuos'),\n\
+           };\n\
+           if (i < 4) account.owner = r(i < 2 ? 'assetniuQ adA' : 'htrowsnevaR oB');\n\
+           await echo({ message: JSON.stringify(account) });\n\
+         }\n",
+    );
+    p.run(&["exec", "leak.ts"]).assert_ok();
+    p.run(&["mcp", "types", "--json"]).assert_ok();
+    p.run(&["mcp", "generate"]).assert_ok();
+
+    for secret in [
+        "Zed-Secret-Value-4711",
+        "met at the fair",
+        "sk-Zq8Kx2PmL9",
+        "Qw7Rt5Yu3Io1",
+        "corp-mail.example",
+        "Ada Quintessa",
+        "Bo Ravensworth",
+        "north-zone",
+        "south-zone",
+    ] {
+        let mut found = Vec::new();
+        files_containing(p.path(), secret, &mut found);
+        files_containing(&support::test_cache_dir(), secret, &mut found);
+        assert!(found.is_empty(), "{secret:?} was written to {found:?}");
+    }
+    // The search sees what the recorder writes: the values of the earned enum are found.
+    let mut found = Vec::new();
+    files_containing(p.path(), "closed-state", &mut found);
+    found.sort_unstable();
+    assert!(
+        found.iter().any(|f| f.ends_with("type_registry.json")) && found.iter().any(|f| f.ends_with("echo.ts")),
+        "{found:?}"
+    );
+    let reg = registry(&p);
+    let fields = &reg["tools"]["fixture.echo"]["shape"]["object"]["fields"];
+    let state = fields["state"]["string"]["candidates"].as_object().unwrap();
+    let mut values: Vec<&str> = state.values().map(|c| c["value"].as_str().unwrap()).collect();
+    values.sort_unstable();
+    assert_eq!(values, ["closed-state", "open-state"]);
+    assert!(state.keys().all(|h| h.len() == 32), "{state:?}");
+    assert!(fields["token"]["string"].get("candidates").is_none(), "a secret-looking value keeps no hash");
+    let region = fields["region"]["string"]["candidates"].as_object().unwrap();
+    assert_eq!(region.len(), 2);
+    assert!(region.values().all(|c| c.get("value").is_none()), "{region:?}");
+    let f = std::fs::read_to_string(p.path().join(WS).join("servers/fixture/echo.ts")).unwrap();
+    assert!(f.contains("state?: \"closed-state\" | \"open-state\";"), "{f}");
+    assert!(f.contains("region?: string;") && f.contains("token?: string;"), "{f}");
+    // The registry and its key are private to the user.
+    use std::os::unix::fs::PermissionsExt as _;
+    for file in ["type_registry.json", "type_registry.key"] {
+        let mode = std::fs::metadata(p.path().join(WS).join(file)).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o600, "{file}");
+    }
+    // A full reset forgets the key with what was learned.
+    p.run(&["mcp", "types", "--reset"]).assert_ok();
+    assert!(!p.path().join(WS).join("type_registry.key").exists());
+}
+
+/// Another local user plants the value key before the first recording, as a file they can read
+/// (so they could confirm guesses against the hashes), or as a link to one: the recorder does
+/// not use it, says so once, and records shapes without enum candidates.
+#[test]
+fn a_value_key_another_user_could_read_is_not_used() {
+    use std::os::unix::fs::PermissionsExt as _;
+    let p = project("    learn: true\n");
+    let key = p.path().join(WS).join("type_registry.key");
+    std::fs::write(&key, "00112233445566778899aabbccddeeff\n").unwrap();
+    std::fs::set_permissions(&key, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let r = p.run(&["mcp", "call", "fixture.profile", "--args", "{\"i\": 1}"]);
+    r.assert_ok();
+    assert_eq!(r.stderr.matches("not recorded as enum candidates").count(), 1, "{}", r.stderr);
+    assert!(r.stderr.contains("not private to this user"), "{}", r.stderr);
+    let reg = registry(&p);
+    let status = &reg["tools"]["fixture.profile"]["shape"]["object"]["fields"]["status"]["string"];
+    assert_eq!(status["candidates"], serde_json::json!({}), "{reg}");
+    assert_eq!(reg["key"], "");
+    // A link to a private-looking file is refused the same way.
+    std::fs::remove_file(&key).unwrap();
+    let elsewhere = p.path().join("planted.key");
+    std::fs::write(&elsewhere, "00112233445566778899aabbccddeeff\n").unwrap();
+    std::fs::set_permissions(&elsewhere, std::fs::Permissions::from_mode(0o600)).unwrap();
+    std::os::unix::fs::symlink(&elsewhere, &key).unwrap();
+    let r = p.run(&["mcp", "call", "fixture.profile", "--args", "{\"i\": 2}"]);
+    r.assert_ok();
+    assert!(r.stderr.contains("is not a regular file"), "{}", r.stderr);
+    assert_eq!(registry(&p)["key"], "");
 }

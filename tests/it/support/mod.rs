@@ -104,7 +104,7 @@ impl Project {
         }
         c.env("HOME", self.path().join("home")).env_remove("XDG_CONFIG_HOME").env("NO_COLOR", "1");
         // One cache for all test runs: the runtime snapshot is made once per binary, not per test.
-        c.env("XDG_CACHE_HOME", node_tools_dir().with_file_name("test-cache"));
+        c.env("XDG_CACHE_HOME", test_cache_dir());
         c.stdin(Stdio::null());
         c
     }
@@ -216,6 +216,11 @@ impl Drop for HttpFixture {
 }
 
 /// Where npm packages for the tests are installed.
+/// The `XDG_CACHE_HOME` of every `agent` a test runs (shared by all tests).
+pub fn test_cache_dir() -> PathBuf {
+    node_tools_dir().with_file_name("test-cache")
+}
+
 fn node_tools_dir() -> PathBuf {
     let target = std::env::var_os("CARGO_TARGET_DIR")
         .map(PathBuf::from)
