@@ -800,34 +800,34 @@ fn hold_connections(
     half_open: usize,
     slow: usize,
     stop: Arc<std::sync::atomic::AtomicBool>,
-) -> Vec<std::thread::JoinHandle<usize>> {
+) -> (Vec<std::thread::JoinHandle<()>>, Arc<std::sync::atomic::AtomicUsize>) {
+    use std::sync::atomic::Ordering::Relaxed;
+    // Whether the server is done with the connection: end of stream, a reset, or an answer.
     let closed_by_server = |c: &mut std::net::TcpStream| {
-        c.set_read_timeout(Some(Duration::from_millis(100))).unwrap();
-        match c.read(&mut [0u8; 256]) {
-            Err(e) if matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut) => 0,
-            // End of stream, a reset, or an answer: the server is done with it.
-            _ => 1,
-        }
+        c.set_read_timeout(Some(Duration::from_millis(20))).unwrap();
+        !matches!(c.read(&mut [0u8; 256]), Err(e) if matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut))
     };
+    let closed = Arc::new(std::sync::atomic::AtomicUsize::new(0));
     let mut held = Vec::new();
     for i in 0..half_open + slow {
-        let stop = stop.clone();
+        let (stop, closed) = (stop.clone(), closed.clone());
         held.push(std::thread::spawn(move || {
-            let Ok(mut c) = std::net::TcpStream::connect(("127.0.0.1", port)) else { return 1 };
+            let Ok(mut c) = std::net::TcpStream::connect(("127.0.0.1", port)) else {
+                closed.fetch_add(1, Relaxed);
+                return;
+            };
             let slowloris = i >= half_open;
-            if slowloris && c.write_all(b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\n").is_err() {
-                return 1;
-            }
-            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+            let mut gone = slowloris && c.write_all(b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\n").is_err();
+            while !gone && !stop.load(Relaxed) {
                 std::thread::sleep(Duration::from_millis(200));
-                if slowloris && c.write_all(b"X").is_err() {
-                    return 1;
-                }
+                gone = (slowloris && c.write_all(b"X").is_err()) || closed_by_server(&mut c);
             }
-            closed_by_server(&mut c)
+            if gone {
+                closed.fetch_add(1, Relaxed);
+            }
         }));
     }
-    held
+    (held, closed)
 }
 
 /// With a low open-file limit (as on the machine where 150 half-open connections locked a
@@ -852,7 +852,7 @@ fn half_open_and_slow_connections_over_the_cap_do_not_lock_a_real_client_out() {
         }
     });
     let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
-    let held = hold_connections(s.port(), 150, 30, stop.clone());
+    let (held, closed) = hold_connections(s.port(), 150, 30, stop.clone());
     std::thread::sleep(Duration::from_millis(500));
     let auth = s.auth();
     for attempt in 0..3 {
@@ -866,18 +866,26 @@ fn half_open_and_slow_connections_over_the_cap_do_not_lock_a_real_client_out() {
         assert_eq!(status, Ok(200), "attempt {attempt}: a real client was not served within 10 s");
     }
     let fds = open_fds(s.pid());
-    stop.store(true, std::sync::atomic::Ordering::Relaxed);
-    let closed: usize = held.into_iter().map(|h| h.join().unwrap()).sum();
     let err = s.stderr.lock().unwrap().clone();
-    assert!(!err.contains("Too many open files"), "{err}");
     // The default cap (256) does not fit under 160 descriptors: serve lowered it and said so.
     let cap: usize = err
         .split("serve.max_connections lowered from 256 to ")
         .nth(1)
         .and_then(|r| r.split(':').next()?.parse().ok())
         .unwrap_or_else(|| panic!("no word of the lowered cap: {err}"));
+    // Every idle connection past the cap is closed, once serve has accepted it (on a loaded
+    // machine some still wait in the listen backlog when the real clients are done).
+    let all_over_the_cap_closed =
+        wait_until(Duration::from_secs(30), || closed.load(std::sync::atomic::Ordering::Relaxed) + cap >= 180);
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    for h in held {
+        h.join().unwrap();
+    }
+    let err = s.stderr.lock().unwrap().clone();
+    assert!(!err.contains("Too many open files"), "{err}");
     assert!(fds + 32 < 160, "serve holds {fds} of its 160 descriptors: no room left for its own files");
-    assert!(closed + cap >= 180, "serve closed only {closed} of 180 idle connections (cap {cap})");
+    let closed = closed.load(std::sync::atomic::Ordering::Relaxed);
+    assert!(all_over_the_cap_closed, "serve closed only {closed} of 180 idle connections (cap {cap})");
 }
 
 /// A client that sends its headers, or then its body, too slowly is cut off after
