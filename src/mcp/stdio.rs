@@ -471,7 +471,6 @@ impl Transport<RoleClient> for ChildTransport {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use tokio::io::AsyncReadExt;
 
     fn id(s: &str) -> Dropped {
         Dropped::Response(s.as_bytes().to_vec())
@@ -525,15 +524,7 @@ mod tests {
         // Small reads from the inner stream and into a small buffer exercise every boundary.
         let inner = Trickle(input, 0);
         let mut reader = CappedReader::new(inner, cap.clone(), "t");
-        let mut out = Vec::new();
-        let mut buf = [0u8; 5];
-        loop {
-            let n = reader.read(&mut buf).await.unwrap();
-            if n == 0 {
-                break;
-            }
-            out.extend_from_slice(&buf[..n]);
-        }
+        let out = crate::util::read::in_small_reads(&mut reader, 5).await;
         let failed_all = rx.try_recv().is_ok();
         (out, cap, failed_all)
     }

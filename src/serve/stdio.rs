@@ -361,7 +361,6 @@ impl<R> LimitedLines<R> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use tokio::io::AsyncReadExt;
 
     fn id_of(line: &str) -> Option<RequestId> {
         let mut s = IdScanner::default();
@@ -383,16 +382,8 @@ mod tests {
 
     async fn read_all(input: &[u8], limit: usize) -> (String, Vec<Option<RequestId>>) {
         let (mut lines, mut rx) = LimitedLines::for_test(input, limit);
-        let mut out = Vec::new();
         // A small buffer, as rmcp's reads may be, to cross every boundary.
-        let mut chunk = [0u8; 7];
-        loop {
-            let n = lines.read(&mut chunk).await.unwrap();
-            if n == 0 {
-                break;
-            }
-            out.extend_from_slice(&chunk[..n]);
-        }
+        let out = crate::util::read::in_small_reads(&mut lines, 7).await;
         let mut ids = Vec::new();
         while let Ok(n) = rx.try_recv() {
             ids.push(n.id);

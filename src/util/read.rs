@@ -63,6 +63,21 @@ pub fn read_text_file(path: &Path, max: u64) -> Result<String, FileError> {
     String::from_utf8(bytes).map_err(|_| FileError::NotUtf8)
 }
 
+/// Reads `r` to its end through a buffer of `chunk` bytes, as a peer's small reads would: tests
+/// of readers that cut and count across every boundary.
+#[cfg(test)]
+pub(crate) async fn in_small_reads(r: &mut (impl tokio::io::AsyncRead + Unpin), chunk: usize) -> Vec<u8> {
+    use tokio::io::AsyncReadExt as _;
+    let (mut out, mut buf) = (Vec::new(), vec![0u8; chunk]);
+    loop {
+        match r.read(&mut buf).await {
+            Ok(0) => return out,
+            Ok(n) => out.extend_from_slice(&buf[..n]),
+            Err(e) => panic!("read failed: {e}"),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
