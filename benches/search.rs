@@ -30,7 +30,7 @@ use std::time::{Duration, Instant};
 use agent::codegen::load_tools_file;
 use agent::mcp::ToolInfo;
 use agent::mcp::catalog::doc_for;
-use agent::search::{Index, Ranking, text};
+use agent::search::{Doc, Index, Ranking, text};
 
 fn manifest(rel: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join(rel)
@@ -90,7 +90,7 @@ fn queries(file: &str, seed: bool, known: &BTreeSet<String>) -> Vec<Query> {
         }
         let split = if seed {
             Split::Seed
-        } else if fnv1a(query) % 2 == 0 {
+        } else if fnv1a(query).is_multiple_of(2) {
             Split::Dev
         } else {
             Split::Test
@@ -159,18 +159,59 @@ impl PlainBm25 {
     }
 }
 
-/// The three rankings over one catalogue.
+/// The rankings over one catalogue.
 struct Rankers {
     plain: PlainBm25,
     bm25f: Index,
     shipped: Index,
+    /// One document per server (its tools' names, titles, descriptions and parameters): the
+    /// first stage of the server-stage lever.
+    servers: Index,
+    /// Per tool, the position of its server in `servers`.
+    server_of: Vec<usize>,
 }
 
-const RANKINGS: [&str; 3] = ["plain BM25 (name + description)", "BM25F only (no signals, no synonyms)", "shipped"];
+const RANKINGS: [&str; 4] = [
+    "plain BM25 (name + description)",
+    "BM25F only (no signals, no synonyms)",
+    "shipped",
+    "lever: shipped x server stage",
+];
+
+/// The server-stage lever's weight: a tool's score is multiplied by `1 + w * s`, where `s` is its
+/// server's score for the query divided by the best server's. Chosen on the dev split (0.25,
+/// 0.5, 1, 2, 4 tried; 0.5 best at recall@1 and @3 in the whole catalogue).
+fn server_weight() -> f32 {
+    std::env::var("SEARCH_BENCH_SERVER_WEIGHT").ok().and_then(|v| v.parse().ok()).unwrap_or(0.5)
+}
 
 impl Rankers {
     fn build(tools: &[ToolInfo]) -> Rankers {
         let docs: Vec<_> = tools.iter().map(doc_for).collect();
+        let mut names: Vec<String> = Vec::new();
+        let mut server_of = Vec::new();
+        let mut server_docs: Vec<Doc> = Vec::new();
+        for d in &docs {
+            let pos = names.iter().position(|n| *n == d.server).unwrap_or_else(|| {
+                names.push(d.server.clone());
+                server_docs.push(Doc {
+                    server: d.server.clone(),
+                    tool: d.server.clone(),
+                    title: String::new(),
+                    description: String::new(),
+                    params: Vec::new(),
+                    annotations: Vec::new(),
+                });
+                names.len() - 1
+            });
+            server_of.push(pos);
+            let sd = &mut server_docs[pos];
+            for part in [d.tool.as_str(), d.title.as_str(), d.description.as_str()] {
+                sd.description.push(' ');
+                sd.description.push_str(part);
+            }
+            sd.params.extend(d.params.iter().cloned());
+        }
         Rankers {
             plain: PlainBm25::build(tools),
             bm25f: Index::build(docs.clone()).with_ranking(Ranking {
@@ -179,7 +220,37 @@ impl Rankers {
                 ..Ranking::default()
             }),
             shipped: Index::build(docs),
+            servers: Index::build(server_docs),
+            server_of,
         }
+    }
+
+    /// The shipped ranking's top 50, rescored by how well the query matches each tool's server:
+    /// by default the server's own document (all its tools' text) in an index of servers; with
+    /// `SEARCH_BENCH_SERVER_MODE=sum`, the sum of its tools' scores among the 50 (worse on dev).
+    fn server_stage(&self, query: &str) -> Vec<usize> {
+        let hits = self.shipped.search(query, 50, &[]);
+        let mut server_score = vec![0.0f32; self.servers.len()];
+        if std::env::var("SEARCH_BENCH_SERVER_MODE").is_ok_and(|m| m == "sum") {
+            for h in &hits {
+                server_score[self.server_of[h.doc]] += h.score;
+            }
+        } else {
+            for h in self.servers.search(query, self.servers.len(), &[]) {
+                server_score[h.doc] = h.score;
+            }
+        }
+        let best = server_score.iter().copied().fold(0.0f32, f32::max);
+        let w = server_weight();
+        let mut rescored: Vec<(usize, f32)> = hits
+            .iter()
+            .map(|h| {
+                let s = if best > 0.0 { server_score[self.server_of[h.doc]] / best } else { 0.0 };
+                (h.doc, h.score * (1.0 + w * s))
+            })
+            .collect();
+        rescored.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+        rescored.into_iter().take(5).map(|(d, _)| d).collect()
     }
 
     /// The top 5 of ranking `which` (an index into [`RANKINGS`]), as document positions.
@@ -187,7 +258,8 @@ impl Rankers {
         match which {
             0 => self.plain.search(query, 5),
             1 => self.bm25f.search(query, 5, &[]).iter().map(|h| h.doc).collect(),
-            _ => self.shipped.search(query, 5, &[]).iter().map(|h| h.doc).collect(),
+            2 => self.shipped.search(query, 5, &[]).iter().map(|h| h.doc).collect(),
+            _ => self.server_stage(query),
         }
     }
 }
@@ -264,7 +336,7 @@ fn main() {
     let full = Rankers::build(&tools);
     let mut own: HashMap<Vec<String>, (Vec<ToolInfo>, Rankers)> = HashMap::new();
     // [split][setting][ranking]
-    let mut table: [[[Recall; 3]; 2]; 3] = Default::default();
+    let mut table: [[[Recall; 4]; 2]; 3] = Default::default();
     let mut misses: Vec<String> = Vec::new();
     for q in &all {
         let key = servers_of(q);
@@ -273,12 +345,12 @@ fn main() {
             let r = Rankers::build(&subset);
             (subset, r)
         });
-        let split = q.split as usize;
-        for which in 0..RANKINGS.len() {
-            table[split][0][which].add(rank_of(own_tools, &own_rankers.top5(which, &q.text), &q.want));
+        let [own_row, full_row] = &mut table[q.split as usize];
+        for (which, (own_cell, full_cell)) in own_row.iter_mut().zip(full_row.iter_mut()).enumerate() {
+            own_cell.add(rank_of(own_tools, &own_rankers.top5(which, &q.text), &q.want));
             let top = full.top5(which, &q.text);
             let rank = rank_of(&tools, &top, &q.want);
-            table[split][1][which].add(rank);
+            full_cell.add(rank);
             if which == 2 && q.split != Split::Test && rank.is_none_or(|p| p >= 3) {
                 let got: Vec<String> = top.iter().take(3).map(|&i| tools[i].qualified_name()).collect();
                 misses.push(format!("{:?}: want {} got {got:?}", q.text, q.want.join(" | ")));
