@@ -193,6 +193,33 @@ struct JobsInner {
 /// A job sent to a worker: its id, and where "started" and the outcome arrive.
 type Submitted = (u64, oneshot::Receiver<()>, oneshot::Receiver<ExecOutcome>);
 
+/// deno_core's own line when a stack trace is asked of an isolate that is being terminated (a
+/// script stopped in the middle of a call): noise about our stop, not about the script.
+const TERMINATION_NOISE: &[u8] =
+    b"warning: Failed to create JsStackFrame from callsite object: Error: execution terminated";
+
+/// Passes the worker's stderr (its log lines) on to ours, line by line, leaving out deno_core's
+/// [`TERMINATION_NOISE`]. Reads to the end whatever happens, so the worker never writes into a
+/// closed pipe.
+fn relay_stderr(stderr: std::process::ChildStderr) {
+    let relay = move || {
+        use std::io::BufRead as _;
+        let mut lines = BufReader::new(stderr);
+        let mut line = Vec::new();
+        while lines.read_until(b'\n', &mut line).is_ok_and(|n| n > 0) {
+            if line.starts_with(TERMINATION_NOISE) {
+                tracing::debug!("{}", String::from_utf8_lossy(&line).trim_end());
+            } else {
+                let _ = std::io::stderr().lock().write_all(&line);
+            }
+            line.clear();
+        }
+    };
+    if let Err(e) = std::thread::Builder::new().name("agent-js-stderr".into()).spawn(relay) {
+        tracing::warn!("cannot relay the script worker's messages: {e}");
+    }
+}
+
 /// One worker process.
 struct WorkerProcess {
     child: Mutex<std::process::Child>,
@@ -210,7 +237,7 @@ impl WorkerProcess {
             .arg(log_verbosity().to_string())
             .stdin(Stdio::null())
             .stdout(Stdio::null())
-            .stderr(Stdio::inherit())
+            .stderr(Stdio::piped())
             .env_clear()
             .envs(std::env::vars_os().filter(|(k, _)| {
                 let k = k.to_string_lossy();
@@ -236,8 +263,11 @@ impl WorkerProcess {
                 Ok(())
             });
         }
-        let child = cmd.spawn()?;
+        let mut child = cmd.spawn()?;
         drop(theirs);
+        if let Some(stderr) = child.stderr.take() {
+            relay_stderr(stderr);
+        }
         let jobs = Arc::new(Jobs::default());
         let reader = ours.try_clone()?;
         let answers = jobs.clone();
