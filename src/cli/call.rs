@@ -21,19 +21,6 @@ use crate::util::json::json_kind;
 use crate::util::read::{CapError, read_capped};
 use crate::util::size::human_bytes;
 
-/// Sign-ins for more scopes one `mcp call` makes at most (the spec's retry limit).
-const MAX_STEP_UPS: u32 = 3;
-
-/// Signs in to `server` again asking for `scopes` (space-separated).
-async fn step_up(ctx: &Context, server: &str, scopes: &str) -> anyhow::Result<()> {
-    let cfg = ctx.config.mcp.servers.get(server).ok_or_else(|| anyhow::anyhow!("unknown server `{server}`"))?;
-    let store = crate::mcp::auth::store::TokenStore::for_user().map_err(|e| anyhow::anyhow!(e))?;
-    let scopes = scopes.split_whitespace().map(str::to_string).collect();
-    let granted = super::auth::sign_in(cfg, server, &store, Some(scopes), false).await?;
-    eprintln!("signed in to {server} (scopes: {})", super::output::terminal_line(&granted.join(" ")));
-    Ok(())
-}
-
 pub const AFTER_HELP: &str = "\
 Examples:
   agent mcp call everything.echo --args '{\"message\": \"hi\"}'
@@ -159,29 +146,10 @@ pub async fn run(ctx: Context, args: &CallArgs) -> anyhow::Result<u8> {
         let approval = args.yes.then(|| Arc::new(PreApproved::new(server, tool)));
         let cx = CallContext { approval, ..Default::default() };
         Ok::<_, anyhow::Error>(match asked {
+            // A `403 insufficient_scope` on a terminal signs in again and retries inside the
+            // manager (`McpManager::call_tool_with`), as for scripts and `agent run`.
             Asked::Call(arguments) => {
-                let mut step_ups = 0;
-                loop {
-                    let called =
-                        crate::handler::call(runner.as_ref(), &manager, server, tool, arguments.clone(), source, &cx)
-                            .await;
-                    // A `403 insufficient_scope` on a terminal: sign in again with the granted
-                    // scopes plus the required ones and retry, at most `MAX_STEP_UPS` times.
-                    match &called {
-                        Err(CallError::Mcp(McpError::NeedsSignIn { scopes: Some(scopes), .. }))
-                            if step_ups < MAX_STEP_UPS && super::prompt::interactive() =>
-                        {
-                            step_ups += 1;
-                            eprintln!(
-                                "`{server}` asks for more scopes ({}): signing in again ({step_ups} of {MAX_STEP_UPS})",
-                                super::output::terminal_line(scopes)
-                            );
-                            step_up(&ctx, server, scopes).await?;
-                            manager.disconnect(server).await;
-                        }
-                        _ => break Some(called),
-                    }
-                }
+                Some(crate::handler::call(runner.as_ref(), &manager, server, tool, arguments, source, &cx).await)
             }
             Asked::Declined => None,
         })

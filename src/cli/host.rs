@@ -24,7 +24,14 @@ use crate::mcp::host::{Decision, Interaction, SampleAnswer, SampleRequest, Sampl
 /// Returns the token use of sampling requests answered by the provider, for `agent run`.
 pub fn install(manager: &McpManager, config: &Config) -> Arc<Mutex<Usage>> {
     let usage = Arc::new(Mutex::new(Usage::default()));
-    manager.host().set_interaction(Arc::new(Terminal { terminal: super::prompt::interactive(), lock: Mutex::new(()) }));
+    let terminal = super::prompt::interactive();
+    manager.host().set_interaction(Arc::new(Terminal { terminal, lock: Mutex::new(()) }));
+    if terminal {
+        manager.host().set_signer(Arc::new(BrowserSignIn {
+            servers: config.mcp.servers.clone(),
+            one_at_a_time: tokio::sync::Mutex::new(()),
+        }));
+    }
     if config.mcp.servers.values().any(|s| s.sampling != SamplingPolicy::Deny) {
         let env_key = std::env::var(crate::agent::key_env_var(config.llm.provider)).ok();
         let provider = crate::agent::provider_from_config(&config.llm, env_key);
@@ -35,6 +42,33 @@ pub fn install(manager: &McpManager, config: &Config) -> Arc<Mutex<Usage>> {
         }));
     }
     usage
+}
+
+/// Signing in again for more scopes on a terminal (`mcp call`, scripts, `agent run`): the
+/// browser flow of `agent mcp login`, one at a time (calls of one script may ask together).
+struct BrowserSignIn {
+    servers: std::collections::BTreeMap<String, crate::config::ServerConfig>,
+    one_at_a_time: tokio::sync::Mutex<()>,
+}
+
+impl crate::mcp::host::Signer for BrowserSignIn {
+    fn sign_in<'a>(&'a self, server: &'a str, scopes: &'a str, attempt: u32) -> BoxFuture<'a, Result<(), String>> {
+        Box::pin(async move {
+            let _one = self.one_at_a_time.lock().await;
+            let max = crate::mcp::MAX_STEP_UPS;
+            eprintln!(
+                "`{server}` asks for more scopes ({}): signing in again ({attempt} of {max})",
+                terminal_line(scopes)
+            );
+            let cfg = self.servers.get(server).ok_or_else(|| format!("unknown server `{server}`"))?;
+            let store = crate::mcp::auth::store::TokenStore::for_user()?;
+            let scopes = scopes.split_whitespace().map(str::to_string).collect();
+            let granted =
+                super::auth::sign_in(cfg, server, &store, Some(scopes), false).await.map_err(|e| format!("{e:#}"))?;
+            eprintln!("signed in to {server} (scopes: {})", terminal_line(&granted.join(" ")));
+            Ok(())
+        })
+    }
 }
 
 /// Prompts on stderr, one at a time.

@@ -105,6 +105,13 @@ pub trait Interaction: Send + Sync {
     fn notice(&self, server: &str, text: &str);
 }
 
+/// Signs the user in to a server again for more scopes, when the server answered a call with
+/// `403 insufficient_scope` (the CLI on a terminal: the browser flow). `attempt` counts from 1 up
+/// to the manager's limit; `scopes` are the granted ones plus the required ones.
+pub trait Signer: Send + Sync {
+    fn sign_in<'a>(&'a self, server: &'a str, scopes: &'a str, attempt: u32) -> BoxFuture<'a, Result<(), String>>;
+}
+
 /// The host's model.
 pub trait Sampler: Send + Sync {
     fn sample<'a>(&'a self, request: &'a SampleRequest) -> BoxFuture<'a, Result<SampleAnswer, String>>;
@@ -115,6 +122,7 @@ pub trait Sampler: Send + Sync {
 pub struct Host {
     interaction: RwLock<Option<Arc<dyn Interaction>>>,
     sampler: RwLock<Option<Arc<dyn Sampler>>>,
+    signer: RwLock<Option<Arc<dyn Signer>>>,
     accounts: Mutex<HashMap<String, Account>>,
 }
 
@@ -201,6 +209,17 @@ impl Host {
         if let Ok(mut w) = self.sampler.write() {
             *w = Some(s);
         }
+    }
+
+    /// Installs who signs the user in again for more scopes (never in `serve`).
+    pub fn set_signer(&self, s: Arc<dyn Signer>) {
+        if let Ok(mut w) = self.signer.write() {
+            *w = Some(s);
+        }
+    }
+
+    pub fn signer(&self) -> Option<Arc<dyn Signer>> {
+        self.signer.read().ok().and_then(|s| s.clone())
     }
 
     pub fn interaction(&self) -> Option<Arc<dyn Interaction>> {

@@ -50,6 +50,9 @@ struct ServerSlot {
     conn: Mutex<Option<Arc<Connection>>>,
 }
 
+/// Sign-ins for more scopes one call makes at most (the spec's retry limit).
+pub const MAX_STEP_UPS: u32 = 3;
+
 /// Holds the configured servers and their live connections.
 pub struct McpManager {
     slots: BTreeMap<String, Arc<ServerSlot>>,
@@ -342,7 +345,37 @@ impl McpManager {
     /// [`Self::call_tool`] with the call's own context: its progress goes to `cx.progress` (as
     /// well as to [`Self::events`]), an elicitation during it asks `cx.asker` first, and
     /// `cx.cancel` stops it (the server is told, as when the returned future is dropped).
+    ///
+    /// A `403 insufficient_scope` with a [`super::host::Signer`] installed (a terminal) signs the
+    /// user in again for the granted plus the required scopes and retries, at most
+    /// [`MAX_STEP_UPS`] times (the spec's retry limit), with the call and script timeouts paused
+    /// while the user signs in; without one it is the caller's error (exit code 3).
     pub async fn call_tool_with(
+        &self,
+        server: &str,
+        tool: &str,
+        args: Map<String, Value>,
+        cx: &CallContext,
+    ) -> Result<CallToolResult, McpError> {
+        let mut step_ups = 0;
+        loop {
+            let result = self.call_signed_in(server, tool, args.clone(), cx).await;
+            let Err(McpError::NeedsSignIn { scopes: Some(scopes), .. }) = &result else { return result };
+            let Some(signer) = self.host.signer().filter(|_| step_ups < MAX_STEP_UPS) else { return result };
+            step_ups += 1;
+            let signed = {
+                let _paused = crate::util::clock::user_wait().pause();
+                signer.sign_in(server, scopes, step_ups).await
+            };
+            if let Err(e) = signed {
+                tracing::warn!("{e}");
+                return result;
+            }
+            self.disconnect(server).await;
+        }
+    }
+
+    async fn call_signed_in(
         &self,
         server: &str,
         tool: &str,

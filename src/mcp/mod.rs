@@ -39,6 +39,6 @@ pub mod usage;
 
 pub use context::{Asker, CallContext, ProgressSink, ProgressUpdate};
 pub use error::McpError;
-pub use manager::{McpManager, Started};
+pub use manager::{MAX_STEP_UPS, McpManager, Started};
 pub use observe::CallObserver;
 pub use tools::ToolInfo;

@@ -520,6 +520,32 @@ fn on_a_terminal_a_403_insufficient_scope_steps_up_and_the_call_goes_through() {
     assert_eq!((s.count("mcp-403"), s.count("authorize tools admin")), (1, 1), "{}", s.events());
 }
 
+/// Scripts too: on a terminal, a script's call that gets `403 insufficient_scope` signs in again
+/// and goes through, and the time the user takes to sign in does not count against the script's
+/// timeout.
+#[test]
+fn on_a_terminal_a_scripts_call_steps_up_and_its_timeout_waits_for_the_user() {
+    use crate::support::pty;
+    let s = setup(&["--call-scope", "admin"]);
+    assert_eq!(s.login(&[]).code, 0);
+    s.p.write(
+        "step.ts",
+        "const r = await callMCPTool(\"remote\", \"echo\", { message: \"from a script\" });\nconsole.log(JSON.stringify(r));\n",
+    );
+    let mut cmd = s.cmd(&["exec", "step.ts", "--timeout", "2s"]);
+    cmd.env_remove("BROWSER").env_remove("DISPLAY").env_remove("WAYLAND_DISPLAY");
+    let mut t = pty::spawn_command(cmd, 30_000);
+    t.exp_string("asks for more scopes (tools admin): signing in again (1 of 3)").unwrap();
+    let (_, url) = t.exp_regex("open this URL to sign in: \\S+").unwrap();
+    // Longer than the script's timeout: the user's time is not the script's.
+    std::thread::sleep(std::time::Duration::from_millis(2500));
+    follow(url.trim_start_matches("open this URL to sign in: "));
+    t.exp_string("signed in to remote (scopes: tools admin)").unwrap();
+    t.exp_string("from a script").unwrap();
+    assert_eq!(pty::exit_code(&mut t), 0);
+    assert_eq!((s.count("mcp-403"), s.count("authorize tools admin")), (1, 1), "{}", s.events());
+}
+
 /// The retry limit: an authorization server that never grants the scope gets three sign-ins, no
 /// more, and the call ends with the sign-in error and exit code 3.
 #[test]
