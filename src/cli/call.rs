@@ -366,10 +366,23 @@ fn read_handler(args: &CallArgs) -> anyhow::Result<Option<Handler>> {
     Handler::parse(&value).map(Some).map_err(usage)
 }
 
-/// `server.tool` → (`server`, `tool`), splitting at the first dot.
+/// `server.tool` → (`server`, `tool`), splitting at the first dot. The spellings other tools use
+/// for the same thing (`server:tool`, `server/tool`, Claude Code's `mcp__server__tool`) get a
+/// "did you mean".
 pub fn split_target(target: &str) -> anyhow::Result<(&str, &str)> {
-    crate::mcp::tools::split_qualified(target)
-        .ok_or_else(|| usage(format!("expected SERVER.TOOL (e.g. `everything.echo`), got `{target}`")))
+    crate::mcp::tools::split_qualified(target).ok_or_else(|| {
+        let meant = target
+            .strip_prefix("mcp__")
+            .and_then(|rest| rest.split_once("__"))
+            .or_else(|| target.split_once(':'))
+            .or_else(|| target.split_once('/'))
+            .filter(|(s, t)| !s.is_empty() && !t.is_empty());
+        let hint = match meant {
+            Some((s, t)) => format!("; did you mean `{s}.{t}`?"),
+            None => " (`agent mcp list` shows each server's tools)".to_string(),
+        };
+        usage(format!("expected SERVER.TOOL (e.g. `everything.echo`), got `{target}`{hint}"))
+    })
 }
 
 /// `--args` from a file or stdin may hold this much (what the bridge accepts for one request).

@@ -80,8 +80,17 @@ pub async fn run(ctx: Context, args: &TypesArgs) -> anyhow::Result<u8> {
         for w in warnings {
             eprintln!("warning: {w}");
         }
+        if let Some((s, t)) = only.filter(|_| removed == 0) {
+            // A name that matches nothing is a mistake to say, not a reset that went well.
+            let known = Registry::load(&path, &mut Vec::new());
+            let names: Vec<String> = known.tools.values().map(|e| format!("{}.{}", e.server, e.tool)).collect();
+            let hint = crate::util::suggest::did_you_mean(&crate::util::suggest::suggest(
+                &format!("{s}.{t}"),
+                names.iter().map(String::as_str),
+            ));
+            return Err(usage(format!("--reset: nothing was learned about `{s}.{t}`{hint}")));
+        }
         let what = match only {
-            Some((s, t)) if removed == 0 => format!("nothing was learned about {s}.{t}"),
             Some((s, t)) => format!("forgot the learned type of {s}.{t}"),
             None => format!("forgot the learned types of {removed} tool(s)"),
         };

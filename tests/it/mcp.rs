@@ -239,6 +239,12 @@ fn call_rejects_malformed_arguments_before_starting_anything() {
     let r = p.run(&["mcp", "call", "fixture", "--args", "{}"]);
     r.assert_code(2);
     assert!(r.stderr.contains("expected SERVER.TOOL"), "{}", r.stderr);
+    // The spellings of other tools (Claude Code's, a colon, a slash) get the name that works.
+    for other in ["mcp__fixture__add", "fixture:add", "fixture/add"] {
+        let r = p.run(&["mcp", "call", other]);
+        r.assert_code(2);
+        assert!(r.stderr.contains(&format!("got `{other}`; did you mean `fixture.add`?")), "{}", r.stderr);
+    }
     // Nothing was started: no log file.
     assert!(!p.path().join(".kodelet/mcp/logs/fixture.stderr.log").exists());
 }

@@ -267,6 +267,14 @@ fn discover_calls_only_safe_tools_and_reset_forgets() {
     let r = p.run(&["mcp", "types", "--reset", "fixture.profile"]);
     r.assert_ok();
     assert_eq!(r.stdout, "forgot the learned type of fixture.profile\n");
+    // A name that matches nothing learned is a usage error with a suggestion, not a silent 0.
+    let r = p.run(&["mcp", "types", "--reset", "fixture.ech"]);
+    r.assert_code(2);
+    assert!(
+        r.stderr.contains("--reset: nothing was learned about `fixture.ech`; did you mean `fixture.echo`?"),
+        "{}",
+        r.stderr
+    );
     let rows = types_json(&p);
     assert_eq!(row(&rows, "profile")["quality"], "none");
     assert_eq!(row(&rows, "echo")["quality"], "low");
