@@ -357,11 +357,15 @@ impl McpManager {
         args: Map<String, Value>,
         cx: &CallContext,
     ) -> Result<CallToolResult, McpError> {
+        // Without a signer (no terminal, `serve`) there is no retry, and the arguments are not copied.
+        let Some(signer) = self.host.signer() else { return self.call_signed_in(server, tool, args, cx).await };
         let mut step_ups = 0;
         loop {
             let result = self.call_signed_in(server, tool, args.clone(), cx).await;
             let Err(McpError::NeedsSignIn { scopes: Some(scopes), .. }) = &result else { return result };
-            let Some(signer) = self.host.signer().filter(|_| step_ups < MAX_STEP_UPS) else { return result };
+            if step_ups >= MAX_STEP_UPS {
+                return result;
+            }
             step_ups += 1;
             let signed = {
                 let _paused = crate::util::clock::user_wait().pause();
