@@ -28,13 +28,13 @@ struct Signed {
 }
 
 fn setup(extra: &[&str]) -> Signed {
-    let dir = tempfile::tempdir().unwrap().keep();
-    let log = dir.join("oauth.log");
+    // The authorization server's event log lives in the test's own project directory.
+    let p = Project::new();
+    let log = p.path().join("oauth.log");
     let log_arg = log.to_string_lossy().into_owned();
     let mut args = vec!["--oauth", "--oauth-log", log_arg.as_str()];
     args.extend_from_slice(extra);
     let server = HttpFixture::start_with(&args);
-    let p = Project::new();
     p.write_config(&format!("mcp:\n  servers:\n    remote:\n      url: {}\n", server.url));
     Signed { p, server, log, rust_log: None, forged_redirect: None }
 }
