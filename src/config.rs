@@ -37,6 +37,42 @@ pub struct Config {
     pub mcp: McpConfig,
     pub search: SearchConfig,
     pub serve: ServeConfig,
+    /// The files this configuration was read from, in the order they were layered (later ones
+    /// win); filled by [`Config::load`], never read from a file.
+    #[serde(skip)]
+    pub sources: Vec<ConfigSource>,
+}
+
+/// One file [`Config::load`] read, and which layer it was.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConfigSource {
+    pub path: PathBuf,
+    pub kind: SourceKind,
+}
+
+/// The layer a configuration file belongs to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SourceKind {
+    /// The user's own `~/.config/agent/config.yaml`.
+    User,
+    /// `--config FILE` or `AGENT_CONFIG`.
+    Explicit,
+    /// The project's `agent.yaml`.
+    Project,
+    /// An imported `mcpServers` file: the project's `.mcp.json` or an `mcp.import` entry.
+    Import,
+}
+
+impl SourceKind {
+    /// A short word for messages and `--json` output.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SourceKind::User => "user",
+            SourceKind::Explicit => "explicit",
+            SourceKind::Project => "project",
+            SourceKind::Import => "import",
+        }
+    }
 }
 
 /// `serve`: the limits of `agent mcp serve` (docs/serve.md). Every default is safe for a server
@@ -646,12 +682,14 @@ impl Config {
                 .map_err(|e| ConfigError::new(format!("cannot read the current directory: {e}")))?,
         };
         let mut builder = config::Config::builder();
+        let mut sources = Vec::new();
 
         if !opts.skip_user_config
             && let Some(user) = user_config_path(env)
             && user.is_file()
         {
             builder = builder.add_source(yaml_file(&user)?);
+            sources.push(ConfigSource { path: user, kind: SourceKind::User });
         }
         let explicit =
             opts.config_file.clone().or_else(|| env.get("AGENT_CONFIG").filter(|s| !s.is_empty()).map(PathBuf::from));
@@ -671,12 +709,14 @@ impl Config {
                     _ => {}
                 }
                 builder = builder.add_source(yaml_file(&path)?);
+                sources.push(ConfigSource { path, kind: SourceKind::Explicit });
             }
             None => {
                 for name in ["agent.yaml", "agent.yml"] {
                     let path = project_dir.join(name);
                     if path.is_file() {
                         builder = builder.add_source(yaml_file(&path)?);
+                        sources.push(ConfigSource { path, kind: SourceKind::Project });
                         break;
                     }
                 }
@@ -742,7 +782,9 @@ impl Config {
                 // Servers declared in YAML win over imported ones of the same name.
                 config.mcp.servers.entry(name).or_insert(server);
             }
+            sources.push(ConfigSource { path: file, kind: SourceKind::Import });
         }
+        config.sources = sources;
         config.validate()?;
         Ok(config)
     }
@@ -1451,6 +1493,11 @@ mod tests {
         assert_eq!(c.mcp.servers["remote"].transport().unwrap(), Transport::Http);
         assert_eq!(c.mcp.servers["old"].transport().unwrap(), Transport::Sse);
         assert_eq!(c.mcp.servers["dup"].command.as_deref(), Some("from-yaml"));
+        let sources: Vec<(PathBuf, SourceKind)> = c.sources.iter().map(|s| (s.path.clone(), s.kind)).collect();
+        assert_eq!(
+            sources,
+            [(dir.path().join("agent.yaml"), SourceKind::Project), (dir.path().join(".mcp.json"), SourceKind::Import)]
+        );
     }
 
     #[test]
