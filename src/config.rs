@@ -1025,13 +1025,33 @@ fn deserialize_at<T: serde::de::DeserializeOwned>(tree: Value, prefix: &str) -> 
             (false, true) => prefix.to_string(),
             (false, false) => format!("{prefix}.{inner}"),
         };
-        let msg = e.into_inner().to_string();
+        let msg = with_suggestion(e.into_inner().to_string());
         if path == "." || path.is_empty() {
             ConfigError(format!("invalid configuration: {msg}"))
         } else {
             ConfigError(format!("{path}: {msg}"))
         }
     })
+}
+
+/// serde's "unknown field `x`, expected one of `a`, `b`" (or "unknown variant") with the closest
+/// known name put first: "unknown field `x`; did you mean `a`? (known: `a`, `b`)". Other messages,
+/// and unknown names with nothing close, pass unchanged.
+fn with_suggestion(msg: String) -> String {
+    let Some((what, rest)) = ["unknown field `", "unknown variant `"]
+        .into_iter()
+        .find_map(|prefix| msg.strip_prefix(prefix).map(|rest| (&prefix[..prefix.len() - 2], rest)))
+    else {
+        return msg;
+    };
+    let Some((name, expected)) = rest.split_once("`, expected ") else { return msg };
+    let known: Vec<&str> = expected.split('`').skip(1).step_by(2).collect();
+    let hint = crate::util::suggest::did_you_mean(&crate::util::suggest::suggest(name, known.iter().copied()));
+    if hint.is_empty() {
+        return msg;
+    }
+    let listed: Vec<String> = known.iter().map(|k| format!("`{k}`")).collect();
+    format!("{what} `{name}`{hint} (known: {})", listed.join(", "))
 }
 
 fn validate_server_name(name: &str) -> Result<(), ConfigError> {
@@ -1424,11 +1444,18 @@ mod tests {
     fn unknown_keys_and_wrong_types_name_the_path() {
         let dir = tempfile::tempdir().unwrap();
         let err = load(dir.path(), "mcp:\n  servers:\n    gh:\n      comand: x\n", &[]).unwrap_err();
-        assert!(err.0.starts_with("mcp.servers.gh.comand: unknown field `comand`, expected one of `command`"), "{err}");
+        assert!(
+            err.0.starts_with(
+                "mcp.servers.gh.comand: unknown field `comand`; did you mean `command`? (known: `command`"
+            ),
+            "{err}"
+        );
         let err = load(dir.path(), "mcp:\n  code_execution:\n    memory_limit_mb: lots\n", &[]).unwrap_err();
         assert!(err.0.starts_with("mcp.code_execution.memory_limit_mb: invalid"), "{err}");
         let err = load(dir.path(), "mcp:\n  execution_mode: fast\n", &[]).unwrap_err();
-        assert!(err.0.starts_with("mcp.execution_mode: unknown variant `fast`"), "{err}");
+        assert!(err.0.starts_with("mcp.execution_mode: unknown variant `fast`, expected one of"), "{err}");
+        let err = load(dir.path(), "mcp:\n  execution_mode: dirct\n", &[]).unwrap_err();
+        assert!(err.0.starts_with("mcp.execution_mode: unknown variant `dirct`; did you mean `direct`?"), "{err}");
     }
 
     #[test]
@@ -1475,6 +1502,24 @@ mod tests {
         assert!(c.mcp.servers["ok"].unresolved.is_empty());
         let err = load(dir.path(), "mcp:\n  code_execution:\n    workspace_dir: $NOPE/x\n", &[]).unwrap_err();
         assert_eq!(err.0, "mcp.code_execution.workspace_dir: $NOPE is not set");
+    }
+
+    #[test]
+    fn a_misspelled_key_gets_the_closest_known_one() {
+        let dir = tempfile::tempdir().unwrap();
+        let yaml = "mcp:\n  servers:\n    s:\n      command: x\n      tool_whitelist: [a]\n";
+        let err = load(dir.path(), yaml, &[]).unwrap_err().0;
+        assert!(
+            err.starts_with(
+                "mcp.servers.s.tool_whitelist: unknown field `tool_whitelist`; did you mean `tool_white_list`?"
+            ),
+            "{err}"
+        );
+        let err = load(dir.path(), "llm:\n  reqest_timeout: 5s\n", &[]).unwrap_err().0;
+        assert!(err.contains("did you mean `request_timeout`?"), "{err}");
+        // Nothing close: serde's own list of known keys, unchanged.
+        let err = load(dir.path(), "mcp:\n  zzzzqqq: 1\n", &[]).unwrap_err().0;
+        assert!(err.contains("unknown field `zzzzqqq`, expected one of"), "{err}");
     }
 
     #[test]

@@ -543,7 +543,12 @@ fn config_errors_name_the_key() {
     p.write_config("mcp:\n  servers:\n    x:\n      comand: foo\n");
     let r = p.run(&["mcp", "list"]);
     r.assert_code(2);
-    assert!(r.stderr.contains("error: mcp.servers.x.comand: unknown field `comand`"), "{}", r.stderr);
+    assert!(
+        r.stderr.contains("error: mcp.servers.x.comand: unknown field `comand`; did you mean `command`?"),
+        "{}",
+        r.stderr
+    );
+    assert_eq!(r.stderr.lines().count(), 1, "one line: {}", r.stderr);
     p.write_config("mcp:\n  code_execution:\n    timeout: soon\n");
     let r = p.run(&["mcp", "list"]);
     r.assert_code(2);
