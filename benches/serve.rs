@@ -11,6 +11,12 @@
 //!   overhead) and `sleep 5 ms` (a tool that does a little work): mean latency, the ratio
 //!   (target ≤ 1.5×) and what serve adds per call.
 //!
+//! - the engine's bytecode cache after many distinct scripts (`SERVE_ONLY=cache`, or with the
+//!   rest): 16 clients run `SERVE_DISTINCT` (10,000) different trivial scripts through a fresh
+//!   serve with the cache on, then through one with it off (`V82JSC_NO_BC_CACHE=1`): executions/s
+//!   of distinct and of repeated scripts, and what the cache left on disk, in `agent`'s cache dir
+//!   and anywhere else under the serve's HOME (target: ≤ 50 MB, nothing outside our cache dir).
+//!
 //! Serve runs with a bearer token (`--token-env`), as every `serve --http` does; each client sends it.
 //!
 //! Run: `cargo bench --bench serve` (BENCH_QUICK=1 for fewer iterations; `SERVE_WORKERS=N`
@@ -90,34 +96,122 @@ fn main() {
     let mut upstream = Killed(upstream);
     let upstream_url = listening(upstream.0.stdout.take().expect("stdout"));
 
-    let dir = tempfile::tempdir().expect("tempdir");
-    std::fs::write(
-        dir.path().join("agent.yaml"),
-        format!("mcp:\n  servers:\n    fixture:\n      url: {upstream_url}\n"),
-    )
-    .expect("agent.yaml");
+    let only = std::env::var("SERVE_ONLY").ok();
+    let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("runtime");
+    if only.as_deref().is_none_or(|o| o != "cache") {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let (serve, url) = start_serve(dir.path(), &upstream_url, &[]);
+        rt.block_on(async {
+            if !only_proxy {
+                execute_code_rows(&url, per_client).await;
+            }
+            proxied_rows(&url, &upstream_url, proxied_calls).await;
+            keep_alive_row(&url, proxied_calls).await;
+        });
+        drop(serve);
+    }
+    if only.as_deref().is_none_or(|o| o == "cache") {
+        let distinct: usize = std::env::var("SERVE_DISTINCT").ok().and_then(|n| n.parse().ok()).unwrap_or(if quick {
+            1000
+        } else {
+            10_000
+        });
+        rt.block_on(bytecode_cache_rows(&upstream_url, distinct));
+    }
+    drop(upstream);
+}
+
+/// `agent mcp serve --http` in `dir` (its HOME and cache live there), with `env` added; the
+/// process and its URL.
+fn start_serve(dir: &std::path::Path, upstream_url: &str, env: &[(&str, &str)]) -> (Killed, String) {
+    std::fs::write(dir.join("agent.yaml"), format!("mcp:\n  servers:\n    fixture:\n      url: {upstream_url}\n"))
+        .expect("agent.yaml");
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_agent"));
     cmd.args(["mcp", "serve", "--http", "127.0.0.1:0", "--token-env", "SERVE_BENCH_TOKEN"])
-        .current_dir(dir.path())
-        .env("HOME", dir.path())
-        .env("SERVE_BENCH_TOKEN", TOKEN);
+        .current_dir(dir)
+        .env("HOME", dir)
+        .env("XDG_CACHE_HOME", dir.join(".cache"))
+        .env_remove("V82JSC_BC_CACHE_DIR")
+        .env_remove("V82JSC_NO_BC_CACHE")
+        .env("SERVE_BENCH_TOKEN", TOKEN)
+        .envs(env.iter().copied());
     if let Ok(w) = std::env::var("SERVE_WORKERS") {
         cmd.args(["--workers", &w]);
     }
     let serve = cmd.stdout(Stdio::null()).stderr(Stdio::piped()).spawn().expect("agent mcp serve");
     let mut serve = Killed(serve);
     let url = listening(serve.0.stderr.take().expect("stderr"));
+    (serve, url)
+}
 
-    let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("runtime");
-    rt.block_on(async {
-        if !only_proxy {
-            execute_code_rows(&url, per_client).await;
+/// Files and bytes under `dir`, recursively (links not followed).
+fn disk_use(dir: &std::path::Path) -> (usize, u64) {
+    let Ok(entries) = std::fs::read_dir(dir) else { return (0, 0) };
+    let (mut files, mut bytes) = (0, 0);
+    for e in entries.flatten() {
+        let Ok(m) = std::fs::symlink_metadata(e.path()) else { continue };
+        if m.is_dir() {
+            let (f, b) = disk_use(&e.path());
+            files += f;
+            bytes += b;
+        } else {
+            files += 1;
+            bytes += m.len();
         }
-        proxied_rows(&url, &upstream_url, proxied_calls).await;
-        keep_alive_row(&url, proxied_calls).await;
+    }
+    (files, bytes)
+}
+
+/// `n` executions spread over the clients, script `i` made by `code(i)`: executions/s.
+async fn closed_loop(
+    clients: &[rmcp::service::RunningService<rmcp::RoleClient, ()>],
+    n: usize,
+    code: impl Fn(usize) -> String + Sync,
+) -> f64 {
+    let started = Instant::now();
+    let code = &code;
+    let runs = clients.iter().enumerate().map(|(c, client)| async move {
+        for i in (c..n).step_by(clients.len()) {
+            let params = CallToolRequestParams::new("execute_code").with_arguments(args(json!({"code": code(i)})));
+            let r = client.call_tool(params).await.expect("execute_code");
+            assert_ne!(r.is_error, Some(true), "{r:?}");
+        }
     });
-    drop(serve);
-    drop(upstream);
+    futures::future::join_all(runs).await;
+    n as f64 / started.elapsed().as_secs_f64()
+}
+
+async fn bytecode_cache_rows(upstream_url: &str, distinct: usize) {
+    for (label, env) in [("cache on ", &[][..]), ("cache off", &[("V82JSC_NO_BC_CACHE", "1")][..])] {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let (serve, url) = start_serve(dir.path(), upstream_url, env);
+        let mut clients = Vec::new();
+        for _ in 0..CLIENTS {
+            clients.push(client(&url).await);
+        }
+        // Warm-up (the first run of a binary makes its snapshot).
+        closed_loop(&clients, CLIENTS, |_| "console.log(0)".into()).await;
+        let distinct_rate = closed_loop(&clients, distinct, |i| format!("console.log({i} + 1)")).await;
+        let repeated_rate = closed_loop(&clients, distinct.min(2000), |_| "console.log(1 + 1)".into()).await;
+        for c in clients {
+            let _ = c.cancel().await;
+        }
+        drop(serve);
+        let cache = dir.path().join(".cache");
+        let (ours_files, ours_bytes) = disk_use(&cache.join("agent/quickjs-bytecode"));
+        // The rest of the user's cache outside agent's own directory (the engine's default is
+        // `~/.cache/v8x`).
+        let (all_files, all_bytes) = disk_use(&cache);
+        let (agent_files, agent_bytes) = disk_use(&cache.join("agent"));
+        println!(
+            "bytecode {label}: {distinct} distinct scripts {distinct_rate:.0}/s, repeated {repeated_rate:.0}/s; \
+             left {ours_files} files, {:.1} MB in agent's bytecode cache (target <= 50 MB); \
+             {} files, {:.1} MB in the user's cache outside agent's (target 0)",
+            ours_bytes as f64 / 1e6,
+            all_files - agent_files,
+            (all_bytes - agent_bytes) as f64 / 1e6,
+        );
+    }
 }
 
 async fn execute_code_rows(url: &str, per_client: usize) {

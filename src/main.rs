@@ -8,6 +8,8 @@
 static ALLOCATOR: agent::util::alloc::Counting = agent::util::alloc::Counting;
 
 fn main() -> std::process::ExitCode {
+    // SAFETY: first thing in main, before any thread exists.
+    unsafe { agent::runtime::use_private_bytecode_cache() };
     let first = std::env::args_os().nth(1);
     if first.as_ref().is_some_and(|a| a == agent::handler::jq::WORKER_ARG) {
         return std::process::ExitCode::from(agent::handler::jq::worker_main());

@@ -99,7 +99,7 @@ fn runner_thread(mut rx: std::sync::mpsc::Receiver<Box<Job>>, limit_mb: Arc<Atom
         if let Err(e) = super::snapshot::private_dir(&dir) {
             tracing::info!("cannot make the bytecode cache {} private: {e}", dir.display());
         }
-        prune_bytecode_cache(&dir, BYTECODE_CACHE_KEEP);
+        prune_bytecode_cache(&dir, BYTECODE_CACHE_KEEP, BYTECODE_CACHE_MAX_BYTES);
     }
     let cache = TranspileCache::default();
     let mut next: Option<Result<Prepared, String>> = None;
@@ -181,48 +181,82 @@ fn hand_over(
     }
 }
 
-/// The QuickJS backend (v8x) keeps compiled bytecode of every script and module it compiles in
-/// `$XDG_CACHE_HOME/v8x/quickjs-bytecode` (or `~/.cache/...`, or `V82JSC_BC_CACHE_DIR`), which
-/// speeds up creating isolates by ~15 ms but would grow by one file per distinct script forever.
-/// Each runner thread trims it to the newest entries when it starts. It holds compiled scripts
-/// (their string literals included), so it is kept private: 0700, files 0600.
+/// The QuickJS backend (v8x) keeps compiled bytecode of every script and module it compiles, one
+/// file per distinct source, which speeds up creating isolates by ~15 ms (the runtime's own
+/// modules) but would grow by one file per distinct script forever. The `agent` binary points it
+/// at a directory of its own cache ([`use_private_bytecode_cache`]); each runner thread trims it
+/// when it starts (every [`ISOLATES_PER_THREAD`] isolates) to the most recently used entries, by
+/// count and by size. It holds compiled scripts (their string literals included), so it is kept
+/// private: 0700, files 0600.
 const BYTECODE_CACHE_KEEP: usize = 512;
+const BYTECODE_CACHE_MAX_BYTES: u64 = 32 << 20;
 
+/// The engine reads this variable once, when it first compiles; `agent` sets it first thing.
+const BYTECODE_DIR_VAR: &str = "V82JSC_BC_CACHE_DIR";
+const NO_BYTECODE_VAR: &str = "V82JSC_NO_BC_CACHE";
+
+/// Points the engine's bytecode cache at `<cache>/agent/quickjs-bytecode` (instead of its own
+/// `~/.cache/v8x/...`), unless the user chose a directory or turned the cache off.
+///
+/// # Safety
+///
+/// Sets a process environment variable: call it before any other thread exists (first thing in
+/// `main`), as the `agent` binary does.
+pub unsafe fn use_private_bytecode_cache() {
+    if !cfg!(feature = "quickjs")
+        || std::env::var_os(NO_BYTECODE_VAR).is_some()
+        || std::env::var_os(BYTECODE_DIR_VAR).is_some()
+    {
+        return;
+    }
+    if let Some(base) = crate::util::dirs::cache_home() {
+        // SAFETY: the caller guarantees no other thread reads or writes the environment.
+        unsafe { std::env::set_var(BYTECODE_DIR_VAR, base.join("agent/quickjs-bytecode")) };
+    }
+}
+
+/// The directory the engine writes compiled bytecode to, as it will decide it.
 fn engine_bytecode_cache_dir() -> Option<PathBuf> {
-    if !cfg!(feature = "quickjs") || std::env::var_os("V82JSC_NO_BC_CACHE").is_some() {
+    if !cfg!(feature = "quickjs") || std::env::var_os(NO_BYTECODE_VAR).is_some() {
         return None;
     }
-    if let Some(dir) = std::env::var_os("V82JSC_BC_CACHE_DIR") {
+    if let Some(dir) = std::env::var_os(BYTECODE_DIR_VAR) {
         return Some(PathBuf::from(dir));
     }
+    // A library user that did not call `use_private_bytecode_cache`: the engine's own default.
     Some(crate::util::dirs::cache_home()?.join("v8x/quickjs-bytecode"))
 }
 
-/// Deletes the oldest `.qbc` files (and leftover `.tmp` files) beyond the newest `keep / 2` once
-/// there are more than `keep`, so trimming happens rarely and hot entries are rebuilt rarely.
+/// Once the `.qbc` files number more than `keep` or weigh more than `max_bytes`, deletes the least
+/// recently used (last read or written, whichever is later) until at most half of each is left,
+/// so trimming happens rarely and hot entries are rebuilt rarely; leftover `.tmp` files always go.
 /// Files the engine wrote with the umask (0644) are set to 0600 on the way, from the metadata
 /// this pass reads anyway (the 0700 directory already keeps them from other users; no extra
 /// pass over the directory, no work after a job).
-pub(crate) fn prune_bytecode_cache(dir: &Path, keep: usize) {
+pub(crate) fn prune_bytecode_cache(dir: &Path, keep: usize, max_bytes: u64) {
     use std::os::unix::fs::{MetadataExt, PermissionsExt};
     let Ok(entries) = std::fs::read_dir(dir) else { return };
     // SAFETY: getuid has no preconditions.
     let uid = unsafe { libc::getuid() };
-    let mut files: Vec<(std::time::SystemTime, PathBuf)> = Vec::new();
+    let mut files: Vec<(std::time::SystemTime, u64, PathBuf)> = Vec::new();
+    let mut total = 0u64;
     for e in entries.flatten() {
         let path = e.path();
         match path.extension().and_then(|x| x.to_str()) {
             Some("qbc") => {
-                let meta = e.metadata().ok();
-                if let Some(m) = &meta
-                    && m.is_file()
-                    && m.uid() == uid
-                    && m.mode() & 0o077 != 0
-                {
+                // Not followed: a link here is not the engine's and is not ours to chmod.
+                let Ok(m) = std::fs::symlink_metadata(&path) else { continue };
+                if !m.is_file() {
+                    continue;
+                }
+                if m.uid() == uid && m.mode() & 0o077 != 0 {
                     let _ = std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600));
                 }
-                let modified = meta.and_then(|m| m.modified().ok()).unwrap_or(std::time::UNIX_EPOCH);
-                files.push((modified, path));
+                total += m.len();
+                // Reads update the access time at most daily on `relatime` mounts (the Linux
+                // default), which is fine-grained enough to tell a hot entry from a one-off script.
+                let used = m.accessed().ok().max(m.modified().ok()).unwrap_or(std::time::UNIX_EPOCH);
+                files.push((used, m.len(), path));
             }
             Some("tmp") => {
                 let _ = std::fs::remove_file(&path);
@@ -230,12 +264,18 @@ pub(crate) fn prune_bytecode_cache(dir: &Path, keep: usize) {
             _ => {}
         }
     }
-    if files.len() <= keep {
+    if files.len() <= keep && total <= max_bytes {
         return;
     }
     files.sort_by_key(|f| std::cmp::Reverse(f.0));
-    for (_, path) in files.into_iter().skip(keep / 2) {
-        let _ = std::fs::remove_file(path);
+    let (mut kept, mut kept_bytes) = (0usize, 0u64);
+    for (_, len, path) in files {
+        if kept < keep / 2 && kept_bytes + len <= max_bytes / 2 {
+            kept += 1;
+            kept_bytes += len;
+        } else {
+            let _ = std::fs::remove_file(path);
+        }
     }
 }
 
@@ -706,30 +746,46 @@ mod tests {
     }
 
     #[test]
-    fn the_bytecode_cache_is_trimmed_to_the_newest_entries() {
+    fn the_bytecode_cache_is_trimmed_to_the_most_recently_used_entries_by_count_and_size() {
         let dir = tempfile::tempdir().unwrap();
         let old = std::time::SystemTime::now() - Duration::from_secs(3600);
+        let older = std::time::SystemTime::now() - Duration::from_secs(7200);
         for i in 0..10 {
             let p = dir.path().join(format!("{i:016x}.qbc"));
-            std::fs::write(&p, b"x").unwrap();
-            // Files 0..5 are an hour old, 5..10 fresh.
+            std::fs::write(&p, [0u8; 100]).unwrap();
+            // Files 0..5 were last used an hour or two ago, 5..10 now.
             if i < 5 {
-                std::fs::File::options().write(true).open(&p).unwrap().set_modified(old).unwrap();
+                let t = std::fs::FileTimes::new().set_accessed(older).set_modified(old);
+                std::fs::File::options().write(true).open(&p).unwrap().set_times(t).unwrap();
             }
         }
+        // File 0 was written long ago but read a moment ago: recently used, it stays.
+        let p0 = dir.path().join(format!("{:016x}.qbc", 0));
+        let t = std::fs::FileTimes::new().set_accessed(std::time::SystemTime::now()).set_modified(older);
+        std::fs::File::options().write(true).open(&p0).unwrap().set_times(t).unwrap();
         std::fs::write(dir.path().join("stale.tmp"), b"x").unwrap();
         std::fs::write(dir.path().join("other.txt"), b"x").unwrap();
-        prune_bytecode_cache(dir.path(), 20);
-        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 11, "under the limit only .tmp goes");
-        prune_bytecode_cache(dir.path(), 8);
-        let left: Vec<String> =
-            std::fs::read_dir(dir.path()).unwrap().flatten().map(|e| e.file_name().to_string_lossy().into()).collect();
-        assert!(left.contains(&"other.txt".to_string()), "only cache files are touched");
-        let kept: Vec<&String> = left.iter().filter(|n| n.ends_with(".qbc")).collect();
-        assert_eq!(kept.len(), 4, "{left:?}");
-        for name in kept {
-            let i = u64::from_str_radix(name.trim_end_matches(".qbc"), 16).unwrap();
-            assert!(i >= 5, "an old entry survived: {name}");
-        }
+        prune_bytecode_cache(dir.path(), 20, 1 << 20);
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 11, "under both limits only .tmp goes");
+        let qbc = |dir: &Path| -> Vec<u64> {
+            let mut v: Vec<u64> = std::fs::read_dir(dir)
+                .unwrap()
+                .flatten()
+                .filter_map(|e| {
+                    e.file_name().to_str()?.strip_suffix(".qbc").map(|n| u64::from_str_radix(n, 16).unwrap())
+                })
+                .collect();
+            v.sort();
+            v
+        };
+        prune_bytecode_cache(dir.path(), 8, 1 << 20);
+        let kept = qbc(dir.path());
+        assert_eq!(kept.len(), 4, "{kept:?}");
+        assert!(kept.contains(&0), "the entry read a moment ago was dropped: {kept:?}");
+        assert!(kept.iter().all(|&i| i == 0 || i >= 5), "an unused entry survived: {kept:?}");
+        assert!(dir.path().join("other.txt").exists(), "only cache files are touched");
+        // Over the size limit (4 x 100 bytes > 300): down to at most half of it, newest first.
+        prune_bytecode_cache(dir.path(), 100, 300);
+        assert_eq!(qbc(dir.path()).len(), 1, "{:?}", qbc(dir.path()));
     }
 }

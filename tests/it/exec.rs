@@ -1505,6 +1505,29 @@ fn the_compiled_script_caches_are_private() {
     }
 }
 
+/// The engine's bytecode cache lives in agent's own cache directory: nothing is written to the
+/// engine's default `~/.cache/v8x` (outside our cache and its trimming).
+#[test]
+fn the_engine_writes_compiled_scripts_only_into_agents_own_cache() {
+    use std::os::unix::fs::PermissionsExt;
+    let p = fixture_project();
+    let cache = p.path().join("cache");
+    p.write("job.ts", &format!("console.log('{}'.length);\n", unique_tag("own-cache")));
+    let out =
+        p.cmd(&["exec", "job.ts"]).env("XDG_CACHE_HOME", &cache).env_remove("V82JSC_BC_CACHE_DIR").output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(!cache.join("v8x").exists(), "the engine wrote to its own default cache");
+    assert!(!p.path().join("home/.cache").exists(), "something was written under HOME/.cache");
+    let ours = cache.join("agent/quickjs-bytecode");
+    let files = std::fs::read_dir(&ours)
+        .unwrap()
+        .flatten()
+        .filter(|e| e.path().extension().is_some_and(|x| x == "qbc"))
+        .count();
+    assert!(files > 0, "no compiled script in {}", ours.display());
+    assert_eq!(std::fs::metadata(&ours).unwrap().permissions().mode() & 0o777, 0o700);
+}
+
 // ---------------------------------------------------------------------------------------------
 // The tool catalog: searchTools / describeTool
 
