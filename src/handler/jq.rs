@@ -10,25 +10,33 @@
 //! ([`MAX_OUTPUTS`]) and in bytes (the code-mode output limit); the worker stops at the first
 //! output past a cap.
 //!
+//! Workers are kept between filters (starting one costs a few milliseconds, a filter usually
+//! tens of microseconds): an idle worker waits for its next job on stdin, length-prefixed JSON
+//! both ways. One that died, was killed at a timeout, ran [`JOBS_PER_WORKER`] jobs or kept more
+//! than [`RETIRE_ABOVE_BYTES`] of heap after a job is not used again; the next filter starts a
+//! fresh one. Every job starts from the same state (the filter is compiled anew, nothing is
+//! kept between jobs but the allocator's free lists).
+//!
 //! The worker holds itself to its limits even when `agent` cannot (killed with SIGKILL, hung):
-//! its heap is counted by the binary's allocator (`util::alloc`) and held to the code-mode
-//! memory limit (on top of what the input takes), `RLIMIT_AS` backs that up, `RLIMIT_CPU` stops
-//! it a little after the timeout's worth of CPU, a watchdog thread ends it a second after the
-//! timeout or as soon as `agent` is gone, and the kernel kills it when `agent` dies
-//! (`PR_SET_PDEATHSIG`).
+//! its heap is counted by the binary's allocator (`util::alloc`) and held, per job, to the
+//! code-mode memory limit on top of what the input takes; `RLIMIT_AS` backs that up,
+//! `RLIMIT_CPU` (moved on at each job) stops it a little after each job's timeout's worth of CPU,
+//! a watchdog thread ends it a second after a job's timeout or as soon as `agent` is gone, and
+//! the kernel kills it when `agent` dies (`PR_SET_PDEATHSIG`).
 
 use std::io::{Read, Write};
 use std::os::unix::process::ExitStatusExt as _;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::Stdio;
-use std::time::Duration;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use jaq_core::load::{Arena, File, Loader};
 use jaq_core::{Compiler, Ctx, Vars, data, unwrap_valr};
 use jaq_json::Val;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 /// The hidden first argument that turns `agent` into a jq worker (see [`worker_main`]).
 pub const WORKER_ARG: &str = "__jq-worker";
@@ -42,6 +50,14 @@ const STACK_BYTES: usize = 256 << 20;
 const AS_SLACK_BYTES: u64 = 768 << 20;
 /// How long past its timeout a worker ends itself (`agent` kills it at the timeout).
 const WORKER_GRACE: Duration = Duration::from_secs(1);
+/// Idle workers kept for the next filters.
+const IDLE_WORKERS: usize = 4;
+/// Jobs one worker runs before it is replaced (bounds what heap fragmentation can add up to).
+pub const JOBS_PER_WORKER: u32 = 1000;
+/// Live heap a worker may keep after a job beyond what it held before its first one.
+const RETIRE_ABOVE_BYTES: isize = 32 << 20;
+/// What the worker's stderr keeps for the error message of a crash.
+const STDERR_TAIL_BYTES: usize = 64 << 10;
 /// Filters jq scripts may not call: the environment (secrets), stderr/logging, halting.
 const DENIED: &[&str] = &["env", "halt", "debug_empty", "stderr_empty", "input", "inputs"];
 
@@ -77,6 +93,13 @@ struct Job {
 enum Answer {
     Ok(Vec<Value>),
     Error(String),
+}
+
+/// The worker's answer to one job, and whether it ends after it.
+#[derive(Serialize, Deserialize)]
+struct Reply {
+    answer: Answer,
+    retiring: bool,
 }
 
 /// Parses and compiles `filter` (nothing runs); the error is one line with the position.
@@ -116,49 +139,41 @@ pub async fn run(filter: &str, input: &Value, limits: &JqLimits, isolation: &Iso
     }
 }
 
-async fn run_in_worker(exe: &PathBuf, job: &Job, limits: &JqLimits) -> Result<Vec<Value>, String> {
+async fn run_in_worker(exe: &Path, job: &Job, limits: &JqLimits) -> Result<Vec<Value>, String> {
     let payload = serde_json::to_vec(job).map_err(|e| format!("cannot encode the jq input: {e}"))?;
-    let mut cmd = tokio::process::Command::new(exe);
-    // The worker's first act is to tie its life to ours (`util::child::die_with`).
-    cmd.arg(WORKER_ARG)
-        .arg(std::process::id().to_string())
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .env_clear()
-        .kill_on_drop(true);
-    let mut child = cmd.spawn().map_err(|e| format!("cannot start the jq worker {}: {e}", exe.display()))?;
-    let (Some(mut stdin), Some(stdout), Some(stderr)) = (child.stdin.take(), child.stdout.take(), child.stderr.take())
-    else {
-        return Err("cannot talk to the jq worker".into());
-    };
+    let mut worker = Worker::take_or_start(exe, limits.memory_limit_mb)?;
     // Answers are capped by the worker itself; this cap only guards against a broken one.
     let cap = (limits.max_output_bytes as u64).saturating_mul(4).saturating_add(1 << 20);
-    let work = async {
-        let write = async move {
-            let _ = stdin.write_all(&payload).await;
-            drop(stdin);
-        };
-        let mut out = Vec::new();
-        let mut err = Vec::new();
-        let mut stdout = stdout.take(cap);
-        let mut stderr = stderr.take(64 << 10);
-        let read_out = stdout.read_to_end(&mut out);
-        let read_err = stderr.read_to_end(&mut err);
-        let ((), _, _) = tokio::join!(write, read_out, read_err);
-        let status = child.wait().await;
-        (out, err, status)
-    };
-    let (out, err, status) = match tokio::time::timeout(limits.timeout, work).await {
-        Ok(r) => r,
+    let killer = worker.killer.clone();
+    // Blocking pipes on a blocking thread: a kept worker is used from whichever runtime calls
+    // next, and tokio's pipes belong to the runtime that made them.
+    let exchange = tokio::task::spawn_blocking(move || {
+        let reply = worker.exchange(&payload, cap);
+        (worker, reply)
+    });
+    let (worker, reply) = match tokio::time::timeout(limits.timeout, exchange).await {
+        Ok(Ok(done)) => done,
+        Ok(Err(_)) => return Err("the jq worker failed (its thread panicked)".into()),
         Err(_) => {
+            // The blocking thread sees end of file and drops (reaps) the worker.
+            killer.kill();
             return Err(format!("the jq filter timed out after {}", humantime::format_duration(limits.timeout)));
         }
     };
-    match serde_json::from_slice::<Answer>(&out) {
-        Ok(Answer::Ok(values)) => Ok(values),
-        Ok(Answer::Error(e)) => Err(e),
-        Err(_) => {
+    match reply {
+        Ok(Some(reply)) => {
+            if !reply.retiring {
+                worker.keep();
+            }
+            match reply.answer {
+                Answer::Ok(values) => Ok(values),
+                Answer::Error(e) => Err(e),
+            }
+        }
+        Ok(None) | Err(_) => {
+            let (status, err) = tokio::task::spawn_blocking(move || worker.post_mortem())
+                .await
+                .map_err(|_| "the jq worker failed".to_string())?;
             let err = String::from_utf8_lossy(&err);
             if err.contains("overflowed its stack") {
                 Err("the jq filter recursed too deeply (stack overflow)".into())
@@ -178,14 +193,196 @@ async fn run_in_worker(exe: &PathBuf, job: &Job, limits: &JqLimits) -> Result<Ve
     }
 }
 
-/// The jq worker: reads one job on stdin, writes its answer on stdout. Called by `main` when
-/// the first argument is [`WORKER_ARG`] (the second is the pid of the `agent` that started it);
-/// returns the exit code.
+/// Idle workers, for the next filter of the same binary and memory limit.
+static IDLE: Mutex<Vec<Worker>> = Mutex::new(Vec::new());
+
+/// A running worker process and its pipes. Dropping it kills and reaps the process.
+struct Worker {
+    child: std::process::Child,
+    stdin: std::process::ChildStdin,
+    stdout: std::process::ChildStdout,
+    /// The last [`STDERR_TAIL_BYTES`] the worker wrote on stderr (read until it exits).
+    stderr: Option<std::thread::JoinHandle<Vec<u8>>>,
+    killer: Killer,
+    exe: PathBuf,
+    memory_limit_mb: u64,
+}
+
+/// Kills the worker from another task unless it was already reaped (its pid may be reused).
+#[derive(Clone)]
+struct Killer {
+    pid: i32,
+    reaped: Arc<Mutex<bool>>,
+}
+
+impl Killer {
+    fn kill(&self) {
+        let reaped = self.reaped.lock().unwrap_or_else(|e| e.into_inner());
+        if !*reaped {
+            // SAFETY: kill sends a signal to our own child, not yet reaped (checked under the lock
+            // the reaper holds), so the pid is still ours.
+            unsafe {
+                libc::kill(self.pid, libc::SIGKILL);
+            }
+        }
+    }
+}
+
+impl Worker {
+    /// An idle worker of `exe` for `memory_limit_mb` that is still alive, or a new one. Called on
+    /// the caller's thread: a tokio worker thread lives as long as `agent`, and the kernel's
+    /// parent-death signal is tied to the thread that started the child (`util::child::die_with`).
+    fn take_or_start(exe: &Path, memory_limit_mb: u64) -> Result<Worker, String> {
+        loop {
+            let found = {
+                let mut idle = IDLE.lock().unwrap_or_else(|e| e.into_inner());
+                let at = idle.iter().rposition(|w| w.exe == exe && w.memory_limit_mb == memory_limit_mb);
+                at.map(|i| idle.swap_remove(i))
+            };
+            let Some(mut w) = found else { return Worker::start(exe, memory_limit_mb) };
+            if matches!(w.child.try_wait(), Ok(None)) {
+                return Ok(w);
+            }
+            // It died while idle: dropped (already reaped), and the next one is tried.
+        }
+    }
+
+    fn start(exe: &Path, memory_limit_mb: u64) -> Result<Worker, String> {
+        let mut cmd = std::process::Command::new(exe);
+        // The worker's first act is to tie its life to ours (`util::child::die_with`).
+        cmd.arg(WORKER_ARG)
+            .arg(std::process::id().to_string())
+            .arg(memory_limit_mb.to_string())
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .env_clear();
+        let mut child = cmd.spawn().map_err(|e| format!("cannot start the jq worker {}: {e}", exe.display()))?;
+        let pid = i32::try_from(child.id()).unwrap_or(i32::MAX);
+        let (Some(stdin), Some(stdout), Some(mut stderr)) =
+            (child.stdin.take(), child.stdout.take(), child.stderr.take())
+        else {
+            let _ = child.kill();
+            let _ = child.wait();
+            return Err("cannot talk to the jq worker".into());
+        };
+        let tail = std::thread::Builder::new().name("jq-stderr".into()).stack_size(64 << 10).spawn(move || {
+            let mut tail = Vec::new();
+            let mut buf = [0u8; 4096];
+            while let Ok(n @ 1..) = stderr.read(&mut buf) {
+                tail.extend_from_slice(&buf[..n]);
+                if tail.len() > STDERR_TAIL_BYTES {
+                    tail.drain(..tail.len() - STDERR_TAIL_BYTES);
+                }
+            }
+            tail
+        });
+        Ok(Worker {
+            child,
+            stdin,
+            stdout,
+            stderr: tail.ok(),
+            killer: Killer { pid, reaped: Arc::new(Mutex::new(false)) },
+            exe: exe.to_path_buf(),
+            memory_limit_mb,
+        })
+    }
+
+    /// Sends one job and reads its reply; `None` when the worker ended without one.
+    fn exchange(&mut self, payload: &[u8], cap: u64) -> std::io::Result<Option<Reply>> {
+        write_frame(&mut self.stdin, payload)?;
+        let Some(frame) = read_frame(&mut self.stdout, cap)? else { return Ok(None) };
+        serde_json::from_slice(&frame).map(Some).map_err(std::io::Error::other)
+    }
+
+    /// Back to the idle list (the oldest beyond [`IDLE_WORKERS`] is dropped).
+    fn keep(self) {
+        let mut idle = IDLE.lock().unwrap_or_else(|e| e.into_inner());
+        idle.push(self);
+        if idle.len() > IDLE_WORKERS {
+            let oldest = idle.remove(0);
+            drop(idle);
+            drop(oldest);
+        }
+    }
+
+    /// After a worker ended without a reply: how it ended and the end of what it wrote on stderr.
+    fn post_mortem(mut self) -> (std::io::Result<std::process::ExitStatus>, Vec<u8>) {
+        let status = {
+            let mut reaped = self.killer.reaped.lock().unwrap_or_else(|e| e.into_inner());
+            // It closed its stdout, so it is exiting; one that only broke the protocol is killed.
+            let status = match self.child.try_wait() {
+                Ok(Some(s)) => Ok(s),
+                _ => {
+                    std::thread::sleep(Duration::from_millis(20));
+                    if !matches!(self.child.try_wait(), Ok(Some(_))) {
+                        let _ = self.child.kill();
+                    }
+                    self.child.wait()
+                }
+            };
+            *reaped = true;
+            status
+        };
+        let err = self.stderr.take().and_then(|t| t.join().ok()).unwrap_or_default();
+        (status, err)
+    }
+}
+
+impl Drop for Worker {
+    fn drop(&mut self) {
+        let mut reaped = self.killer.reaped.lock().unwrap_or_else(|e| e.into_inner());
+        if !*reaped {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+            *reaped = true;
+        }
+    }
+}
+
+fn write_frame(w: &mut impl Write, payload: &[u8]) -> std::io::Result<()> {
+    let len = u32::try_from(payload.len()).map_err(|_| std::io::Error::other("the jq job is larger than 4 GiB"))?;
+    w.write_all(&len.to_le_bytes())?;
+    w.write_all(payload)?;
+    w.flush()
+}
+
+/// One length-prefixed frame, at most `cap` bytes; `None` at end of file before its first byte.
+fn read_frame(r: &mut impl Read, cap: u64) -> std::io::Result<Option<Vec<u8>>> {
+    let mut len = [0u8; 4];
+    match r.read_exact(&mut len) {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => return Ok(None),
+        Err(e) => return Err(e),
+    }
+    let len = u64::from(u32::from_le_bytes(len));
+    if len > cap {
+        return Err(std::io::Error::other(format!("a jq frame of {len} bytes is over the cap of {cap}")));
+    }
+    let mut frame = vec![0u8; len as usize];
+    r.read_exact(&mut frame)?;
+    Ok(Some(frame))
+}
+
+/// When the running job must be over (milliseconds since [`worker_epoch`]; 0: no job running).
+static DEADLINE_MS: AtomicU64 = AtomicU64::new(0);
+
+fn worker_epoch() -> Instant {
+    static EPOCH: std::sync::OnceLock<Instant> = std::sync::OnceLock::new();
+    *EPOCH.get_or_init(Instant::now)
+}
+
+/// The jq worker: runs jobs read on stdin, one at a time, until stdin ends, answering each on
+/// stdout. Called by `main` when the first argument is [`WORKER_ARG`] (the second is the pid of
+/// the `agent` that started it, the third the memory limit in MB); returns the exit code.
 pub fn worker_main() -> u8 {
     match std::env::args_os().nth(2).and_then(|p| p.to_str()?.parse().ok()) {
         Some(parent) => crate::util::child::die_with(parent),
         None => return 2,
     }
+    let Some(memory_limit_mb) = std::env::args_os().nth(3).and_then(|p| p.to_str()?.parse::<u64>().ok()) else {
+        return 2;
+    };
     crate::util::alloc::count();
     // Large blocks straight from and back to the kernel: a freed buffer (a vector that grew by
     // reallocation) leaves the process at once instead of staying resident in the heap, so the
@@ -195,44 +392,107 @@ pub fn worker_main() -> u8 {
     unsafe {
         libc::mallopt(libc::M_MMAP_THRESHOLD, 128 << 10);
     }
-    let mut input = Vec::new();
-    if std::io::stdin().lock().read_to_end(&mut input).is_err() {
-        return 2;
+    limit_address_space(memory_limit_mb);
+    no_core_dumps();
+    watchdog();
+    // The jobs run on one thread with the big stack (parsing and running filters recurse).
+    let served = std::thread::Builder::new()
+        .name("jq".into())
+        .stack_size(STACK_BYTES)
+        .spawn(move || serve_jobs(memory_limit_mb));
+    match served.map(|t| t.join()) {
+        Ok(Ok(code)) => code,
+        _ => 1,
     }
-    let answer = match serde_json::from_slice::<Job>(&input) {
-        Ok(job) => {
-            let timeout = Duration::from_millis(job.timeout_ms);
-            crate::util::child::exit_when_orphaned(
-                std::time::Instant::now().checked_add(timeout.saturating_add(WORKER_GRACE)),
-                Duration::from_millis(50),
-                "the jq filter timed out\n",
-            );
-            limit_cpu(timeout);
-            limit_address_space(job.memory_limit_mb);
-            no_core_dumps();
-            drop(input);
-            // The filter's own memory: the limit on top of what the input already takes.
-            let held = usize::try_from(crate::util::alloc::used()).unwrap_or(0);
-            let limit = usize::try_from(job.memory_limit_mb.saturating_mul(1 << 20)).unwrap_or(usize::MAX);
-            crate::util::alloc::limit(held.saturating_add(limit));
-            on_big_stack(move || eval(&job)).map_or_else(Answer::Error, Answer::Ok)
+}
+
+fn serve_jobs(memory_limit_mb: u64) -> u8 {
+    let (mut stdin, mut stdout) = (std::io::stdin().lock(), std::io::stdout().lock());
+    let at_start = crate::util::alloc::used();
+    for n in 1..=JOBS_PER_WORKER {
+        let frame = match read_frame(&mut stdin, u64::from(u32::MAX)) {
+            Ok(Some(f)) => f,
+            Ok(None) => return 0,
+            Err(_) => return 2,
+        };
+        let answer = match serde_json::from_slice::<Job>(&frame) {
+            Ok(job) if job.memory_limit_mb == memory_limit_mb => {
+                drop(frame);
+                let timeout = Duration::from_millis(job.timeout_ms);
+                let deadline = worker_epoch().elapsed().saturating_add(timeout).saturating_add(WORKER_GRACE);
+                DEADLINE_MS.store(u64::try_from(deadline.as_millis()).unwrap_or(u64::MAX).max(1), Ordering::SeqCst);
+                limit_cpu(timeout);
+                // The filter's own memory: the limit on top of what the input already takes.
+                let held = usize::try_from(crate::util::alloc::used()).unwrap_or(0);
+                let limit = usize::try_from(memory_limit_mb.saturating_mul(1 << 20)).unwrap_or(usize::MAX);
+                crate::util::alloc::limit(held.saturating_add(limit));
+                let answer = eval(&job);
+                drop(job);
+                crate::util::alloc::limit(usize::MAX);
+                DEADLINE_MS.store(0, Ordering::SeqCst);
+                answer.map_or_else(Answer::Error, Answer::Ok)
+            }
+            Ok(_) => Answer::Error("bad jq job: a memory limit other than the worker's".into()),
+            Err(e) => Answer::Error(format!("bad jq job: {e}")),
+        };
+        let retiring = n == JOBS_PER_WORKER || crate::util::alloc::used() > at_start.saturating_add(RETIRE_ABOVE_BYTES);
+        let text = serde_json::to_vec(&Reply { answer, retiring }).unwrap_or_default();
+        if write_frame(&mut stdout, &text).is_err() || retiring {
+            return 0;
         }
-        Err(e) => Answer::Error(format!("bad jq job: {e}")),
-    };
-    let text = serde_json::to_vec(&answer).unwrap_or_default();
-    let mut out = std::io::stdout().lock();
-    if out.write_all(&text).and_then(|()| out.flush()).is_err() {
-        return 1;
     }
     0
 }
 
-/// CPU seconds past which the kernel stops the worker: the timeout's worth and two more (the
-/// filter is single-threaded, so it never uses more CPU than wall-clock time).
+/// A thread that ends the worker (`_exit`, no clean-up: the job may be stuck in code that never
+/// returns) a grace period after a job's timeout, or once `agent` is gone.
+fn watchdog() {
+    let _ = worker_epoch();
+    // SAFETY: getppid has no preconditions.
+    let parent = unsafe { libc::getppid() };
+    let spawned = std::thread::Builder::new().name("watchdog".into()).stack_size(64 << 10).spawn(move || {
+        loop {
+            std::thread::sleep(Duration::from_millis(50));
+            // SAFETY: as above.
+            let orphaned = unsafe { libc::getppid() } != parent;
+            let deadline = DEADLINE_MS.load(Ordering::SeqCst);
+            let late = deadline != 0 && worker_epoch().elapsed().as_millis() >= u128::from(deadline);
+            if orphaned || late {
+                if late && !orphaned {
+                    const MSG: &str = "the jq filter timed out\n";
+                    // SAFETY: write to fd 2 of a static buffer; `_exit` ends the process at once.
+                    unsafe {
+                        libc::write(2, MSG.as_ptr().cast(), MSG.len());
+                    }
+                }
+                // SAFETY: as above.
+                unsafe { libc::_exit(3) }
+            }
+        }
+    });
+    if spawned.is_err() {
+        // No watchdog thread: the process must not run unwatched.
+        // SAFETY: as above.
+        unsafe { libc::_exit(3) }
+    }
+}
+
+/// CPU seconds past which the kernel stops the worker: what it has used so far, the timeout's
+/// worth and two more (the filter is single-threaded, so it never uses more CPU than wall-clock
+/// time). Moved on at each job; the hard limit is left alone so the next job can move it again.
 fn limit_cpu(timeout: Duration) {
-    let soft = timeout.as_secs().saturating_add(3);
-    let lim = libc::rlimit { rlim_cur: soft as libc::rlim_t, rlim_max: soft.saturating_add(1) as libc::rlim_t };
-    // SAFETY: setrlimit reads a valid, initialised struct; it only lowers this process's limit.
+    // SAFETY: getrusage and getrlimit write into valid, initialised structs of ours.
+    let (used, hard) = unsafe {
+        let mut usage: libc::rusage = std::mem::zeroed();
+        libc::getrusage(libc::RUSAGE_SELF, &mut usage);
+        let mut lim: libc::rlimit = std::mem::zeroed();
+        libc::getrlimit(libc::RLIMIT_CPU, &mut lim);
+        let used = (usage.ru_utime.tv_sec + usage.ru_stime.tv_sec + 1).max(0) as u64;
+        (used, lim.rlim_max)
+    };
+    let soft = used.saturating_add(timeout.as_secs()).saturating_add(3) as libc::rlim_t;
+    let lim = libc::rlimit { rlim_cur: soft.min(hard), rlim_max: hard };
+    // SAFETY: setrlimit reads a valid, initialised struct; the hard limit is unchanged.
     unsafe {
         libc::setrlimit(libc::RLIMIT_CPU, &lim);
     }

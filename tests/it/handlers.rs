@@ -393,3 +393,44 @@ fn a_memory_hungry_jq_filter_is_stopped_near_the_limit() {
     assert!(peak_kb > 0, "the worker was never seen");
     assert!(peak_kb < (128 + 96) * 1024, "the worker's peak RSS was {} MB under a 128 MB limit", peak_kb / 1024);
 }
+
+/// The jq worker is kept between filters (no process start per call), and a hostile filter that
+/// kills it (a stack overflow) or outlives its timeout costs only that worker: the next filter
+/// gets a fresh one and works.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_jq_worker_is_kept_between_filters_and_replaced_after_a_crash() {
+    use agent::handler::jq::{self, Isolation, JqLimits};
+    // A memory limit no other test uses keeps these workers apart from any other in the pool.
+    let limits =
+        JqLimits { timeout: std::time::Duration::from_secs(2), memory_limit_mb: 77, max_output_bytes: 1 << 20 };
+    let needle = format!("{}\0{}\0{}\0", jq::WORKER_ARG, std::process::id(), limits.memory_limit_mb);
+    let workers = || support::procs::children_with(std::process::id(), &needle);
+    let isolation = Isolation::Process(support::agent_bin());
+    let run = |filter: &'static str| {
+        let (limits, isolation) = (limits.clone(), isolation.clone());
+        async move { jq::run(filter, &json!({"a": [1, 2, 3]}), &limits, &isolation).await }
+    };
+    assert_eq!(run(".a | add").await, Ok(vec![json!(6)]));
+    let first = workers();
+    assert_eq!(first.len(), 1, "one worker waits for the next filter: {first:?}");
+    for _ in 0..5 {
+        assert_eq!(run(".a | length").await, Ok(vec![json!(3)]));
+    }
+    assert_eq!(workers(), first, "the same worker ran every filter");
+
+    let e = run("def f: 1 + f; f").await.unwrap_err();
+    assert_eq!(e, "the jq filter recursed too deeply (stack overflow)");
+    assert!(!running(first[0]), "the crashed worker is gone");
+    assert_eq!(run(".a[0]").await, Ok(vec![json!(1)]));
+    let second = workers();
+    assert!(second.len() == 1 && second != first, "a fresh worker: {second:?} after {first:?}");
+
+    let e = run("def f: f; f").await.unwrap_err();
+    assert_eq!(e, "the jq filter timed out after 2s");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    while running(second[0]) && std::time::Instant::now() < deadline {
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    assert!(!running(second[0]), "the worker stuck at the timeout was killed");
+    assert_eq!(run(".a[2]").await, Ok(vec![json!(3)]));
+}
