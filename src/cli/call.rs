@@ -57,7 +57,8 @@ Exit codes:
   0  success
   1  the tool reported an error (isError) or the call failed (server crashed, timed out)
   1  also: the result handler failed after the tool ran (the message says so), or the call
-     was denied (`denied by the user: SERVER.TOOL`; see docs/approvals.md, --yes)
+     was denied (`denied by the user: SERVER.TOOL`, or without a terminal `denied (no
+     terminal to ask; pass --yes or set mcp.approvals): SERVER.TOOL`; docs/approvals.md)
   2  usage or configuration error (bad JSON, unknown server or tool, invalid arguments,
      --interactive without a terminal, a result handler that does not parse or compile: the
      tool was not called)";
@@ -218,12 +219,8 @@ pub async fn run(ctx: Context, args: &CallArgs) -> anyhow::Result<u8> {
     };
     let is_error = result.is_error == Some(true);
     if let Some(denied) = crate::mcp::approval::denied(&result).filter(|_| !args.json) {
-        let hint = if super::prompt::interactive() {
-            ""
-        } else {
-            " (no terminal to ask, mcp.approvals.policy is deny; --yes approves)"
-        };
-        eprintln!("error: {denied}{hint}");
+        // The message says who denied it: the user, or the policy when nobody could be asked.
+        eprintln!("error: {denied}");
         return Ok(EXIT_FAILURE);
     }
     let rendered = if args.json {
