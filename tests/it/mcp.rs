@@ -117,6 +117,35 @@ fn connect_timeout_applies_per_server() {
     assert!(r.stdout.contains("good (12 tools)"));
 }
 
+/// A first `npx -y` run still downloading when `connect_timeout` strikes: the error says the
+/// server was still running and silent, that `npx` may be downloading, and names the key to
+/// raise; a server that died without answering gets no such advice.
+#[test]
+fn a_connect_timeout_while_npx_is_still_running_names_the_key_to_raise() {
+    use std::os::unix::fs::PermissionsExt;
+    let p = Project::new();
+    // Stands in for npx fetching a package: alive, silent, no handshake.
+    let npx = p.write("bin/npx", "#!/bin/sh\nexec sleep 30\n");
+    std::fs::set_permissions(&npx, std::fs::Permissions::from_mode(0o755)).unwrap();
+    p.write_config(&format!(
+        "mcp:\n  servers:\n    slow:\n      command: {:?}\n      args: [\"-y\", \"some-server\"]\n      connect_timeout: 1s\n    dead:\n      command: sh\n      args: [\"-c\", \"exit 0\"]\n      connect_timeout: 1s\n",
+        npx.display().to_string()
+    ));
+    let r = p.run(&["mcp", "list"]);
+    r.assert_code(1);
+    assert!(
+        r.stderr.contains(
+            "server `slow` failed to start: no MCP handshake within 1s (connect_timeout); it was still running and has \
+             written nothing yet (`npx` may still be downloading the package on a first run); if it needs longer to \
+             start, raise mcp.servers.slow.connect_timeout (e.g. `connect_timeout: 2m`)"
+        ),
+        "{}",
+        r.stderr
+    );
+    let dead = r.stderr.lines().find(|l| l.contains("server `dead`")).unwrap_or_default();
+    assert!(!dead.contains("connect_timeout"), "{}", r.stderr);
+}
+
 #[test]
 fn tool_white_list_and_disabled_servers() {
     let servers = format!(
