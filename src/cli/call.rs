@@ -38,8 +38,10 @@ as JSON text). The arguments are validated as with --args, the JSON is shown, an
 made once you confirm (declining exits 1 without calling). Needs stdin and stderr to be a
 terminal; not with --args.
 
-Output: text content as text, structuredContent as pretty JSON, images/audio/resources summarised
-(mime type and size, or uri). --json prints the whole MCP CallToolResult instead. On a terminal,
+Output: the result once, in one form: structuredContent as pretty JSON when the tool's text is
+that JSON (or it sent no text), else the text; images/audio/resources summarised (mime type and
+size, or uri). stdout gets a final newline when the result has none; --output FILE gets the
+result exactly, byte for byte. --json prints the whole MCP CallToolResult instead. On a terminal,
 control characters in what the server sent (escape sequences, carriage returns) are shown as
 \u{FFFD}, not obeyed; to a pipe or --output FILE the output is byte-exact.
 
@@ -190,11 +192,7 @@ pub async fn run(ctx: Context, args: &CallArgs) -> anyhow::Result<u8> {
     let result = match called {
         Ok(Called::Result(r)) => r,
         Ok(Called::Value(value)) if !args.json => {
-            let mut text = crate::handler::value_text(&value);
-            if !text.ends_with('\n') {
-                text.push('\n');
-            }
-            return emit(args, &text).map(|()| EXIT_OK);
+            return emit(args, &crate::handler::value_text(&value)).map(|()| EXIT_OK);
         }
         Ok(Called::Value(value)) => crate::handler::value_result(value),
         Err(CallError::After(e) | CallError::Handler(e)) => {
@@ -233,7 +231,7 @@ pub async fn run(ctx: Context, args: &CallArgs) -> anyhow::Result<u8> {
     };
     if is_error && !args.json && args.output.is_none() {
         // The tool's own words go to stderr with the error, so stdout stays a clean result.
-        write_stderr(&rendered);
+        write_stderr(&with_newline(&rendered));
     } else {
         emit(args, &rendered)?;
     }
@@ -320,7 +318,8 @@ fn is_interrupt(e: &anyhow::Error) -> bool {
     e.is::<PromptInterrupted>()
 }
 
-/// Writes `rendered` to `--output` (atomically) or stdout.
+/// Writes `rendered` to `--output` (atomically) exactly as it is, or to stdout with a final
+/// newline when it has none (so a prompt does not follow it on the same line).
 fn emit(args: &CallArgs, rendered: &str) -> anyhow::Result<()> {
     match &args.output {
         Some(path) => {
@@ -328,9 +327,13 @@ fn emit(args: &CallArgs, rendered: &str) -> anyhow::Result<()> {
                 .with_context(|| format!("cannot write {}", path.display()))?;
             eprintln!("wrote {} to {}", human_bytes(rendered.len() as u64), path.display());
         }
-        None => write_stdout(rendered)?,
+        None => write_stdout(&with_newline(rendered))?,
     }
     Ok(())
+}
+
+fn with_newline(text: &str) -> std::borrow::Cow<'_, str> {
+    if text.is_empty() || text.ends_with('\n') { text.into() } else { format!("{text}\n").into() }
 }
 
 /// The result handler of `--jq`, `--js` or `--handler FILE|-` (see [`AFTER_HELP`]).
