@@ -28,7 +28,7 @@ Examples:
   agent mcp call fixture.big --output big.txt
   echo '{\"a\": 1, \"b\": 2}' | agent mcp call fixture.add --args -
   agent mcp call fixture.add --interactive
-  agent mcp call everything.get-sum --args '{\"a\": 1, \"b\": 2}' --jq '.content[0].text'
+  agent mcp call everything.get-sum --args '{\"a\": 1, \"b\": 2}' --jq 'capture(\"is (?<sum>[0-9]+)\").sum | tonumber'
   agent mcp call github.list_issues --js 'tool_output.map(i => i.title)'
 
 --interactive asks for each argument of the tool's input schema on the terminal: its
