@@ -14,8 +14,11 @@
 //! - Each project is a copy of `config.sample.yaml` (with server-everything run from the pinned
 //!   npm install instead of `npx`, and the fixture server added as `fixture`) as both
 //!   `agent.yaml` and `config.sample.yaml`; `agent` first in `PATH`; `llm.*` pointed at the
-//!   scripted fake LLM (every `agent run` gets a final answer); `HOME` inside the project; and
-//!   [`PRELUDE`]'s files (a `script.ts`, stored state) for examples that name them.
+//!   scripted fake LLM (every `agent run` gets a final answer); `HOME` inside the project;
+//!   [`PRELUDE`]'s files (a `script.ts`, stored state) for examples that name them; and the
+//!   pinned MCP Inspector as the project's `node_modules`, so `npx @modelcontextprotocol/inspector@0.15.0`
+//!   runs it offline (`npm_config_offline`).
+//! - Run them with `cargo test --test it examples::`.
 //! - An example that cannot run here goes in [`SKIP`] with the reason (a browser sign-in, a real
 //!   hosted server). A skip that matches no example fails the test (it went stale), and so does
 //!   any example that neither ran as expected nor was skipped.
@@ -28,6 +31,11 @@ use std::process::Command;
 
 use serde_json::Value;
 use support::{Project, agent_bin, fixture_stdio_yaml, node_or_skip, npm_bin};
+
+const GITHUB: &str = "names the GitHub server, which the sample declares only in a comment (a token)";
+const SIGN_IN: &str = "a browser sign-in to a real hosted server (tests/it/auth.rs drives the flow)";
+const OLLAMA: &str = "needs a local Ollama; the scripted fake LLM stands in for every other run";
+const RUNS_UNTIL_STOPPED: &str = "runs until stopped (tests/it/serve.rs drives serve over HTTP)";
 
 /// Examples that cannot run in the test, as (where, a piece of the command, why). `where` is a
 /// Markdown file (`README.md`, `docs/auth.md`) or a help page (`agent mcp call --help`).
@@ -43,65 +51,25 @@ const SKIP: &[(&str, &str, &str)] = &[
         "installs into ~/.cargo/bin; the test puts the built binary on PATH instead",
     ),
     ("README.md", "${fpath[1]}", "zsh only ($fpath); the bash and fish lines run"),
-    (
-        "docs/auth.md",
-        "agent mcp login notion",
-        "a browser sign-in to a real hosted server (tests/it/auth.rs drives the flow)",
-    ),
+    ("docs/auth.md", "agent mcp login notion", SIGN_IN),
     ("docs/auth.md", "notion.search", "a real hosted server that needs a sign-in"),
     ("docs/auth.md", "agent mcp logout notion", "names a hosted server the sample only declares in a comment"),
-    (
-        "docs/run.md",
-        "--base-url http://localhost:11434/v1",
-        "needs a local Ollama; the scripted fake LLM stands in for every other run",
-    ),
-    (
-        "docs/serve.md",
-        "agent mcp serve --http 127.0.0.1:8808",
-        "runs until stopped (tests/it/serve.rs drives serve over HTTP)",
-    ),
+    ("docs/run.md", "--base-url http://localhost:11434/v1", OLLAMA),
+    ("docs/serve.md", "agent mcp serve --http 127.0.0.1:8808", RUNS_UNTIL_STOPPED),
     (
         "docs/exec.md",
         "curl --unix-socket",
         "runs inside a script's environment, where AGENT_BRIDGE_SOCKET is set (tests/it/bridge.rs)",
     ),
     ("docs/threat-model.md", "cargo test --test it", "runs part of this very suite"),
-    (
-        "agent mcp call --help",
-        "github.",
-        "names the GitHub server, which the sample declares only in a comment (a token)",
-    ),
+    ("agent mcp call --help", "github.", GITHUB),
     ("agent mcp call --help", "--interactive", "needs a terminal (tests/it/interactive.rs answers it on a pty)"),
-    (
-        "agent mcp types --help",
-        "github",
-        "names the GitHub server, which the sample declares only in a comment (a token)",
-    ),
-    (
-        "agent mcp search --help",
-        "--server github",
-        "names the GitHub server, which the sample declares only in a comment (a token)",
-    ),
-    (
-        "agent mcp generate --help",
-        "--server github",
-        "names the GitHub server, which the sample declares only in a comment (a token)",
-    ),
-    (
-        "agent mcp login --help",
-        "agent mcp login",
-        "a browser sign-in to a real hosted server (tests/it/auth.rs drives the flow)",
-    ),
-    (
-        "agent mcp serve --help",
-        "--http 127.0.0.1:8808",
-        "runs until stopped (tests/it/serve.rs drives serve over HTTP)",
-    ),
-    (
-        "agent run --help",
-        "--base-url http://localhost:11434/v1",
-        "needs a local Ollama; the scripted fake LLM stands in for every other run",
-    ),
+    ("agent mcp types --help", "github", GITHUB),
+    ("agent mcp search --help", "--server github", GITHUB),
+    ("agent mcp generate --help", "--server github", GITHUB),
+    ("agent mcp login --help", "agent mcp login", SIGN_IN),
+    ("agent mcp serve --help", "--http 127.0.0.1:8808", RUNS_UNTIL_STOPPED),
+    ("agent run --help", "--base-url http://localhost:11434/v1", OLLAMA),
 ];
 
 /// Files and state every project starts with, for examples that name them.
@@ -226,6 +194,9 @@ fn project(sample: &str) -> Project {
     for dir in ["home/.local/share/bash-completion/completions", "home/.config/fish/completions"] {
         std::fs::create_dir_all(p.path().join(dir)).expect("mkdir");
     }
+    let inspector = npm_bin(support::INSPECTOR, "mcp-inspector");
+    let modules = inspector.parent().and_then(Path::parent).expect("the Inspector's node_modules");
+    std::os::unix::fs::symlink(modules, p.path().join("node_modules")).expect("link node_modules");
     p
 }
 
@@ -234,7 +205,7 @@ fn project(sample: &str) -> Project {
 fn shell(p: &Project, fake: &FakeLlm, script: &str) -> (i32, String, String) {
     let mut c = p.shell(&format!("timeout -k 5 120 bash -c {}", shell_quote(script)));
     c.env("AGENT_LLM__BASE_URL", fake.anthropic_url()).env("AGENT_LLM__MODEL", "fake-model");
-    c.env("ANTHROPIC_API_KEY", "test-key");
+    c.env("ANTHROPIC_API_KEY", "test-key").env("npm_config_offline", "true");
     let out = c.output().expect("run bash");
     (
         out.status.code().unwrap_or(-1),
