@@ -747,7 +747,7 @@ async fn a_session_flood_is_capped_and_ended_sessions_give_their_place_back() {
     assert_eq!(tool_text(&echo), ("still here".into(), false));
     // DELETE gives a place back at once.
     for id in &flood {
-        assert_eq!(mcp.delete(id).await, 202);
+        assert_eq!(mcp.delete(id).await, 204);
     }
     let mut again = Vec::new();
     for _ in 0..5 {
@@ -785,7 +785,7 @@ async fn memory_returns_to_its_baseline_after_sessions_end() {
                 let id = mcp.initialize().await.expect("initialize");
                 let list = mcp.post(r#"{"jsonrpc":"2.0","id":2,"method":"tools/list"}"#, Some(&id)).await;
                 assert_eq!(list.status, 200);
-                assert_eq!(mcp.delete(&id).await, 202);
+                assert_eq!(mcp.delete(&id).await, 204);
             }
         }
     };
