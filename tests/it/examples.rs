@@ -144,6 +144,7 @@ fn every_documented_example_runs_as_written() {
             failures.push(format!("skip entry ({page}, {piece:?}: {why}) matches no example any more: remove it"));
         }
     }
+    eprintln!("examples: {ran} run, {} skipped", examples.len() - ran);
     assert!(failures.is_empty(), "{} of {ran} examples failed:\n\n{}", failures.len(), failures.join("\n\n"));
 }
 
