@@ -756,6 +756,7 @@ impl Config {
         }
 
         let mut config: Config = deserialize_at(tree, "")?;
+        config.expand_home_paths(env)?;
         config.llm.unresolved = deferred.remove("llm").unwrap_or_default();
         for (name, server) in config.mcp.servers.iter_mut() {
             server.unresolved = deferred.remove(&format!("mcp.servers.{name}")).unwrap_or_default();
@@ -787,6 +788,31 @@ impl Config {
         config.sources = sources;
         config.validate()?;
         Ok(config)
+    }
+
+    /// `~/` at the start of every path key, as a shell would expand it (YAML does not): the
+    /// sample's `mcp.import` entries and anyone's `workspace_dir: ~/agent` mean the home directory.
+    fn expand_home_paths(&mut self, env: &BTreeMap<String, String>) -> Result<(), ConfigError> {
+        for (i, p) in self.mcp.import.iter_mut().enumerate() {
+            *p = expand_home(&format!("mcp.import[{i}]"), p, env)?;
+        }
+        let ce = &mut self.mcp.code_execution;
+        ce.workspace_dir = expand_home("mcp.code_execution.workspace_dir", &ce.workspace_dir, env)?;
+        if let Some(tsc) = &mut ce.tsc {
+            *tsc = expand_home("mcp.code_execution.tsc", tsc, env)?;
+        }
+        for (name, server) in self.mcp.servers.iter_mut() {
+            if let Some(cwd) = &mut server.cwd {
+                *cwd = expand_home(&format!("mcp.servers.{name}.cwd"), cwd, env)?;
+            }
+            for (i, root) in server.roots.iter_mut().enumerate() {
+                *root = expand_home(&format!("mcp.servers.{name}.roots[{i}]"), root, env)?;
+            }
+            if let Some(key) = &mut server.auth.private_key_file {
+                *key = expand_home(&format!("mcp.servers.{name}.auth.private_key_file"), key, env)?;
+            }
+        }
+        Ok(())
     }
 
     /// Values that parse but cannot work: zero timeouts and sizes, a heap too small to start.
@@ -920,6 +946,28 @@ fn positive_duration(key: &str, d: Duration, why: &str) -> Result<(), ConfigErro
         return Err(ConfigError::new(format!("{key}: must be greater than zero ({why})")));
     }
     Ok(())
+}
+
+/// The path of config key `key` with a leading `~` or `~/` replaced by `$HOME` (the one place
+/// config paths get the shell's home expansion). `~user/...` is an error naming the key, as is
+/// `~` without a `HOME`; any other path is returned as it is.
+pub fn expand_home(key: &str, path: &Path, env: &BTreeMap<String, String>) -> Result<PathBuf, ConfigError> {
+    let mut parts = path.components();
+    let first = match parts.next() {
+        Some(std::path::Component::Normal(first)) if first.as_encoded_bytes().starts_with(b"~") => first,
+        _ => return Ok(path.to_path_buf()),
+    };
+    if first != "~" {
+        return Err(ConfigError::new(format!(
+            "{key}: {} starts with `~user`, which is not expanded (write `~/...` or the full path)",
+            path.display()
+        )));
+    }
+    let home = env
+        .get("HOME")
+        .filter(|h| !h.is_empty())
+        .ok_or_else(|| ConfigError::new(format!("{key}: {} starts with `~`, but HOME is not set", path.display())))?;
+    Ok(Path::new(home).join(parts.as_path()))
 }
 
 fn user_config_path(env: &BTreeMap<String, String>) -> Option<PathBuf> {
@@ -1370,6 +1418,42 @@ mod tests {
         std::fs::write(dir.join("agent.yaml"), yaml).unwrap();
         let opts = LoadOptions { project_dir: Some(dir.to_path_buf()), skip_user_config: true, ..Default::default() };
         Config::load_with_env(&opts, &env(e))
+    }
+
+    #[test]
+    fn expands_the_home_directory_in_path_keys() {
+        let e = env(&[("HOME", "/home/me")]);
+        let x = |p: &str| expand_home("k", Path::new(p), &e);
+        assert_eq!(x("~/a/b.json").unwrap(), PathBuf::from("/home/me/a/b.json"));
+        assert_eq!(x("~").unwrap(), PathBuf::from("/home/me"));
+        assert_eq!(x("a/~/b").unwrap(), PathBuf::from("a/~/b"));
+        assert_eq!(x("/abs/~x").unwrap(), PathBuf::from("/abs/~x"));
+        assert_eq!(x(".kodelet/mcp").unwrap(), PathBuf::from(".kodelet/mcp"));
+        let user = x("~bob/a").unwrap_err();
+        assert_eq!(user.0, "k: ~bob/a starts with `~user`, which is not expanded (write `~/...` or the full path)");
+        let no_home = expand_home("k", Path::new("~/a"), &env(&[])).unwrap_err();
+        assert_eq!(no_home.0, "k: ~/a starts with `~`, but HOME is not set");
+
+        // Through a whole load: the import is read from the home directory, the other keys expanded.
+        let dir = tempfile::tempdir().unwrap();
+        let home = dir.path().join("home");
+        std::fs::create_dir_all(home.join(".config/claude")).unwrap();
+        let imported = r#"{"mcpServers": {"imported": {"command": "true"}}}"#;
+        std::fs::write(home.join(".config/claude/servers.json"), imported).unwrap();
+        let yaml = "mcp:\n  import: [~/.config/claude/servers.json]\n  code_execution:\n    workspace_dir: ~/ws\n    tsc: ~/bin/tsc\n  servers:\n    s:\n      command: x\n      cwd: ~/work\n      roots: [~/r, rel]\n      auth:\n        private_key_file: ~/key.pem\n";
+        std::fs::write(dir.path().join("agent.yaml"), yaml).unwrap();
+        let opts =
+            LoadOptions { project_dir: Some(dir.path().to_path_buf()), skip_user_config: true, ..Default::default() };
+        let h = home.display().to_string();
+        let c = Config::load_with_env(&opts, &env(&[("HOME", &h)])).unwrap();
+        assert!(c.mcp.servers.contains_key("imported"));
+        assert_eq!(c.mcp.import, vec![home.join(".config/claude/servers.json")]);
+        assert_eq!(c.mcp.code_execution.workspace_dir, home.join("ws"));
+        assert_eq!(c.mcp.code_execution.tsc, Some(home.join("bin/tsc")));
+        let s = &c.mcp.servers["s"];
+        assert_eq!(s.cwd, Some(home.join("work")));
+        assert_eq!(s.roots, vec![home.join("r"), PathBuf::from("rel")]);
+        assert_eq!(s.auth.private_key_file, Some(home.join("key.pem")));
     }
 
     #[test]

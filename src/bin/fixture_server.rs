@@ -21,6 +21,8 @@
 //! `{"tools": [...]}` or an `agent mcp list --json` file) instead of its own, each answering
 //! `called NAME with ARGS` (a real server for a real catalog, e.g. tests/data/github-mcp-server.json).
 //! `--destructive` adds `delete_item` (annotated `destructiveHint: true`; approvals).
+//! `--wrapped` adds `wrapped`: the message as text plus `structuredContent` `{"result": message}`,
+//! as Python's FastMCP answers a tool that returns a plain value (the text is not that JSON).
 //! `--echo-retires`: `echo` announces `tools/list_changed`, after which tools/list leaves `echo` out.
 //! `--host-tools` adds the tools that ask the host (elicitation, sampling, roots): `elicit_form` (defaults, enums with
 //! `enumNames` and `oneOf` titles; `require_note` adds a required field without default; `multi`
@@ -634,6 +636,13 @@ impl Fixture {
         format!("deleted {}", a.id)
     }
 
+    #[tool(description = "The message as text, and as {result} in structuredContent (only with --wrapped).")]
+    async fn wrapped(&self, Parameters(a): Parameters<EchoArgs>) -> CallToolResult {
+        let mut r = CallToolResult::success(vec![ContentBlock::text(a.message.clone())]);
+        r.structured_content = Some(serde_json::json!({ "result": a.message }));
+        r
+    }
+
     #[tool(name = "text.upper", description = "Upper-case the text (a tool name with a dot).")]
     async fn text_upper(&self, Parameters(a): Parameters<UpperArgs>) -> String {
         a.text.to_uppercase()
@@ -774,6 +783,7 @@ fn main() -> std::process::ExitCode {
     let mut relist_hangs = false;
     let mut form = false;
     let mut destructive = false;
+    let mut wrapped = false;
     let mut tools_file: Option<String> = None;
     let mut echo_retires = false;
     let mut host_tools = false;
@@ -815,6 +825,7 @@ fn main() -> std::process::ExitCode {
             "--relist-hangs" => relist_hangs = true,
             "--form" => form = true,
             "--destructive" => destructive = true,
+            "--wrapped" => wrapped = true,
             "--tools-file" => tools_file = args.next(),
             "--echo-retires" => echo_retires = true,
             "--host-tools" => host_tools = true,
@@ -854,7 +865,7 @@ fn main() -> std::process::ExitCode {
         },
         None => {
             let mut r = Fixture::tool_router();
-            for (name, on) in [("form", form), ("delete_item", destructive)] {
+            for (name, on) in [("form", form), ("delete_item", destructive), ("wrapped", wrapped)] {
                 if !on {
                     r = r.with_disabled(name);
                 }

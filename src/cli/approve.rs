@@ -2,7 +2,8 @@
 //! terminal (stdin and stderr TTYs): approve once, approve the tool for the rest of the run, or
 //! deny. Without a terminal nothing is installed and the manager applies `mcp.approvals.policy`.
 //! (`agent mcp call --yes` is no approver: it approves the one call it names, through that call's
-//! context, and nothing its result handler does.) The tool's name and arguments in the question
+//! context, and nothing its result handler does. `agent exec --yes` and `agent run --yes` are:
+//! [`approve_all`] approves every call of the command.) The tool's name and arguments in the question
 //! are shown as `output::terminal_line` has them: a server names its tools.
 
 use std::sync::Arc;
@@ -19,6 +20,20 @@ use crate::mcp::approval::{Approver, Decision};
 pub fn install(manager: &McpManager) {
     if super::prompt::interactive() {
         manager.set_approver(Arc::new(Terminal));
+    }
+}
+
+/// `agent exec --yes`, `agent run --yes`: the user approved every call of the command up front,
+/// so nothing is asked, on a terminal or not (replaces what [`install`] set).
+pub fn approve_all(manager: &McpManager) {
+    manager.set_approver(Arc::new(ApproveAll));
+}
+
+struct ApproveAll;
+
+impl Approver for ApproveAll {
+    fn approve<'a>(&'a self, _: &'a ToolInfo, _: &'a Map<String, Value>) -> BoxFuture<'a, Decision> {
+        Box::pin(async { Decision::Once })
     }
 }
 

@@ -28,7 +28,7 @@ Examples:
   agent mcp call fixture.big --output big.txt
   echo '{\"a\": 1, \"b\": 2}' | agent mcp call fixture.add --args -
   agent mcp call fixture.add --interactive
-  agent mcp call everything.get-sum --args '{\"a\": 1, \"b\": 2}' --jq '.content[0].text'
+  agent mcp call everything.get-sum --args '{\"a\": 1, \"b\": 2}' --jq 'capture(\"is (?<sum>[0-9]+)\").sum | tonumber'
   agent mcp call github.list_issues --js 'tool_output.map(i => i.title)'
 
 --interactive asks for each argument of the tool's input schema on the terminal: its
@@ -38,8 +38,10 @@ as JSON text). The arguments are validated as with --args, the JSON is shown, an
 made once you confirm (declining exits 1 without calling). Needs stdin and stderr to be a
 terminal; not with --args.
 
-Output: text content as text, structuredContent as pretty JSON, images/audio/resources summarised
-(mime type and size, or uri). --json prints the whole MCP CallToolResult instead. On a terminal,
+Output: the result once, in one form: structuredContent as pretty JSON when the tool's text is
+that JSON (or it sent no text), else the text; images/audio/resources summarised (mime type and
+size, or uri). stdout gets a final newline when the result has none; --output FILE gets the
+result exactly, byte for byte. --json prints the whole MCP CallToolResult instead. On a terminal,
 control characters in what the server sent (escape sequences, carriage returns) are shown as
 \u{FFFD}, not obeyed; to a pipe or --output FILE the output is byte-exact.
 
@@ -57,7 +59,8 @@ Exit codes:
   0  success
   1  the tool reported an error (isError) or the call failed (server crashed, timed out)
   1  also: the result handler failed after the tool ran (the message says so), or the call
-     was denied (`denied by the user: SERVER.TOOL`; see docs/approvals.md, --yes)
+     was denied (`denied by the user: SERVER.TOOL`, or without a terminal `denied (no
+     terminal to ask; pass --yes or set mcp.approvals): SERVER.TOOL`; docs/approvals.md)
   2  usage or configuration error (bad JSON, unknown server or tool, invalid arguments,
      --interactive without a terminal, a result handler that does not parse or compile: the
      tool was not called)";
@@ -189,11 +192,7 @@ pub async fn run(ctx: Context, args: &CallArgs) -> anyhow::Result<u8> {
     let result = match called {
         Ok(Called::Result(r)) => r,
         Ok(Called::Value(value)) if !args.json => {
-            let mut text = crate::handler::value_text(&value);
-            if !text.ends_with('\n') {
-                text.push('\n');
-            }
-            return emit(args, &text).map(|()| EXIT_OK);
+            return emit(args, &crate::handler::value_text(&value)).map(|()| EXIT_OK);
         }
         Ok(Called::Value(value)) => crate::handler::value_result(value),
         Err(CallError::After(e) | CallError::Handler(e)) => {
@@ -218,12 +217,8 @@ pub async fn run(ctx: Context, args: &CallArgs) -> anyhow::Result<u8> {
     };
     let is_error = result.is_error == Some(true);
     if let Some(denied) = crate::mcp::approval::denied(&result).filter(|_| !args.json) {
-        let hint = if super::prompt::interactive() {
-            ""
-        } else {
-            " (no terminal to ask, mcp.approvals.policy is deny; --yes approves)"
-        };
-        eprintln!("error: {denied}{hint}");
+        // The message says who denied it: the user, or the policy when nobody could be asked.
+        eprintln!("error: {denied}");
         return Ok(EXIT_FAILURE);
     }
     let rendered = if args.json {
@@ -236,7 +231,7 @@ pub async fn run(ctx: Context, args: &CallArgs) -> anyhow::Result<u8> {
     };
     if is_error && !args.json && args.output.is_none() {
         // The tool's own words go to stderr with the error, so stdout stays a clean result.
-        write_stderr(&rendered);
+        write_stderr(&with_newline(&rendered));
     } else {
         emit(args, &rendered)?;
     }
@@ -323,7 +318,8 @@ fn is_interrupt(e: &anyhow::Error) -> bool {
     e.is::<PromptInterrupted>()
 }
 
-/// Writes `rendered` to `--output` (atomically) or stdout.
+/// Writes `rendered` to `--output` (atomically) exactly as it is, or to stdout with a final
+/// newline when it has none (so a prompt does not follow it on the same line).
 fn emit(args: &CallArgs, rendered: &str) -> anyhow::Result<()> {
     match &args.output {
         Some(path) => {
@@ -331,9 +327,13 @@ fn emit(args: &CallArgs, rendered: &str) -> anyhow::Result<()> {
                 .with_context(|| format!("cannot write {}", path.display()))?;
             eprintln!("wrote {} to {}", human_bytes(rendered.len() as u64), path.display());
         }
-        None => write_stdout(rendered)?,
+        None => write_stdout(&with_newline(rendered))?,
     }
     Ok(())
+}
+
+fn with_newline(text: &str) -> std::borrow::Cow<'_, str> {
+    if text.is_empty() || text.ends_with('\n') { text.into() } else { format!("{text}\n").into() }
 }
 
 /// The result handler of `--jq`, `--js` or `--handler FILE|-` (see [`AFTER_HELP`]).

@@ -42,6 +42,9 @@ the script's own lines, `script.ts:3:14: error TS2339: Property 'nme' does not e
 ...`, and the script does not run (exit 1; --json: error.kind \"typecheck\"). Without a
 compiler: a one-line warning, and the script runs unchecked.
 
+Calls of tools that need approval (mcp.approvals: destructive tools) are asked on the
+terminal; without one mcp.approvals.policy decides (deny by default). --yes approves them all.
+
 Exit codes:
   0    the script ran to completion
   1    the script threw, did not type-check (--check), or a limit was hit (timeout, memory,
@@ -70,6 +73,9 @@ pub struct ExecArgs {
     /// has type errors (also mcp.code_execution.typecheck).
     #[arg(long)]
     pub check: bool,
+    /// Approve the calls that need approval (`mcp.approvals`: destructive tools) without asking.
+    #[arg(long, short = 'y')]
+    pub yes: bool,
 }
 
 /// Below this the bootstrap alone does not fit.
@@ -81,6 +87,9 @@ pub async fn run(ctx: Context, args: &ExecArgs) -> anyhow::Result<u8> {
     options.typecheck |= args.check;
     let limits = options.limits.clone();
     let session = super::session::Session::open(&ctx.config);
+    if args.yes {
+        super::approve::approve_all(session.manager());
+    }
     // Bootstrapping the isolate (~25 ms) overlaps with everything below.
     let mut code = CodeMode::new(session.manager().clone(), options);
     code.set_recorder(session.recorder().clone());

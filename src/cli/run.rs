@@ -54,6 +54,9 @@ Examples:
   agent run --provider openai --base-url http://localhost:11434/v1 --model qwen3 \"...\"
   echo \"long task text\" | agent run - --json > transcript.json
 
+Calls of tools that need approval (mcp.approvals: destructive tools) are asked on the
+terminal; without one mcp.approvals.policy decides (deny by default). --yes approves them all.
+
 Exit codes:
   0    the model gave a final answer
   1    the turn limit was hit, or the provider failed (after retries)
@@ -118,6 +121,9 @@ pub struct RunArgs {
     /// Remove what earlier scripts stored (<workspace>/data/) before the run.
     #[arg(long)]
     pub fresh_state: bool,
+    /// Approve the calls that need approval (`mcp.approvals`: destructive tools) without asking.
+    #[arg(long, short = 'y')]
+    pub yes: bool,
 }
 
 /// Applies the flags on top of the configuration.
@@ -209,6 +215,9 @@ pub async fn run(ctx: Context, args: &RunArgs) -> anyhow::Result<u8> {
     }
 
     let session = super::session::Session::open(&config);
+    if args.yes {
+        super::approve::approve_all(session.manager());
+    }
     let servers = super::select_servers(session.manager(), &args.filter)?;
 
     // A signal cancels the loop (which returns what it has) or the set-up before it.

@@ -23,7 +23,8 @@ pub struct Session {
 
 impl Session {
     /// Opens the session of a command. Nothing here approves calls wholesale: `agent mcp call
-    /// --yes` approves its one call through that call's context.
+    /// --yes` approves its one call through that call's context; `agent exec --yes` and `agent
+    /// run --yes` install `approve::approve_all` on top, themselves.
     pub fn open(config: &Config) -> Session {
         let manager = Arc::new(McpManager::new(config));
         let sampled = super::host::install(&manager, config);

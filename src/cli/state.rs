@@ -22,7 +22,10 @@ Examples:
   agent state ls --json
   agent state show weekly-totals
   agent state rm reports/old.json
-  agent state rm --all          (same as `agent run --fresh-state` does before a run)
+  agent state rm --all --yes    # what `agent run --fresh-state` does before a run
+
+`rm --all` asks on a terminal first (the answer defaults to no); --yes removes without asking,
+and without a terminal --yes is required (else exit 2, nothing removed).
 
 JSON output of ls (--json): an array of
   {\"kind\": \"key\"|\"file\"|\"dir\"|\"skill\", \"name\": \"...\", \"bytes\": N}.";
@@ -54,9 +57,12 @@ pub struct ShowArgs {
 pub struct RmArgs {
     #[arg(value_name = "KEY_OR_PATH", required_unless_present = "all", conflicts_with = "all")]
     pub name: Option<String>,
-    /// Remove everything under data/.
+    /// Remove everything under data/ (asks on a terminal first).
     #[arg(long)]
     pub all: bool,
+    /// With --all: remove without asking (required without a terminal).
+    #[arg(long, short = 'y', requires = "all")]
+    pub yes: bool,
 }
 
 /// The state of the configured workspace.
@@ -116,6 +122,10 @@ pub async fn run(ctx: Context, cmd: &StateCommand) -> anyhow::Result<u8> {
         },
         StateCommand::Rm(args) => {
             if args.all {
+                if !args.yes && !confirm_clear(&state)? {
+                    eprintln!("nothing removed");
+                    return Ok(super::EXIT_FAILURE);
+                }
                 let had = state.clear().map_err(fail)?;
                 eprintln!("{}", if had { "removed everything under data/" } else { "data/ was already empty" });
             } else if let Some(name) = &args.name {
@@ -129,6 +139,37 @@ pub async fn run(ctx: Context, cmd: &StateCommand) -> anyhow::Result<u8> {
         }
     }
     Ok(EXIT_OK)
+}
+
+/// `rm --all` without `--yes`: asks on the terminal (default no) and says whether to go on; without
+/// a terminal nobody can confirm, so it is a usage error that names `--yes`.
+fn confirm_clear(state: &State) -> anyhow::Result<bool> {
+    if !super::prompt::interactive() {
+        return Err(usage(
+            "`agent state rm --all` removes everything under data/ and there is no terminal to confirm it: pass --yes",
+        ));
+    }
+    let entries = state.entries().map_err(|e| anyhow::anyhow!(e))?;
+    let data: Vec<_> = entries.iter().filter(|e| e.kind != "skill").collect();
+    if data.is_empty() {
+        return Ok(true);
+    }
+    let bytes: u64 = data.iter().map(|e| e.bytes).sum();
+    let question = format!(
+        "remove everything under data/ ({} {}, {})?",
+        data.len(),
+        if data.len() == 1 { "entry" } else { "entries" },
+        human_bytes(bytes)
+    );
+    match super::prompt::confirm(&question, false) {
+        Ok(yes) => Ok(yes),
+        Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {
+            let _ = dialoguer::console::Term::stderr().show_cursor();
+            eprintln!();
+            Ok(false)
+        }
+        Err(e) => Err(anyhow::Error::new(e).context("cannot ask on the terminal")),
+    }
 }
 
 fn not_found(state: &State, name: &str) -> anyhow::Error {

@@ -8,7 +8,9 @@
 //! installs asks on a terminal; without one the configured policy decides. A tool approved "for
 //! the run" is not asked again; concurrent calls that need approval are asked one at a time, and
 //! while the user decides, script timeouts are paused ([`crate::util::pause`]). A denial becomes
-//! a tool error (`isError`) the model and scripts read: `denied by the user: server.tool`.
+//! a tool error (`isError`) the model and scripts read: `denied by the user: server.tool` when
+//! someone was asked and said no; `denied (no terminal to ask; pass --yes or set mcp.approvals):
+//! server.tool` when nobody could be asked and the policy said no.
 //!
 //! The user may also approve one call before it is made (`agent mcp call --yes`): a
 //! [`PreApproved`] in that call's [`CallContext`](super::CallContext). It covers that call and
@@ -65,10 +67,19 @@ impl PreApproved {
     }
 }
 
-/// The message of a denied call, the text of its `isError` result.
+/// The message of a call the user denied, the text of its `isError` result.
 pub fn denial_message(qualified: &str) -> String {
-    format!("denied by the user: {qualified}")
+    format!("{DENIED_BY_USER}{qualified}")
 }
+
+/// The message of a call denied by `mcp.approvals.policy` because there was no one to ask: it
+/// says so, and how to let the call run, rather than blaming a user who was never asked.
+pub fn policy_denial_message(qualified: &str) -> String {
+    format!("{DENIED_NO_TERMINAL}{qualified}")
+}
+
+const DENIED_BY_USER: &str = "denied by the user: ";
+const DENIED_NO_TERMINAL: &str = "denied (no terminal to ask; pass --yes or set mcp.approvals): ";
 
 /// The first text block of a result denied by [`Approvals::check`], if `result` is one.
 pub fn denied(result: &CallToolResult) -> Option<&str> {
@@ -76,7 +87,9 @@ pub fn denied(result: &CallToolResult) -> Option<&str> {
         return None;
     }
     match result.content.first() {
-        Some(ContentBlock::Text(t)) if t.text.starts_with("denied by the user: ") => Some(&t.text),
+        Some(ContentBlock::Text(t)) if t.text.starts_with(DENIED_BY_USER) || t.text.starts_with(DENIED_NO_TERMINAL) => {
+            Some(&t.text)
+        }
         _ => None,
     }
 }
@@ -145,7 +158,7 @@ impl Approvals {
                 ApprovalPolicy::Allow => None,
                 ApprovalPolicy::Deny => {
                     tracing::info!(tool = %name, "denied: no terminal to ask, and mcp.approvals.policy is deny");
-                    Some(denial(&name))
+                    Some(CallToolResult::error(vec![ContentBlock::text(policy_denial_message(&name))]))
                 }
             };
         };
@@ -251,7 +264,10 @@ mod tests {
     async fn without_an_approver_the_policy_decides() {
         let t = tool("delete_repository", Some(json!({"destructiveHint": true})));
         let denied_result = rules(&[], &[]).check(&t, &Map::new(), None).await.unwrap();
-        assert_eq!(denied(&denied_result), Some("denied by the user: github.delete_repository"));
+        assert_eq!(
+            denied(&denied_result),
+            Some("denied (no terminal to ask; pass --yes or set mcp.approvals): github.delete_repository")
+        );
         let allow = Approvals::new(&ApprovalsConfig { policy: ApprovalPolicy::Allow, ..Default::default() });
         assert!(allow.check(&t, &Map::new(), None).await.is_none());
     }
@@ -322,7 +338,10 @@ mod tests {
         assert!(r.check(&other, &args, Some(&pre)).await.is_some(), "another tool is not approved");
         assert!(r.check(&t, &args, Some(&pre)).await.is_none(), "the named call runs");
         let again = r.check(&t, &args, Some(&pre)).await;
-        assert_eq!(again.as_ref().and_then(denied), Some("denied by the user: github.delete_repository"));
+        assert_eq!(
+            again.as_ref().and_then(denied),
+            Some("denied (no terminal to ask; pass --yes or set mcp.approvals): github.delete_repository")
+        );
         // Spent by a named call that needed no approval, too.
         let pre = PreApproved::new("github", "list_issues");
         assert!(r.check(&tool("list_issues", None), &args, Some(&pre)).await.is_none());

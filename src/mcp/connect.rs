@@ -67,6 +67,26 @@ impl Connection {
     }
 }
 
+/// Why a stdio server gave no handshake within `connect_timeout`: when it was still running at
+/// the timeout it was slow rather than broken (a first `npx -y` run downloads the package), so
+/// the message says what it was doing and names the key that gives it longer.
+fn handshake_timeout(name: &str, cfg: &ServerConfig, timeout: Duration, running: bool, quiet: bool) -> String {
+    let mut reason = format!("no MCP handshake within {} (connect_timeout)", humantime::format_duration(timeout));
+    if !running {
+        return reason;
+    }
+    let program = cfg.command.as_deref().map(|c| c.rsplit('/').next().unwrap_or(c)).unwrap_or_default();
+    let doing = if quiet { "has written nothing yet" } else { "its stderr is below" };
+    reason.push_str(&format!("; it was still running and {doing}"));
+    if matches!(program, "npx" | "uvx" | "bunx" | "pnpx" | "pipx") {
+        reason.push_str(&format!(" (`{program}` may still be downloading the package on a first run)"));
+    }
+    reason.push_str(&format!(
+        "; if it needs longer to start, raise mcp.servers.{name}.connect_timeout (e.g. `connect_timeout: 2m`)"
+    ));
+    reason
+}
+
 /// Connects to server `name` as `cfg` says (see the module doc).
 pub(super) async fn connect(name: &str, cfg: &ServerConfig, env: &Env<'_>) -> Result<Connection, McpError> {
     let fail = |reason: String, stderr: Vec<String>| McpError::Start { server: name.to_string(), reason, stderr };
@@ -156,18 +176,19 @@ pub(super) async fn connect(name: &str, cfg: &ServerConfig, env: &Env<'_>) -> Re
             let service = match served {
                 Ok(Ok(s)) => s,
                 other => {
+                    // Seen before the kill: a child still running at the timeout was slow, not broken.
+                    let running = pgid.is_some_and(super::process::process_alive);
                     if let Some(g) = pgid {
                         kill_group(g, libc::SIGKILL);
                     }
                     // Let the child's last words reach the log file.
                     tokio::time::sleep(Duration::from_millis(50)).await;
+                    let stderr = env.logs.tail(name, log_offset);
                     let reason = match other {
                         Ok(Err(e)) => format!("the MCP handshake failed: {}", init_error(&e)),
-                        _ => {
-                            format!("no MCP handshake within {} (connect_timeout)", humantime::format_duration(timeout))
-                        }
+                        _ => handshake_timeout(name, cfg, timeout, running, stderr.is_empty()),
                     };
-                    return Err(fail(reason, env.logs.tail(name, log_offset)));
+                    return Err(fail(reason, stderr));
                 }
             };
             (service, pgid, log_offset)

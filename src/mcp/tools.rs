@@ -101,8 +101,10 @@ pub fn decode(result: &rmcp::model::CallToolResult) -> Value {
 /// Who reads a rendered tool result.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Reader {
-    /// A person at a terminal (`agent mcp call`): `structuredContent` first as pretty JSON,
-    /// text blocks that mirror it left out, sizes in KB/MB, resources summarised.
+    /// A person at a terminal (`agent mcp call`): one of the two forms of the data, never both:
+    /// `structuredContent` as pretty JSON when every text block is that JSON (or there is none),
+    /// else the text; blocks separated by a newline, the last one as it is (the caller decides
+    /// on a final newline); sizes in KB/MB, resources summarised.
     Terminal,
     /// A model (direct mode): the content blocks in order (resource text inlined), then
     /// `structuredContent` as compact JSON unless a text block already holds it.
@@ -124,7 +126,11 @@ pub fn result_text(result: &rmcp::model::CallToolResult, reader: Reader) -> Stri
     };
     let mut parts: Vec<String> = Vec::new();
     let mut structured_shown = false;
-    if let (Reader::Terminal, Some(sc)) = (reader, structured) {
+    // A text that is not the structured JSON (FastMCP's `{"result": text}` next to `text`) is
+    // what a person reads; the structured form would say the same twice.
+    let own_text = result.content.iter().any(|b| matches!(b, ContentBlock::Text(t) if !mirrors(&t.text)));
+    let show_structured = reader == Reader::Terminal && !own_text;
+    if let (true, Some(sc)) = (show_structured, structured) {
         parts.push(serde_json::to_string_pretty(sc).unwrap_or_default());
         structured_shown = true;
     }
@@ -132,7 +138,7 @@ pub fn result_text(result: &rmcp::model::CallToolResult, reader: Reader) -> Stri
         let part = match block {
             ContentBlock::Text(t) if mirrors(&t.text) => {
                 // rmcp servers mirror structuredContent into a text block: show it once.
-                if reader == Reader::Terminal {
+                if show_structured {
                     continue;
                 }
                 structured_shown = true;
@@ -171,10 +177,10 @@ pub fn result_text(result: &rmcp::model::CallToolResult, reader: Reader) -> Stri
         Reader::Terminal => {
             let mut out = String::new();
             for p in parts {
-                out.push_str(&p);
-                if !p.ends_with('\n') {
+                if !out.is_empty() && !out.ends_with('\n') {
                     out.push('\n');
                 }
+                out.push_str(&p);
             }
             out
         }

@@ -154,9 +154,10 @@ impl WorkspaceLoader {
             normalize(&if specifier.starts_with('/') { PathBuf::from(specifier) } else { base.join(specifier) });
         if !joined.starts_with(&root) {
             return Err(deny(format!(
-                "{} is outside the workspace {}; scripts may only import modules inside it",
+                "{} is outside the workspace {}; scripts may only import modules inside it{}",
                 joined.display(),
-                root.display()
+                root.display(),
+                outside_script_hint(&root, &base, specifier)
             )));
         }
         // A path that leads out through a link (itself or a directory on the way) is refused
@@ -425,6 +426,36 @@ pub(crate) fn normalize(path: &Path) -> PathBuf {
     out
 }
 
+/// For a script that lives outside the workspace and imports a path meant from inside it
+/// (`./servers/github/index.ts` next to `~/notes/report.ts`): the import that reaches the same
+/// module from where the script is, and the directory to move the script to. Names only the
+/// workspace (which the error names anyway) and a path inside it; looks at nothing on disk.
+fn outside_script_hint(root: &Path, script_dir: &Path, specifier: &str) -> String {
+    if script_dir.starts_with(root) || !(specifier.starts_with("./") || specifier.starts_with("../")) {
+        return String::new();
+    }
+    let meant = normalize(&root.join(specifier));
+    if !meant.starts_with(root) || meant == root {
+        return String::new();
+    }
+    format!(
+        " (this script is outside it: import \"{}\", or put the script in {}/)",
+        relative_import(script_dir, &meant),
+        root.display()
+    )
+}
+
+/// The relative import specifier of `target` from a module in `from_dir` (both absolute and
+/// normalised): `./a/b.ts` or `../../a/b.ts`.
+fn relative_import(from_dir: &Path, target: &Path) -> String {
+    let from: Vec<Component> = from_dir.components().collect();
+    let to: Vec<Component> = target.components().collect();
+    let common = from.iter().zip(&to).take_while(|(a, b)| a == b).count();
+    let ups = from.len() - common;
+    let rest: PathBuf = to[common..].iter().collect();
+    if ups == 0 { format!("./{}", rest.display()) } else { format!("{}{}", "../".repeat(ups), rest.display()) }
+}
+
 fn display_path(root: &Path, path: &Path) -> String {
     match path.strip_prefix(root) {
         Ok(rel) if !root.as_os_str().is_empty() => rel.display().to_string(),
@@ -443,6 +474,20 @@ mod tests {
         assert_eq!(url_scheme("./a:b.ts"), None);
         assert_eq!(url_scheme("/etc/passwd"), None);
         assert_eq!(url_scheme("lodash"), None);
+    }
+
+    #[test]
+    fn a_script_outside_the_workspace_is_told_the_import_that_works() {
+        let ws = Path::new("/p/.kodelet/mcp");
+        assert_eq!(
+            outside_script_hint(ws, Path::new("/p"), "./servers/gh/index.ts"),
+            " (this script is outside it: import \"./.kodelet/mcp/servers/gh/index.ts\", or put the script in /p/.kodelet/mcp/)"
+        );
+        assert_eq!(relative_import(Path::new("/home/me/notes"), Path::new("/p/ws/a.ts")), "../../../p/ws/a.ts");
+        // Inside the workspace, or a path that leaves it from there too: nothing to suggest.
+        assert_eq!(outside_script_hint(ws, Path::new("/p/.kodelet/mcp/lib"), "../../x.ts"), "");
+        assert_eq!(outside_script_hint(ws, Path::new("/p"), "../../etc/passwd"), "");
+        assert_eq!(outside_script_hint(ws, Path::new("/p"), "/etc/passwd"), "");
     }
 
     #[test]

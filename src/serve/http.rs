@@ -270,12 +270,22 @@ async fn route(shared: &Shared, req: http::Request<hyper::body::Incoming>) -> ht
         // GET and DELETE carry no body; a POST of another type gets rmcp's 415.
         Bytes::new()
     };
+    let delete = parts.method == http::Method::DELETE;
     let req = http::Request::from_parts(parts, Full::new(body));
     let mut service = shared.service.clone();
-    match tower_service::Service::call(&mut service, req).await {
+    let mut answer = match tower_service::Service::call(&mut service, req).await {
         Ok(r) => r,
         Err(never) => match never {},
+    };
+    // rmcp ends a session on DELETE with `202 Accepted`; the SDKs take 200/204 as "ended" (the
+    // Python SDK warns `Session termination failed: 202` on anything else), and the session
+    // is ended by then, so it is said as 204 No Content.
+    if delete && answer.status() == http::StatusCode::ACCEPTED {
+        *answer.status_mut() = http::StatusCode::NO_CONTENT;
+        answer.headers_mut().remove(http::header::CONTENT_LENGTH);
+        answer.headers_mut().remove(http::header::CONTENT_TYPE);
     }
+    answer
 }
 
 fn is_json(headers: &http::HeaderMap) -> bool {

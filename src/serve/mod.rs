@@ -549,8 +549,8 @@ impl Server {
                 "A tool's TypeScript declaration (import, input and output types, docs), by `server.tool`.",
                 json!({
                     "type": "object",
-                    "properties": {"tool": {"type": "string", "description": "`server.tool`"}},
-                    "required": ["tool"]
+                    "properties": {"name": {"type": "string", "description": "`server.tool`"}},
+                    "required": ["name"]
                 }),
             ));
         }
@@ -725,8 +725,10 @@ impl Server {
     }
 
     async fn describe_tool(&self, args: Map<String, Value>) -> CallToolResult {
-        let Some(q) = args.get("tool").and_then(Value::as_str) else {
-            return error_result("describe_tool: `tool` (`server.tool`) is required");
+        // `name`, as progressive mode's `call_tool` has it; `tool`, its name before, still works
+        // for clients written against it.
+        let Some(q) = args.get("name").or_else(|| args.get("tool")).and_then(Value::as_str) else {
+            return error_result("describe_tool: `name` (`server.tool`) is required");
         };
         let Some((server, tool)) = crate::mcp::tools::split_qualified(q) else {
             return error_result(format!("describe_tool: expected `server.tool`, got `{q}`"));

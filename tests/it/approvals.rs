@@ -17,7 +17,10 @@ use serde_json::json;
 use support::{Project, fixture_stdio_yaml};
 
 const UP: &str = "\x1b[A";
+/// A call the user denied at the prompt.
 const DENIED: &str = "denied by the user: fixture.delete_item";
+/// A call the policy denied because there was no terminal to ask anyone.
+const NO_TERMINAL: &str = "denied (no terminal to ask; pass --yes or set mcp.approvals): fixture.delete_item";
 
 /// A project with the destructive fixture and `approvals` (YAML under `mcp:`, indented 2).
 fn project(approvals: &str) -> Project {
@@ -34,14 +37,14 @@ fn mcp_call_is_denied_by_default_and_yes_or_policy_allow_runs_it() {
     let p = project("");
     let r = p.run(&["mcp", "call", "fixture.delete_item", "--args", r#"{"id": "a1"}"#]);
     r.assert_code(1);
-    assert!(r.stderr.contains(&format!("error: {DENIED} (no terminal to ask")), "{}", r.stderr);
+    assert_eq!(r.stderr, format!("error: {NO_TERMINAL}\n"));
     assert!(!r.stdout.contains("deleted"), "{}", r.stdout);
 
     // --json: the isError result the model and scripts see.
     let r = p.run(&["mcp", "call", "fixture.delete_item", "--args", r#"{"id": "a1"}"#, "--json"]);
     r.assert_code(1);
     assert_eq!(r.json()["isError"], true);
-    assert_eq!(r.json()["content"][0]["text"], DENIED);
+    assert_eq!(r.json()["content"][0]["text"], NO_TERMINAL);
 
     let r = p.run(&["mcp", "call", "fixture.delete_item", "--args", r#"{"id": "a1"}"#, "--yes"]);
     r.assert_ok();
@@ -71,13 +74,13 @@ fn yes_approves_the_named_call_and_not_what_its_handler_calls() {
     };
     let r = p.run(&["mcp", "call", "fixture.echo", "--args", r#"{"message": "hi"}"#, "--yes", "--js", &handler("x9")]);
     r.assert_ok();
-    assert_eq!(r.stdout, format!("hi | refused: fixture.delete_item failed: {DENIED}\n"), "{}", r.stderr);
+    assert_eq!(r.stdout, format!("hi | refused: fixture.delete_item failed: {NO_TERMINAL}\n"), "{}", r.stderr);
 
     // The named destructive call runs once; the handler's second call of the same tool does not.
     let r =
         p.run(&["mcp", "call", "fixture.delete_item", "--args", r#"{"id": "a1"}"#, "--yes", "--js", &handler("b2")]);
     r.assert_ok();
-    assert_eq!(r.stdout, format!("deleted a1 | refused: fixture.delete_item failed: {DENIED}\n"), "{}", r.stderr);
+    assert_eq!(r.stdout, format!("deleted a1 | refused: fixture.delete_item failed: {NO_TERMINAL}\n"), "{}", r.stderr);
 }
 
 #[test]
@@ -85,10 +88,18 @@ fn require_and_exempt_patterns_decide_over_the_hints() {
     let p = project("  approvals:\n    require: [\"fixture.text.*\", \"fixture.ad?\"]\n    exempt: [\"*.delete_*\"]\n");
     let r = p.run(&["mcp", "call", "fixture.text.upper", "--args", r#"{"text": "x"}"#]);
     r.assert_code(1);
-    assert!(r.stderr.contains("denied by the user: fixture.text.upper"), "{}", r.stderr);
+    assert!(
+        r.stderr.contains("denied (no terminal to ask; pass --yes or set mcp.approvals): fixture.text.upper"),
+        "{}",
+        r.stderr
+    );
     let r = p.run(&["mcp", "call", "fixture.add", "--args", r#"{"a": 1, "b": 2}"#]);
     r.assert_code(1);
-    assert!(r.stderr.contains("denied by the user: fixture.add"), "{}", r.stderr);
+    assert!(
+        r.stderr.contains("denied (no terminal to ask; pass --yes or set mcp.approvals): fixture.add"),
+        "{}",
+        r.stderr
+    );
     // Exempt although destructive; echo matches no pattern (read-only).
     p.run(&["mcp", "call", "fixture.delete_item", "--args", r#"{"id": "c3"}"#]).assert_ok();
     p.run(&["mcp", "call", "fixture.echo", "--args", r#"{"message": "hi"}"#]).assert_ok();
@@ -104,7 +115,40 @@ fn a_script_reads_the_denial_as_a_tool_error() {
     let r = p.run_stdin(&["exec", "-"], script);
     r.assert_ok();
     assert!(r.stdout.starts_with("MCPToolError: "), "{}", r.stdout);
-    assert!(r.stdout.contains(DENIED), "{}", r.stdout);
+    assert!(r.stdout.contains(NO_TERMINAL), "{}", r.stdout);
+}
+
+/// Without a terminal nobody is asked, so nobody is blamed: the script and the model read that
+/// there was no terminal and how to let the call run; `--yes` lets every call of the command run.
+/// (A hostile or careless script or model would otherwise see the same denial as a considered no.)
+#[test]
+fn exec_and_run_without_a_terminal_say_why_and_yes_approves() {
+    let p = project("");
+    p.write("del.ts", "console.log(String(await callMCPTool('fixture', 'delete_item', { id: 'a1' })));\n");
+    let r = p.run(&["exec", "del.ts"]);
+    r.assert_code(1);
+    assert!(r.stderr.contains(NO_TERMINAL), "{}", r.stderr);
+    assert!(!r.stderr.contains(DENIED) && !r.stdout.contains("deleted"), "{r:?}");
+    let r = p.run(&["exec", "--yes", "del.ts"]);
+    r.assert_ok();
+    assert_eq!(r.stdout, "deleted a1\n");
+
+    for (flags, expected) in [(&[][..], (NO_TERMINAL, true)), (&["--yes"][..], ("deleted a1", false))] {
+        let fake =
+            FakeLlm::start(vec![Reply::tool("mcp_fixture_delete_item", json!({"id": "a1"})), Reply::text("Done.")]);
+        let p = Project::new();
+        p.write_config(&format!(
+            "{}mcp:\n  servers:\n{}",
+            fake.llm_yaml(Api::Anthropic),
+            fixture_stdio_yaml("fixture", &["--destructive"])
+        ));
+        let mut args = vec!["run"];
+        args.extend_from_slice(flags);
+        args.push("Delete item a1");
+        p.run(&args).assert_ok();
+        let reqs = fake.requests();
+        assert_eq!(reqs[1].tool_results(), vec![("toolu_1_0".to_string(), expected.0.to_string(), expected.1)]);
+    }
 }
 
 #[test]
@@ -122,7 +166,7 @@ fn direct_mode_gives_the_model_the_denial() {
     let r = p.run(&["run", "Delete item a1"]);
     r.assert_ok();
     let reqs = fake.requests();
-    assert_eq!(reqs[1].tool_results(), vec![("toolu_1_0".to_string(), DENIED.to_string(), true)]);
+    assert_eq!(reqs[1].tool_results(), vec![("toolu_1_0".to_string(), NO_TERMINAL.to_string(), true)]);
 }
 
 #[test]
@@ -141,7 +185,7 @@ fn progressive_mode_gives_the_model_the_denial() {
     r.assert_ok();
     let results = fake.requests()[1].tool_results();
     assert_eq!(results.len(), 1);
-    assert!(results[0].1.contains(DENIED) && results[0].2, "{results:?}");
+    assert!(results[0].1.contains(NO_TERMINAL) && results[0].2, "{results:?}");
 }
 
 // ---------------------------------------------------------------------------------------------

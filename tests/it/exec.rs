@@ -914,6 +914,31 @@ fn imports_outside_the_workspace_or_by_url_fail_clearly() {
     assert!(out["error"]["message"].as_str().unwrap().ends_with("did you mean servers/fixture?"), "{out}");
 }
 
+/// A newcomer's script next to the project imports `./servers/...` as the docs' stdin examples
+/// do: the refusal names the import that works from where the script is and the workspace to
+/// move it to, and the import it names does work.
+#[test]
+fn a_script_outside_the_workspace_is_told_the_import_that_works() {
+    let p = fixture_project();
+    let script = |import: &str| {
+        format!("import {{ echo }} from \"{import}\";\nconsole.log(String(await echo({{ message: \"hi\" }})));\n")
+    };
+    p.write("script.ts", &script("./servers/fixture/index.ts"));
+    let r = p.run(&["exec", "script.ts"]);
+    r.assert_code(1);
+    let ws = std::fs::canonicalize(p.path().join(WS)).unwrap();
+    let hint = format!(
+        "(this script is outside it: import \"./.kodelet/mcp/servers/fixture/index.ts\", or put the script in {}/)",
+        ws.display()
+    );
+    assert!(r.stderr.contains(&hint), "{}", r.stderr);
+
+    p.write("script.ts", &script("./.kodelet/mcp/servers/fixture/index.ts"));
+    let r = p.run(&["exec", "script.ts"]);
+    r.assert_ok();
+    assert_eq!(r.stdout, "hi\n");
+}
+
 #[test]
 fn no_file_network_environment_or_process_access() {
     let p = fixture_project();

@@ -117,6 +117,35 @@ fn connect_timeout_applies_per_server() {
     assert!(r.stdout.contains("good (12 tools)"));
 }
 
+/// A first `npx -y` run still downloading when `connect_timeout` strikes: the error says the
+/// server was still running and silent, that `npx` may be downloading, and names the key to
+/// raise; a server that died without answering gets no such advice.
+#[test]
+fn a_connect_timeout_while_npx_is_still_running_names_the_key_to_raise() {
+    use std::os::unix::fs::PermissionsExt;
+    let p = Project::new();
+    // Stands in for npx fetching a package: alive, silent, no handshake.
+    let npx = p.write("bin/npx", "#!/bin/sh\nexec sleep 30\n");
+    std::fs::set_permissions(&npx, std::fs::Permissions::from_mode(0o755)).unwrap();
+    p.write_config(&format!(
+        "mcp:\n  servers:\n    slow:\n      command: {:?}\n      args: [\"-y\", \"some-server\"]\n      connect_timeout: 1s\n    dead:\n      command: sh\n      args: [\"-c\", \"exit 0\"]\n      connect_timeout: 1s\n",
+        npx.display().to_string()
+    ));
+    let r = p.run(&["mcp", "list"]);
+    r.assert_code(1);
+    assert!(
+        r.stderr.contains(
+            "server `slow` failed to start: no MCP handshake within 1s (connect_timeout); it was still running and has \
+             written nothing yet (`npx` may still be downloading the package on a first run); if it needs longer to \
+             start, raise mcp.servers.slow.connect_timeout (e.g. `connect_timeout: 2m`)"
+        ),
+        "{}",
+        r.stderr
+    );
+    let dead = r.stderr.lines().find(|l| l.contains("server `dead`")).unwrap_or_default();
+    assert!(!dead.contains("connect_timeout"), "{}", r.stderr);
+}
+
 #[test]
 fn tool_white_list_and_disabled_servers() {
     let servers = format!(
@@ -175,6 +204,32 @@ fn call_prints_text_and_structured_content() {
     let v: Value = serde_json::from_str(&r.stdout).unwrap();
     assert_eq!(v, json!({"sum": 42}));
     assert!(r.stdout.contains("\n  \"sum\": 42\n"), "pretty-printed: {}", r.stdout);
+}
+
+/// A server that answers with text and a structuredContent that is not that text's JSON
+/// (Python's FastMCP wraps a plain return as `{"result": ...}`): the result is printed once, as
+/// its text, and `--output` holds exactly the result's bytes, not both forms (a 6-byte result
+/// had become a 33-byte file).
+#[test]
+fn call_prints_one_form_of_the_result_and_output_holds_exactly_it() {
+    let p = Project::with_servers(&fixture_stdio_yaml("fixture", &["--wrapped"]));
+    let r = p.run(&["mcp", "call", "fixture.wrapped", "--args", r#"{"message": "hello!"}"#]);
+    r.assert_ok();
+    assert_eq!(r.stdout, "hello!\n");
+    let r = p.run(&["mcp", "call", "fixture.wrapped", "--args", r#"{"message": "hello!"}"#, "-o", "out.txt"]);
+    r.assert_ok();
+    assert_eq!(std::fs::read(p.path().join("out.txt")).unwrap(), b"hello!");
+    // --json still has both.
+    let r = p.run(&["mcp", "call", "fixture.wrapped", "--args", r#"{"message": "hello!"}"#, "--json"]);
+    assert_eq!(r.json()["structuredContent"], json!({"result": "hello!"}));
+
+    // A text that is the structured JSON: the pretty JSON, once, in the file as printed.
+    let r = p.run(&["mcp", "call", "fixture.add", "--args", r#"{"a": 2, "b": 4}"#, "-o", "sum.json"]);
+    r.assert_ok();
+    assert_eq!(std::fs::read_to_string(p.path().join("sum.json")).unwrap(), "{\n  \"sum\": 6\n}");
+    let r = p.run(&["mcp", "call", "fixture.echo", "--args", r#"{"message": "hello!"}"#, "-o", "echo.txt"]);
+    r.assert_ok();
+    assert_eq!(std::fs::read(p.path().join("echo.txt")).unwrap(), b"hello!");
 }
 
 #[test]
@@ -300,8 +355,8 @@ fn call_output_file_is_written_whole() {
     r.assert_ok();
     assert_eq!(r.stdout, "");
     let text = std::fs::read_to_string(p.path().join("big.txt")).unwrap();
-    // ~5 MB from the server plus the trailing newline.
-    assert_eq!(text.len(), 5_000_001);
+    // The server's 5 MB, byte for byte (no newline added).
+    assert_eq!(text.len(), 5_000_000);
     assert!(text.starts_with("line 00000000: the quick brown fox"));
     assert!(r.stderr.contains("wrote 4.8 MB to big.txt"), "{}", r.stderr);
     // No temp files left behind.
@@ -390,7 +445,7 @@ fn http_server_list_and_call() {
     assert!(r.stdout.contains("\"sum\": 42"));
     let r = p.run(&["mcp", "call", "remote.big", "--args", r#"{"bytes": 3000000}"#, "--output", "b.txt"]);
     r.assert_ok();
-    assert_eq!(std::fs::metadata(p.path().join("b.txt")).unwrap().len(), 3_000_001);
+    assert_eq!(std::fs::metadata(p.path().join("b.txt")).unwrap().len(), 3_000_000);
 }
 
 #[test]

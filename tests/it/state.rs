@@ -81,7 +81,39 @@ console.log(load("totals") === undefined);
         3,
         "summary.json and two directories"
     );
-    p.run(&["state", "rm", "--all"]).assert_ok();
+    p.run(&["state", "rm", "--all", "--yes"]).assert_ok();
+    assert!(!data(&p).exists());
+}
+
+/// `state rm --all` run by someone who did not mean everything (a pasted command, a script in a
+/// pipeline): on a terminal it asks first and No (the default) keeps the data; without a
+/// terminal it needs --yes and otherwise removes nothing (exit 2, naming the flag).
+#[test]
+fn rm_all_asks_on_a_terminal_and_needs_yes_without_one() {
+    use crate::support::pty::{exit_code, key, spawn};
+    let p = Project::new();
+    exec(&p, "store(\"k\", 1); writeText(\"a.txt\", \"abc\");").assert_ok();
+
+    let r = p.run(&["state", "rm", "--all"]);
+    r.assert_code(2);
+    assert_eq!(
+        r.stderr,
+        "error: `agent state rm --all` removes everything under data/ and there is no terminal to confirm it: pass --yes\n"
+    );
+    assert!(data(&p).join("a.txt").exists());
+
+    let mut s = spawn(&p, &["state", "rm", "--all"]);
+    s.exp_string("remove everything under data/ (3 entries").unwrap();
+    key(&mut s, "\r");
+    s.exp_string("nothing removed").unwrap();
+    assert_eq!(exit_code(&mut s), 1);
+    assert!(data(&p).join("a.txt").exists());
+
+    let mut s = spawn(&p, &["state", "rm", "--all"]);
+    s.exp_string("remove everything under data/").unwrap();
+    key(&mut s, "y");
+    s.exp_string("removed everything under data/").unwrap();
+    assert_eq!(exit_code(&mut s), 0);
     assert!(!data(&p).exists());
 }
 

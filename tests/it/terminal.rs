@@ -148,7 +148,7 @@ fn to_a_pipe_server_text_stays_byte_exact() {
     assert_eq!(r.stdout, format!("{HOSTILE}\n"));
     let r = p.run(&["mcp", "call", "fixture.hostile_text", "--output", "out.txt"]);
     r.assert_ok();
-    assert_eq!(std::fs::read_to_string(p.path().join("out.txt")).unwrap(), format!("{HOSTILE}\n"));
+    assert_eq!(std::fs::read_to_string(p.path().join("out.txt")).unwrap(), HOSTILE);
     let r = p.run(&["mcp", "call", "fixture.hostile_text", "--args", r#"{"error": true}"#]);
     r.assert_code(1);
     assert!(

@@ -51,7 +51,10 @@ async def scenario(session):
     out["good_sleep"] = await call("fixture_sleep", {"ms": 4243})
     out["handler_after"] = await call("fixture_echo", {"message": "x", "result_handler": "tool_output.nope.deeper"})
     out["search"] = await call("search_tools", {"query": "add two integers", "limit": 3})
-    out["describe"] = await call("describe_tool", {"tool": "fixture.add"})
+    describe = next(t for t in tools.tools if t.name == "describe_tool")
+    out["describe_required"] = describe.input_schema.get("required")
+    out["describe"] = await call("describe_tool", {"name": "fixture.add"})
+    out["describe_by_tool"] = await call("describe_tool", {"tool": "fixture.add"})
 
     seen = []
 

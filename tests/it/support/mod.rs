@@ -96,7 +96,23 @@ impl Project {
     /// `agent` with the given arguments, run in the project directory, hermetic environment.
     pub fn cmd(&self, args: &[&str]) -> Command {
         let mut c = Command::new(agent_bin());
-        c.args(args).current_dir(self.path());
+        c.args(args);
+        self.hermetic(c)
+    }
+
+    /// `bash -c SCRIPT` in the project directory with `agent` first in `PATH`, in the same
+    /// hermetic environment as [`Project::cmd`] (documented examples run this way).
+    pub fn shell(&self, script: &str) -> Command {
+        let mut c = Command::new("bash");
+        c.args(["-c", script]);
+        let bin_dir = agent_bin().parent().map(Path::to_path_buf).unwrap_or_default();
+        let path = std::env::var("PATH").unwrap_or_default();
+        c.env("PATH", format!("{}:{path}", bin_dir.display()));
+        self.hermetic(c)
+    }
+
+    fn hermetic(&self, mut c: Command) -> Command {
+        c.current_dir(self.path());
         for (k, _) in std::env::vars() {
             if k.starts_with("AGENT_") || k == "RUST_LOG" || k.ends_with("_API_KEY") {
                 c.env_remove(k);
