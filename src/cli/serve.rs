@@ -94,6 +94,8 @@ pub async fn run(ctx: Context, args: &ServeArgs) -> anyhow::Result<u8> {
     };
     let session = super::session::Session::headless(&ctx.config);
     let manager = session.manager().clone();
+    // A client cannot pass `--yes` to serve; only serve's own configuration can allow the call.
+    manager.set_no_terminal_fix("set mcp.approvals in the configuration `agent mcp serve` runs with");
     let server = match Server::start(&ctx.config, manager, session.recorder().clone(), expose, workers).await {
         Ok(server) => server,
         Err(e) => {

@@ -10,7 +10,8 @@
 //! while the user decides, script timeouts are paused ([`crate::util::pause`]). A denial becomes
 //! a tool error (`isError`) the model and scripts read: `denied by the user: server.tool` when
 //! someone was asked and said no; `denied (no terminal to ask; pass --yes or set mcp.approvals):
-//! server.tool` when nobody could be asked and the policy said no.
+//! server.tool` when nobody could be asked and the policy said no (`agent mcp serve`, which has
+//! no `--yes`, names only `mcp.approvals`: [`Approvals::set_no_terminal_fix`]).
 //!
 //! The user may also approve one call before it is made (`agent mcp call --yes`): a
 //! [`PreApproved`] in that call's [`CallContext`](super::CallContext). It covers that call and
@@ -73,13 +74,15 @@ pub fn denial_message(qualified: &str) -> String {
 }
 
 /// The message of a call denied by `mcp.approvals.policy` because there was no one to ask: it
-/// says so, and how to let the call run, rather than blaming a user who was never asked.
-pub fn policy_denial_message(qualified: &str) -> String {
-    format!("{DENIED_NO_TERMINAL}{qualified}")
+/// says so, and how to let the call run (`fix`), rather than blaming a user who was never asked.
+pub fn policy_denial_message(qualified: &str, fix: &str) -> String {
+    format!("{DENIED_NO_TERMINAL}; {fix}): {qualified}")
 }
 
 const DENIED_BY_USER: &str = "denied by the user: ";
-const DENIED_NO_TERMINAL: &str = "denied (no terminal to ask; pass --yes or set mcp.approvals): ";
+const DENIED_NO_TERMINAL: &str = "denied (no terminal to ask";
+/// How a command-line user lets such a call run.
+pub const FIX_ON_THE_COMMAND_LINE: &str = "pass --yes or set mcp.approvals";
 
 /// The first text block of a result denied by [`Approvals::check`], if `result` is one.
 pub fn denied(result: &CallToolResult) -> Option<&str> {
@@ -102,6 +105,8 @@ pub struct Approvals {
     for_run: StdMutex<HashSet<String>>,
     /// One question at a time.
     asking: tokio::sync::Mutex<()>,
+    /// What a policy denial tells the user to do ([`FIX_ON_THE_COMMAND_LINE`] unless set).
+    no_terminal_fix: RwLock<&'static str>,
 }
 
 impl Approvals {
@@ -111,6 +116,14 @@ impl Approvals {
             approver: RwLock::new(None),
             for_run: Default::default(),
             asking: tokio::sync::Mutex::new(()),
+            no_terminal_fix: RwLock::new(FIX_ON_THE_COMMAND_LINE),
+        }
+    }
+
+    /// What a call denied for want of a terminal tells the user to do, where `--yes` does not exist.
+    pub fn set_no_terminal_fix(&self, fix: &'static str) {
+        if let Ok(mut f) = self.no_terminal_fix.write() {
+            *f = fix;
         }
     }
 
@@ -158,7 +171,8 @@ impl Approvals {
                 ApprovalPolicy::Allow => None,
                 ApprovalPolicy::Deny => {
                     tracing::info!(tool = %name, "denied: no terminal to ask, and mcp.approvals.policy is deny");
-                    Some(CallToolResult::error(vec![ContentBlock::text(policy_denial_message(&name))]))
+                    let fix = self.no_terminal_fix.read().map_or(FIX_ON_THE_COMMAND_LINE, |f| *f);
+                    Some(CallToolResult::error(vec![ContentBlock::text(policy_denial_message(&name, fix))]))
                 }
             };
         };

@@ -128,6 +128,12 @@ impl McpManager {
         self.approvals.set_approver(approver);
     }
 
+    /// What a call denied by `mcp.approvals.policy` for want of a terminal tells the user to do
+    /// (by default: pass `--yes` or set `mcp.approvals`).
+    pub fn set_no_terminal_fix(&self, fix: &'static str) {
+        self.approvals.set_no_terminal_fix(fix);
+    }
+
     /// Receives progress and log notifications from every server (for CLI display).
     pub fn events(&self) -> &ClientEvents {
         &self.events

@@ -11,7 +11,7 @@ use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use serde_json::Value;
+use serde_json::{Value, json};
 use support::*;
 
 const PY_CLIENT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/serve/py_client.py");
@@ -1105,4 +1105,27 @@ fn a_stdio_request_over_the_line_limit_gets_an_error_for_its_id() {
     child.stderr.take().unwrap().read_to_string(&mut err).unwrap();
     assert_eq!(status.unwrap().code(), Some(1), "{err}");
     assert!(err.contains("no request id could be read in it; the session is closed"), "{err}");
+}
+
+/// A remote client's script calls a destructive tool through serve, where nobody can be asked:
+/// the policy denies it, and the message names the fix that exists for serve (its configuration),
+/// not a `--yes` flag the client cannot pass.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_policy_denial_through_serve_names_the_config_not_a_flag() {
+    let p = Project::with_servers(&fixture_stdio_yaml("fixture", &["--destructive"]));
+    let client = rmcp_client(&p, Recorder::default()).await;
+    let code = "try { await callMCPTool('fixture', 'delete_item', { id: 'a1' }); console.log('ran'); }\n\
+                catch (e: any) { console.log(e.message); }";
+    let params = rmcp::model::CallToolRequestParams::new("execute_code")
+        .with_arguments(json!({ "code": code }).as_object().unwrap().clone());
+    let r = client.call_tool(params).await.unwrap();
+    let text = r.content[0].as_text().unwrap().text.clone();
+    assert!(
+        text.contains(
+            "denied (no terminal to ask; set mcp.approvals in the configuration `agent mcp serve` runs with): fixture.delete_item"
+        ),
+        "{text}"
+    );
+    assert!(!text.contains("--yes"), "{text}");
+    client.cancel().await.unwrap();
 }
