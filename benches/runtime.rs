@@ -15,7 +15,9 @@
 //!    the fixture's `profile` (JSON text, no output schema) with and without the type recorder,
 //!    and the flush that writes the registry. Target: < 5% of a fixture call.
 //! 6. Per-call overhead of a result handler (compile + apply over a small result): jq in its
-//!    worker process, jq on a thread, JavaScript in a fresh isolate.
+//!    kept worker process (target p50 ≤ 1 ms; the first call shows what starting a worker costs,
+//!    which every call paid when workers were not kept), jq on a thread, JavaScript in a fresh
+//!    isolate.
 //!
 //! Set BENCH_QUICK=1 for fewer iterations.
 
@@ -160,6 +162,7 @@ async fn handler_overhead(dir: &Path, n: usize) {
         let runner = HandlerRunner::from_config(&config, None).expect("runner").with_isolation(isolation);
         let handler = Handler { language, script: script.to_string() };
         let mut times = Vec::with_capacity(n);
+        let mut first = Duration::ZERO;
         for i in 0..=n {
             if language == Language::JavaScript {
                 // The gap stands for the tool call, during which the next isolate is prepared.
@@ -170,11 +173,14 @@ async fn handler_overhead(dir: &Path, n: usize) {
             let v = runner.apply(&compiled, "s", "t", &result).await.expect("apply");
             if i > 0 {
                 times.push(start.elapsed());
+            } else {
+                first = start.elapsed();
             }
             assert_eq!(v, Some(json!(6)));
         }
         let (p50, p95, max) = stats(times);
-        println!("{label:<34} p50 {}  p95 {}  max {}", ms(p50), ms(p95), ms(max));
+        // The first call starts the jq worker (what every call paid before workers were kept).
+        println!("{label:<34} p50 {}  p95 {}  max {}  first call {}", ms(p50), ms(p95), ms(max), ms(first));
     }
 }
 
