@@ -145,3 +145,29 @@ fn a_workspace_others_can_read_is_a_problem_with_its_fix() {
     let r = p.run(&["doctor"]);
     assert!(line(&r.stdout, "dir workspace").starts_with("ok "), "{}", r.stdout);
 }
+
+/// An HTTP server behind OAuth that the user never signed in to: its start and its sign-in are
+/// problems whose fix is `agent mcp login`; a plain HTTP server needs no sign-in.
+#[test]
+fn an_http_server_that_wants_sign_in_is_a_problem_with_the_login_fix() {
+    let p = Project::new();
+    let log = p.path().join("oauth.log").display().to_string();
+    let oauth = support::HttpFixture::start_with(&["--oauth", "--oauth-log", &log]);
+    let open = support::HttpFixture::start();
+    p.write_config(&format!(
+        "llm:\n  base_url: http://127.0.0.1:9\nmcp:\n  servers:\n    remote:\n      url: {}\n    open:\n      url: {}\n",
+        oauth.url, open.url
+    ));
+    let r = p.run(&["doctor"]);
+    r.assert_code(1);
+    let sign_in = line(&r.stdout, "sign-in remote");
+    assert!(sign_in.starts_with("problem ") && sign_in.contains("needs sign-in"), "{sign_in}");
+    assert!(sign_in.ends_with("; fix: agent mcp login remote"), "{sign_in}");
+    assert!(line(&r.stdout, "server remote").ends_with("; fix: agent mcp login remote"), "{}", r.stdout);
+    let plain = line(&r.stdout, "sign-in open");
+    assert!(plain.starts_with("ok ") && plain.contains("no auth"), "{plain}");
+    assert!(line(&r.stdout, "server open").starts_with("ok "), "{}", r.stdout);
+    let doc = p.run(&["doctor", "--json"]).json();
+    let remote = doc["checks"].as_array().unwrap().iter().find(|c| c["check"] == "sign-in" && c["name"] == "remote");
+    assert_eq!(remote.map(|c| &c["auth"]), Some(&serde_json::json!("needs_sign_in")), "{doc}");
+}
