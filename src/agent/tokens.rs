@@ -313,17 +313,22 @@ mod tests {
         assert_eq!(count("hello world"), 2);
     }
 
-    #[test]
-    fn direct_grows_with_tools_and_code_does_not() {
-        let tool = |name: &str| ToolInfo {
-            server: "s".into(),
+    /// A tool with a one-line description and one parameter, as many real tools are.
+    fn search_tool(server: &str, name: &str) -> ToolInfo {
+        ToolInfo {
+            server: server.into(),
             name: name.into(),
             title: None,
             description: Some("Search the issues of a repository by label, state and text.".into()),
             input_schema: json!({"type":"object","properties":{"q":{"type":"string","description":"query text"}}}),
             output_schema: None,
             annotations: None,
-        };
+        }
+    }
+
+    #[test]
+    fn direct_grows_with_tools_and_code_does_not() {
+        let tool = |name: &str| search_tool("s", name);
         let limits = LimitsText { timeout: "30s".into(), memory_mb: 256, max_output: "100 KB".into() };
         let entries = [ServerEntry {
             name: "s".into(),
@@ -372,15 +377,7 @@ mod tests {
 
     #[test]
     fn auto_gives_small_servers_direct_mode_within_the_budget_and_keeps_configured_modes() {
-        let tool = |server: &str, name: &str| ToolInfo {
-            server: server.into(),
-            name: name.into(),
-            title: None,
-            description: Some("Search the issues of a repository by label, state and text.".into()),
-            input_schema: json!({"type":"object","properties":{"q":{"type":"string","description":"query text"}}}),
-            output_schema: None,
-            annotations: None,
-        };
+        let tool = search_tool;
         let mut tools: Vec<ToolInfo> = (0..40).map(|i| tool("big", &format!("t{i}"))).collect();
         tools.extend((0..2).map(|i| tool("small", &format!("t{i}"))));
         tools.extend((0..3).map(|i| tool("mid", &format!("t{i}"))));
