@@ -135,8 +135,20 @@ pub async fn run(ctx: Context, args: &DoctorArgs) -> anyhow::Result<u8> {
         Some(k) => text.replace(&k, "[redacted]"),
         None => text,
     };
-    super::output::write_stdout(&text)?;
+    if args.json || !std::io::stdout().is_terminal() {
+        super::output::write_stdout(&text)?;
+    } else {
+        // Each line is sanitised already (`human`); written as it is so the colour stays.
+        write_terminal(&text)?;
+    }
     Ok(if problems == 0 { EXIT_OK } else { EXIT_FAILURE })
+}
+
+/// Writes `text` (sanitised line by line, with colour codes of our own) to the terminal.
+fn write_terminal(text: &str) -> anyhow::Result<()> {
+    use std::io::Write as _;
+    let mut out = std::io::stdout().lock();
+    out.write_all(text.as_bytes()).and_then(|_| out.flush()).context("cannot write to stdout")
 }
 
 /// The human report: `status  check name: detail; fix: ...`, one line per check. On a

@@ -171,3 +171,29 @@ fn an_http_server_that_wants_sign_in_is_a_problem_with_the_login_fix() {
     let remote = doc["checks"].as_array().unwrap().iter().find(|c| c["check"] == "sign-in" && c["name"] == "remote");
     assert_eq!(remote.map(|c| &c["auth"]), Some(&serde_json::json!("needs_sign_in")), "{doc}");
 }
+
+/// A hostile server's failure on a terminal: what it wrote to stderr (a screen clear, a hidden
+/// hyperlink, a bell) is shown, never obeyed, and stays on its check's one line.
+#[test]
+fn a_hostile_servers_error_is_shown_not_obeyed_on_a_terminal() {
+    let p = Project::new();
+    let hostile = "    hostile:\n      command: sh\n      args: [\"-c\", \"printf 'A\\\\033[2JB\\\\033]8;;file:///tmp/x\\\\007C\\\\nD' >&2; exit 3\"]\n";
+    p.write_config(&format!("llm:\n  base_url: http://127.0.0.1:9\nmcp:\n  servers:\n{hostile}"));
+    // To a pipe the bytes are data, byte-exact (the error joins stderr lines with ` | `).
+    let piped = p.run(&["doctor"]);
+    assert!(piped.stdout.contains("A\x1b[2JB\x1b]8;;file:///tmp/x\x07C | D"), "{:?}", piped.stdout);
+    // Colour allowed (no NO_COLOR): the status words are ours to colour, the server's bytes not.
+    let mut cmd = p.cmd(&["doctor"]);
+    cmd.env_remove("NO_COLOR");
+    let mut s = support::pty::spawn_command(cmd, 30_000);
+    // rexpect holds what the terminal received as one `char` per byte.
+    let out = s.exp_eof().unwrap_or_default();
+    assert_eq!(support::pty::exit_code(&mut s), 1);
+    let as_read = |t: &str| t.bytes().map(char::from).collect::<String>();
+    let shown = as_read("A\u{FFFD}[2JB\u{FFFD}]8;;file:///tmp/x\u{FFFD}C | D");
+    assert!(out.contains(&shown), "{out:?}");
+    assert!(out.contains("\x1b[31mproblem"), "the status word is red on a terminal: {out:?}");
+    for obeyed in ["\x1b[2J", "\x1b]8;;", "\x07"] {
+        assert!(!out.contains(obeyed), "{obeyed:?} reached the terminal: {out:?}");
+    }
+}
