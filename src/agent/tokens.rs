@@ -247,7 +247,7 @@ impl ModePlan {
         self.servers.iter().filter(|c| c.mode == mode).map(|c| c.server.clone()).collect()
     }
 
-    /// `server github: code (117 tools, 23,456 tokens; auto: direct definitions 25,801 > 4,000)`
+    /// `server github: code (117 tools, 27,921 tokens; auto: direct definitions 29,142 > 4,000)`
     pub fn line(&self, c: &ServerChoice) -> String {
         let t = |n: usize| super::session::thousands(n as u64);
         let plural = if c.tools == 1 { "" } else { "s" };

@@ -39,7 +39,7 @@ Modes (--mode, else mcp.execution_mode):
   A server's own `mode: direct|code|auto` (mcp.servers.<name>.mode) wins over the run's
   (not in progressive mode).
   When modes are decided per server, each server's choice goes to stderr
-  (`server github: code (117 tools, 23,456 tokens; auto: direct definitions 25,801 > 4,000)`)
+  (`server github: code (117 tools, 27,921 tokens; auto: direct definitions 29,142 > 4,000)`)
   and into --json as `modes`; `agent mcp list --tokens` shows the same choice
 
 Output: assistant text streams to stdout, tool activity goes to stderr (one line per call),
