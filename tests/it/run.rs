@@ -823,6 +823,20 @@ fn a_servers_own_mode_mixes_direct_tools_into_a_code_mode_run() {
     assert!(!p.path().join(".kodelet/mcp/servers/fixture").exists());
 }
 
+/// In progressive mode a server's own `mode` is not used, and the run says so.
+#[test]
+fn progressive_mode_says_a_servers_own_mode_is_not_used() {
+    let fake = FakeLlm::start(vec![Reply::text("nothing to do")]);
+    let keyed = fixture_stdio_yaml("fixture", &[])
+        .replace("      connect_timeout", "      mode: direct\n      connect_timeout");
+    let p = project(&fake, Api::Anthropic, &keyed);
+    let r = p.run(&["run", "--mode", "progressive", "--json", "x"]);
+    r.assert_ok();
+    assert!(r.stderr.contains("mcp.servers.fixture.mode is not used in progressive mode"), "{}", r.stderr);
+    assert_eq!(r.json()["mode"], "progressive");
+    assert!(!fake.requests()[0].tool_names().iter().any(|n| n.starts_with("mcp_fixture_")));
+}
+
 // ---------------------------------------------------------------------------------------------
 // agent mcp list --tokens
 
