@@ -224,8 +224,8 @@ pub enum ExecutionMode {
     #[default]
     Direct,
     Code,
-    /// Per run: direct when the enabled tools' definitions fit `mcp.auto_threshold_tokens`,
-    /// else code.
+    /// Per server: direct while the run's direct definitions fit `mcp.auto_threshold_tokens`
+    /// (smallest servers first), else code.
     Auto,
     /// `search_tools` + `call_tool` (+ `mcp.pinned_tools` as direct tools).
     Progressive,
@@ -240,6 +240,19 @@ impl fmt::Display for ExecutionMode {
             ExecutionMode::Progressive => "progressive",
         })
     }
+}
+
+/// `mcp.servers.<name>.mode`: one server's mode in `agent run`, whatever the run's mode is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ServerMode {
+    /// Its tools are LLM tools (`mcp_<server>_<tool>`).
+    Direct,
+    /// Its tools are in the generated TypeScript API behind `code_execution`.
+    Code,
+    /// Direct while it fits the run's budget of direct definitions (`mcp.auto_threshold_tokens`,
+    /// smallest servers first), else code.
+    Auto,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -467,6 +480,9 @@ pub struct ServerConfig {
     pub transport: Option<String>,
     /// Only these tools are exposed (exact names); all when absent.
     pub tool_white_list: Option<Vec<String>>,
+    /// How this server's tools reach the model in `agent run` (`direct`, `code` or `auto`);
+    /// absent: the run's mode (`--mode` / `mcp.execution_mode`). Ignored in progressive runs.
+    pub mode: Option<ServerMode>,
     pub disabled: bool,
     #[serde(with = "duration")]
     pub connect_timeout: Duration,
@@ -518,6 +534,7 @@ impl Default for ServerConfig {
             auth: AuthConfig::default(),
             transport: None,
             tool_white_list: None,
+            mode: None,
             disabled: false,
             connect_timeout: Duration::from_secs(30),
             call_timeout: Duration::from_secs(120),
@@ -1844,5 +1861,19 @@ mod tests {
         assert_eq!(load(dir.path(), input, &[]).unwrap().mcp.servers["gh"].sampling_max_input_bytes, 4096);
         let zero = load(dir.path(), &input.replace("4096", "0"), &[]);
         assert!(zero.unwrap_err().0.contains("mcp.servers.gh.sampling_max_input_bytes: must be greater than zero"));
+    }
+
+    #[test]
+    fn a_server_mode_is_direct_code_or_auto_and_absent_by_default() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = load(dir.path(), "mcp:\n  servers:\n    x:\n      command: x\n", &[]).unwrap();
+        assert_eq!(d.mcp.servers["x"].mode, None);
+        for (word, m) in [("direct", ServerMode::Direct), ("code", ServerMode::Code), ("auto", ServerMode::Auto)] {
+            let y = format!("mcp:\n  servers:\n    x:\n      command: x\n      mode: {word}\n");
+            assert_eq!(load(dir.path(), &y, &[]).unwrap().mcp.servers["x"].mode, Some(m));
+        }
+        let bad = load(dir.path(), "mcp:\n  servers:\n    x:\n      command: x\n      mode: progressive\n", &[]);
+        let err = bad.unwrap_err().0;
+        assert!(err.contains("mcp.servers.x.mode") && err.contains("auto"), "{err}");
     }
 }

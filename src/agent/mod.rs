@@ -19,6 +19,7 @@ pub mod anthropic;
 pub mod code;
 pub mod code_host;
 pub mod direct;
+pub mod mixed;
 pub mod openai;
 pub mod progressive;
 pub mod provider;

@@ -1,6 +1,7 @@
-//! One `agent run`: the mode chosen (`direct`, `code`, `progressive`, or `auto`, which starts the
-//! servers and picks by the size of their tool definitions), the servers and the tools set up
-//! for it, and the loop (`session::run`) over them. The CLI parses the flags, races signals and
+//! One `agent run`: the mode chosen (`direct`, `code`, `progressive`, or per server: `auto`
+//! picks by the size of each server's tool definitions, and a server's own `mode` key wins),
+//! the servers and the tools set up for it (direct, code, or both in one request), and the
+//! loop (`session::run`) over them. The CLI parses the flags, races signals and
 //! prints; everything between is here.
 
 use std::sync::Arc;
@@ -10,19 +11,20 @@ use tokio_util::sync::CancellationToken;
 use super::code;
 use super::code_host::CodeHost;
 use super::direct::{DirectHost, ToolMap};
+use super::mixed::MixedHost;
 use super::progressive::{self, ProgressiveHost};
 use super::provider::LlmProvider;
 use super::session::{self, Observer, Settings, ToolHost, Transcript};
 use super::tokens;
 use crate::codemode::tool::LimitsText;
 use crate::codemode::{CodeMode, Options};
-use crate::config::{Config, ConfigError, ExecutionMode};
+use crate::config::{Config, ConfigError, ExecutionMode, ServerMode};
 use crate::handler::HandlerRunner;
 use crate::learn::Recorder;
 use crate::mcp::McpManager;
 
-/// What one run works with, handed to each step (all borrowed; `Copy`, so a step can swap the
-/// config, as `auto` does).
+/// What one run works with, handed to each step (all borrowed; `Copy`, so a step can narrow
+/// the servers, as a run decided per server does).
 #[derive(Clone, Copy)]
 pub struct Run<'a> {
     pub config: &'a Config,
@@ -42,43 +44,69 @@ pub struct Run<'a> {
 
 impl Run<'_> {
     /// Sets up the chosen mode and runs the loop; `None` when interrupted before the loop
-    /// started. In `auto` mode the servers start first, the choice lands in `auto`, and the run
-    /// goes on in the mode chosen (its transcript names that mode).
-    pub async fn drive(self, auto: &mut Option<tokens::AutoChoice>) -> anyhow::Result<Option<Transcript>> {
+    /// started. When the run is `auto` or a selected server has its own `mode`, the servers
+    /// start first, each gets its mode (`plan`, also told to the observer, one line each), and
+    /// the run goes on in direct mode, code mode, or both at once (its transcript says `direct`,
+    /// `code` or `mixed`).
+    pub async fn drive(self, plan: &mut Option<tokens::ModePlan>) -> anyhow::Result<Option<Transcript>> {
         let config = self.config;
-        if config.mcp.execution_mode == ExecutionMode::Code {
-            return self.code().await;
+        let run_mode = config.mcp.execution_mode;
+        if run_mode == ExecutionMode::Progressive {
+            for s in self.servers.iter().filter(|s| self.server_mode(s).is_some()) {
+                tracing::warn!(
+                    "mcp.servers.{s}.mode is not used in progressive mode (search_tools reaches every server)"
+                );
+            }
+        } else if run_mode == ExecutionMode::Code && !self.per_server() {
+            return self.code("code").await;
         }
         let started = tokio::select! {
             s = self.manager.start_servers(self.servers) => s,
             _ = self.cancel.cancelled() => return Ok(None),
         };
         warn_failed(&started.failed);
-        match config.mcp.execution_mode {
-            ExecutionMode::Auto => {
-                let choice = tokens::AutoChoice::for_tools(
-                    &started.tools,
-                    config.llm.provider,
-                    config.mcp.auto_threshold_tokens,
-                    config.mcp.result_handlers.enabled,
-                );
-                self.observer.note(&format!("mode: {} ({})", choice.mode, choice.reason()));
-                *auto = Some(choice);
-                let mut chosen = config.clone();
-                chosen.mcp.execution_mode = choice.mode;
-                let run = Run { config: &chosen, ..self };
-                if choice.mode == ExecutionMode::Code {
-                    return run.code().await;
-                }
-                run.direct(&started.tools).await
-            }
-            ExecutionMode::Progressive => self.progressive(&started).await,
-            _ => self.direct(&started.tools).await,
+        if run_mode == ExecutionMode::Progressive {
+            return self.progressive(&started).await;
+        }
+        if !self.per_server() {
+            return self.direct(&started.tools, "direct").await;
+        }
+        let chosen = tokens::ModePlan::for_run(config, run_mode, &started.ok, &started.tools);
+        let direct_servers = chosen.servers_in(ExecutionMode::Direct);
+        let code_servers = chosen.servers_in(ExecutionMode::Code);
+        let mode = match (direct_servers.is_empty(), code_servers.is_empty()) {
+            (false, false) => "mixed",
+            (_, true) => "direct",
+            (true, false) => "code",
+        };
+        self.observer.note(&format!("mode: {mode}"));
+        for c in &chosen.servers {
+            self.observer.note(&chosen.line(c));
+        }
+        *plan = Some(chosen);
+        let direct_tools: Vec<_> =
+            started.tools.iter().filter(|t| direct_servers.contains(&t.server)).cloned().collect();
+        match mode {
+            "code" => Run { servers: &code_servers, ..self }.code(mode).await,
+            "mixed" => self.mixed(&direct_servers, &direct_tools, &code_servers).await,
+            _ => Run { servers: &direct_servers, ..self }.direct(&direct_tools, mode).await,
         }
     }
 
-    /// Direct mode over the tools of the servers that started.
-    async fn direct(self, tools: &[crate::mcp::ToolInfo]) -> anyhow::Result<Option<Transcript>> {
+    /// The `mode` key of `server`, if it has one.
+    fn server_mode(&self, server: &str) -> Option<ServerMode> {
+        self.config.mcp.servers.get(server).and_then(|c| c.mode)
+    }
+
+    /// Whether modes are decided per server: the run is `auto`, or a selected server has a `mode`.
+    fn per_server(&self) -> bool {
+        self.config.mcp.execution_mode == ExecutionMode::Auto
+            || self.servers.iter().any(|s| self.server_mode(s).is_some())
+    }
+
+    /// The direct tools of `tools` as a host (with result handlers when enabled), and the
+    /// prompt text that explains them.
+    fn direct_host(self, tools: &[crate::mcp::ToolInfo]) -> anyhow::Result<(DirectHost, bool)> {
         let config = self.config;
         let mut map = ToolMap::build(tools, tokens::flavor(config.llm.provider));
         let handlers = config.mcp.result_handlers.enabled;
@@ -91,12 +119,52 @@ impl Run<'_> {
             }
         }
         let mut host = DirectHost::new(self.manager.clone(), map, config.agent.max_tool_result_bytes);
-        let mut prompt = direct_system_prompt(self.servers);
         if handlers {
             host = host.with_result_handlers(HandlerRunner::from_config(config, Some(self.manager.clone()))?);
+        }
+        Ok((host, handlers))
+    }
+
+    /// Both at once: the tools of `direct_servers` as LLM tools, `code_servers` behind
+    /// `code_execution` (the tree refreshed and the prompt written for them only).
+    async fn mixed(
+        self,
+        direct_servers: &[String],
+        direct_tools: &[crate::mcp::ToolInfo],
+        code_servers: &[String],
+    ) -> anyhow::Result<Option<Transcript>> {
+        let (direct, handlers) = self.direct_host(direct_tools)?;
+        let code_run = Run { servers: code_servers, ..self };
+        let mut code = CodeMode::new(self.manager.clone(), Options::from_config(self.config)?);
+        code.set_recorder(self.recorder.clone());
+        let transcript = match code_run.code_setup(&mut code).await {
+            Ok(Some((prompt, specs))) => {
+                let mut prompt = format!("{prompt}{}", mixed_prompt_extra(direct_servers));
+                if handlers {
+                    prompt.push_str(crate::handler::PROMPT);
+                }
+                let host = MixedHost::new(direct, CodeHost::new(specs, &code));
+                let transcript = self.run_loop(prompt, &host, "mixed").await;
+                host.stop().await;
+                Ok(Some(transcript))
+            }
+            other => {
+                direct.stop().await;
+                other.map(|_| None)
+            }
+        };
+        code.stop().await;
+        transcript
+    }
+
+    /// Direct mode over the tools of the servers that started.
+    async fn direct(self, tools: &[crate::mcp::ToolInfo], mode: &str) -> anyhow::Result<Option<Transcript>> {
+        let (host, handlers) = self.direct_host(tools)?;
+        let mut prompt = direct_system_prompt(self.servers);
+        if handlers {
             prompt.push_str(crate::handler::PROMPT);
         }
-        let transcript = self.run_loop(prompt, &host).await;
+        let transcript = self.run_loop(prompt, &host, mode).await;
         host.stop().await;
         Ok(Some(transcript))
     }
@@ -113,20 +181,31 @@ impl Run<'_> {
         let prompt = progressive::system_prompt(&started.ok, started.tools.len(), &pinned_names);
         let host =
             ProgressiveHost::new(self.manager.clone(), started.ok.clone(), pinned, config.agent.max_tool_result_bytes);
-        Ok(Some(self.run_loop(prompt, &host).await))
+        Ok(Some(self.run_loop(prompt, &host, "progressive").await))
     }
 
     /// Code mode: its own [`CodeMode`] for the run, stopped at the end.
-    async fn code(self) -> anyhow::Result<Option<Transcript>> {
+    async fn code(self, mode: &str) -> anyhow::Result<Option<Transcript>> {
         let mut code = CodeMode::new(self.manager.clone(), Options::from_config(self.config)?);
         code.set_recorder(self.recorder.clone());
-        let transcript = self.code_mode(&mut code).await;
+        let transcript = match self.code_setup(&mut code).await {
+            Ok(Some((prompt, specs))) => {
+                let host = CodeHost::new(specs, &code);
+                Ok(Some(self.run_loop(prompt, &host, mode).await))
+            }
+            other => other.map(|_| None),
+        };
         code.stop().await;
         transcript
     }
 
-    /// Code mode: the tree refreshed for the servers that start, the bridge, then the loop.
-    async fn code_mode(self, code: &mut CodeMode) -> anyhow::Result<Option<Transcript>> {
+    /// Code mode's set-up: the tree refreshed for the servers that start, the bridge; returns
+    /// the system prompt (listing the run's servers that the tree has) and the tools, or `None`
+    /// when cancelled.
+    async fn code_setup(
+        self,
+        code: &mut CodeMode,
+    ) -> anyhow::Result<Option<(String, Vec<crate::agent::provider::ToolSpec>)>> {
         let config = self.config;
         let workspace = code.workspace().to_path_buf();
         if let Some(why) = code.typecheck_notice() {
@@ -162,12 +241,11 @@ impl Run<'_> {
         let entries = crate::codegen::server_entries(&listed, &tree_tools);
         code.start_bridge().await?;
         let specs = code::tool_specs(&LimitsText::from_config(&config.mcp.code_execution));
-        let host = CodeHost::new(specs, code);
-        Ok(Some(self.run_loop(code::system_prompt(&workspace, &entries), &host).await))
+        Ok(Some((code::system_prompt(&workspace, &entries), specs)))
     }
 
     /// The loop over `host`, with `prompt` (+ `agent.system_prompt`) as the system prompt.
-    async fn run_loop(self, prompt: String, host: &dyn ToolHost) -> Transcript {
+    async fn run_loop(self, prompt: String, host: &dyn ToolHost, mode: &str) -> Transcript {
         let config = self.config;
         let settings = Settings {
             model: config.llm.model.clone(),
@@ -175,7 +253,7 @@ impl Run<'_> {
             max_turns: config.agent.max_turns,
             max_tokens: config.llm.max_tokens,
             stream: self.stream,
-            mode: config.mcp.execution_mode.to_string(),
+            mode: mode.to_string(),
         };
         session::run(self.task, &settings, self.llm, host, self.observer, self.cancel).await
     }
@@ -197,6 +275,15 @@ fn with_extra(base: String, extra: Option<&str>) -> String {
         Some(x) => format!("{base}\n{}\n", x.trim()),
         None => base,
     }
+}
+
+/// What the code-mode prompt of a mixed run adds: the servers whose tools are direct.
+fn mixed_prompt_extra(direct_servers: &[String]) -> String {
+    format!(
+        "\nThe tools named mcp_<server>_<tool> call the MCP servers {} directly: call them as tools, not from \
+         code (they are not in the API tree).\n",
+        direct_servers.join(", ")
+    )
 }
 
 /// The built-in system prompt of direct mode.

@@ -6,7 +6,7 @@ use clap::Args;
 
 use super::{Context, EXIT_FAILURE, EXIT_OK, ServerFilter};
 use crate::agent::tokens;
-use crate::config::Config;
+use crate::config::{Config, ExecutionMode};
 use crate::mcp::tools::param_summary;
 use crate::mcp::{McpManager, ToolInfo};
 
@@ -176,11 +176,16 @@ pub fn token_report(config: &Config, servers: &[String], tools: &[ToolInfo], jso
         config.mcp.result_handlers.enabled,
     );
     let n_tools: usize = est.servers.iter().map(|e| e.tools).sum();
-    let auto = tokens::AutoChoice::new(n_tools, est.direct_total, config.mcp.auto_threshold_tokens);
+    // What `agent run` would do with the configured mode, and with `--mode auto`.
+    let run_mode = config.mcp.execution_mode;
+    let configured =
+        (run_mode != ExecutionMode::Progressive).then(|| tokens::ModePlan::for_run(config, run_mode, servers, tools));
+    let auto = tokens::ModePlan::for_run(config, ExecutionMode::Auto, servers, tools);
     if json {
         let mut doc = serde_json::to_value(&est).context("cannot serialise the estimate")?;
         if let Some(map) = doc.as_object_mut() {
-            map.insert("auto".into(), serde_json::to_value(auto).context("cannot serialise the mode choice")?);
+            map.insert("modes".into(), serde_json::to_value(&configured).context("cannot serialise the modes")?);
+            map.insert("auto".into(), serde_json::to_value(&auto).context("cannot serialise the modes")?);
         }
         let mut s = serde_json::to_string_pretty(&doc).context("cannot serialise the estimate")?;
         s.push('\n');
@@ -193,17 +198,22 @@ pub fn token_report(config: &Config, servers: &[String], tools: &[ToolInfo], jso
         est.tokenizer, est.provider
     );
     s.push_str(&format!(
-        "{:width$}  {:>6}  {:>10}  {:>10}  {:>11}\n",
-        "server", "tools", "direct", "code", "progressive"
+        "{:width$}  {:>6}  {:>10}  {:>10}  {:>11}  {}\n",
+        "server", "tools", "direct", "code", "progressive", "run mode"
     ));
     for e in &est.servers {
+        let mode = match &configured {
+            Some(plan) => plan.servers.iter().find(|c| c.server == e.server).map(|c| c.mode.to_string()),
+            None => Some(run_mode.to_string()),
+        };
         s.push_str(&format!(
-            "{:width$}  {:>6}  {:>10}  {:>10}  {:>11}\n",
+            "{:width$}  {:>6}  {:>10}  {:>10}  {:>11}  {}\n",
             e.server,
             e.tools,
             t(e.direct as u64),
             t(e.code as u64),
-            t(e.progressive as u64)
+            t(e.progressive as u64),
+            mode.unwrap_or_default()
         ));
     }
     s.push_str(&format!(
@@ -235,9 +245,20 @@ pub fn token_report(config: &Config, servers: &[String], tools: &[ToolInfo], jso
         if est.progressive_saving_percent() >= 0.0 { "fewer" } else { "more" }
     ));
     s.push_str(&format!(
-        "execution_mode auto would pick: {} ({}, the mcp.auto_threshold_tokens)\n",
-        auto.mode,
-        auto.reason()
+        "run mode: how `agent run` offers each server now (mcp.execution_mode {run_mode}, and each server's own `mode`).\n"
     ));
+    if let Some(plan) = configured.as_ref().filter(|_| run_mode != ExecutionMode::Auto) {
+        s.push_str("\nagent run would use:\n");
+        for c in &plan.servers {
+            s.push_str(&format!("  {}\n", plan.line(c)));
+        }
+    }
+    s.push_str(&format!(
+        "\nexecution_mode auto would pick (smallest servers first, direct within mcp.auto_threshold_tokens {}):\n",
+        t(auto.threshold_tokens as u64)
+    ));
+    for c in &auto.servers {
+        s.push_str(&format!("  {}\n", auto.line(c)));
+    }
     Ok(s)
 }

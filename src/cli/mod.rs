@@ -10,6 +10,7 @@ pub mod approve;
 pub mod auth;
 pub mod call;
 pub mod completions;
+pub mod doctor;
 pub mod exec;
 pub mod generate;
 pub mod host;
@@ -106,6 +107,9 @@ pub enum Command {
     /// Reusable TypeScript modules under <workspace>/skills/.
     #[command(subcommand, after_help = skill::AFTER_HELP)]
     Skill(skill::SkillCommand),
+    /// Check the setup: config files, servers, sign-in, Node/tsc, directories, LLM endpoint.
+    #[command(after_help = doctor::AFTER_HELP)]
+    Doctor(doctor::DoctorArgs),
     /// Print the shell completion script (bash, zsh or fish) to stdout.
     #[command(after_help = completions::AFTER_HELP)]
     Completions(completions::CompletionsArgs),
@@ -239,6 +243,7 @@ async fn dispatch(cli: &Cli, ctx: Context) -> anyhow::Result<u8> {
         Command::Run(args) => run::run(ctx, args).await,
         Command::State(cmd) => state::run(ctx, cmd).await,
         Command::Skill(cmd) => skill::run(ctx, cmd).await,
+        Command::Doctor(args) => doctor::run(ctx, args).await,
         Command::Completions(args) => completions::run(args),
     }
 }

@@ -30,13 +30,17 @@ Modes (--mode, else mcp.execution_mode):
   code    the model gets `code_execution` (TypeScript against the generated API in
           mcp.code_execution.workspace_dir) plus read-only list_files/read_file/grep_files
           over that tree; MCP tool definitions are not sent
-  auto    per run: direct while the enabled tools' definitions take at most
-          mcp.auto_threshold_tokens (default 4,000), else code; the choice and the count go
-          to stderr (`mode: code (auto: 41 tools, 25,310 tokens of definitions > 4,000)`) and
-          into --json as `auto`. `agent mcp list --tokens` shows what auto would pick
+  auto    per server, smallest first: direct while the run's direct definitions take at
+          most mcp.auto_threshold_tokens (default 4,000), else code; one request can offer
+          small servers' tools directly and the rest through code_execution (mode `mixed`)
   progressive  the model gets search_tools(query, limit) over every tool and
           call_tool(name: \"server.tool\", arguments), plus mcp.pinned_tools as
           direct tools; a few hundred tokens of definitions however many tools
+  A server's own `mode: direct|code|auto` (mcp.servers.<name>.mode) wins over the run's
+  (not in progressive mode).
+  When modes are decided per server, each server's choice goes to stderr
+  (`server github: code (117 tools, 27,921 tokens; auto: direct definitions 29,142 > 4,000)`)
+  and into --json as `modes`; `agent mcp list --tokens` shows the same choice
 
 Output: assistant text streams to stdout, tool activity goes to stderr (one line per call),
 the final answer is printed last, then a summary on stderr:
@@ -231,7 +235,7 @@ pub async fn run(ctx: Context, args: &RunArgs) -> anyhow::Result<u8> {
         })
     };
     let printer = Printer::new(args);
-    let mut auto = None;
+    let mut plan = None;
     let run = Run {
         config: &config,
         task: &task,
@@ -243,7 +247,7 @@ pub async fn run(ctx: Context, args: &RunArgs) -> anyhow::Result<u8> {
         stream: !args.no_stream,
         recorder: session.recorder(),
     };
-    let result = run.drive(&mut auto).await;
+    let result = run.drive(&mut plan).await;
     // Sampling requests the servers sent during the run count as the run's tokens.
     let sampled = session.sampled();
     session.close().await;
@@ -254,21 +258,21 @@ pub async fn run(ctx: Context, args: &RunArgs) -> anyhow::Result<u8> {
         None => return Ok(super::signal::exit_after(signal)),
     };
     transcript.usage.add(&sampled);
-    report(&transcript, auto.as_ref(), &printer, args, signal)
+    report(&transcript, plan.as_ref(), &printer, args, signal)
 }
 
 /// Prints the outcome and returns the exit code.
 fn report(
     t: &Transcript,
-    auto: Option<&tokens::AutoChoice>,
+    plan: Option<&tokens::ModePlan>,
     printer: &Printer,
     args: &RunArgs,
     signal: i32,
 ) -> anyhow::Result<u8> {
     if args.json {
         let mut doc = serde_json::to_value(t).context("cannot serialise the transcript")?;
-        if let (Some(choice), Some(map)) = (auto, doc.as_object_mut()) {
-            map.insert("auto".into(), serde_json::to_value(choice).context("cannot serialise the mode choice")?);
+        if let (Some(plan), Some(map)) = (plan, doc.as_object_mut()) {
+            map.insert("modes".into(), serde_json::to_value(plan).context("cannot serialise the modes")?);
         }
         let mut s = serde_json::to_string_pretty(&doc).context("cannot serialise the transcript")?;
         s.push('\n');

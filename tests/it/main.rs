@@ -13,6 +13,7 @@ mod bridge;
 mod call;
 mod completions;
 mod conformance;
+mod doctor;
 mod examples;
 mod exec;
 mod generate;

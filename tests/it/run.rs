@@ -778,6 +778,65 @@ fn code_mode_ctrl_c_stops_the_script_servers_and_bridge() {
     assert!(wait_until(Duration::from_secs(5), || pids_matching(&tag).is_empty()), "server left running after Ctrl-C");
 }
 
+/// A server's own `mode: direct` in a code-mode run: its tools are LLM tools next to
+/// `code_execution`, whose tree and prompt cover only the other server; a direct call and a
+/// script both work in one turn.
+#[test]
+fn a_servers_own_mode_mixes_direct_tools_into_a_code_mode_run() {
+    let script = "import { add } from \"./servers/calc/index.ts\";\nconsole.log((await add({ a: 1, b: 2 })).sum);\n";
+    let fake = FakeLlm::start(vec![
+        Reply::tools("", &[("mcp_fixture_add", json!({"a": 40, "b": 2})), ("code_execution", json!({"code": script}))]),
+        Reply::text("42 and 3"),
+    ]);
+    let direct = fixture_stdio_yaml("fixture", &[])
+        .replace("      connect_timeout", "      mode: direct\n      connect_timeout");
+    let p = project(&fake, Api::Anthropic, &format!("{direct}{}", fixture_stdio_yaml("calc", &[])));
+    let r = p.run(&["run", "--mode", "code", "--json", "add twice"]);
+    r.assert_ok();
+    let t = r.json();
+    assert_eq!(t["mode"], "mixed");
+    let by: Vec<(&str, &str, &str)> = t["modes"]["servers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| (c["server"].as_str().unwrap(), c["mode"].as_str().unwrap(), c["by"].as_str().unwrap()))
+        .collect();
+    assert_eq!(by, [("calc", "code", "run"), ("fixture", "direct", "server")]);
+    assert!(r.stderr.contains("server fixture: direct (12 tools, "), "{}", r.stderr);
+    assert!(r.stderr.contains("; mcp.servers.fixture.mode)"), "{}", r.stderr);
+
+    let reqs = fake.requests();
+    let names = reqs[0].tool_names();
+    assert_eq!(names.len(), 12 + CODE_TOOLS.len(), "{names:?}");
+    assert!(names.iter().all(|n| n.starts_with("mcp_fixture_") || CODE_TOOLS.contains(&n.as_str())), "{names:?}");
+    let system = reqs[0].system();
+    assert!(system.contains("servers/calc/") && !system.contains("servers/fixture/"), "{system}");
+    assert_eq!(
+        reqs[1].tool_results(),
+        vec![
+            ("toolu_1_0".to_string(), "{\"sum\":42}".to_string(), false),
+            ("toolu_1_1".to_string(), "3\n".to_string(), false)
+        ]
+    );
+    // Only the code-mode server is in the tree the run generated.
+    assert!(p.path().join(".kodelet/mcp/servers/calc/index.ts").exists());
+    assert!(!p.path().join(".kodelet/mcp/servers/fixture").exists());
+}
+
+/// In progressive mode a server's own `mode` is not used, and the run says so.
+#[test]
+fn progressive_mode_says_a_servers_own_mode_is_not_used() {
+    let fake = FakeLlm::start(vec![Reply::text("nothing to do")]);
+    let keyed = fixture_stdio_yaml("fixture", &[])
+        .replace("      connect_timeout", "      mode: direct\n      connect_timeout");
+    let p = project(&fake, Api::Anthropic, &keyed);
+    let r = p.run(&["run", "--mode", "progressive", "--json", "x"]);
+    r.assert_ok();
+    assert!(r.stderr.contains("mcp.servers.fixture.mode is not used in progressive mode"), "{}", r.stderr);
+    assert_eq!(r.json()["mode"], "progressive");
+    assert!(!fake.requests()[0].tool_names().iter().any(|n| n.starts_with("mcp_fixture_")));
+}
+
 // ---------------------------------------------------------------------------------------------
 // agent mcp list --tokens
 
@@ -814,7 +873,7 @@ fn list_tokens_compares_direct_code_and_progressive_mode() {
     assert!(r.stdout.contains("tool-definition tokens per request"), "{}", r.stdout);
     // The third mode: a fixed cost, no per-server share without pins.
     let header = r.stdout.lines().find(|l| l.starts_with("server")).unwrap();
-    assert!(header.ends_with("progressive"), "{header}");
+    assert!(header.ends_with("progressive  run mode"), "{header}");
     let progressive = est["progressive_total"].as_u64().unwrap();
     assert_eq!(cols[4].replace(',', ""), progressive.to_string());
     assert!(progressive > 0 && progressive < total / 5, "{progressive} vs {total}");
