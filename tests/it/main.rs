@@ -21,6 +21,7 @@ mod host;
 mod interactive;
 mod layers;
 mod mcp;
+mod project;
 mod run;
 mod search;
 mod serve;
