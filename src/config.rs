@@ -1708,7 +1708,8 @@ mod tests {
         assert_eq!(c.mcp.code_execution.tsc, Some(home.join("bin/tsc")));
         let s = &c.mcp.servers["s"];
         assert_eq!(s.cwd, Some(home.join("work")));
-        assert_eq!(s.roots, vec![home.join("r"), PathBuf::from("rel")]);
+        // A relative path (no `~`) resolves against the project root.
+        assert_eq!(s.roots, vec![home.join("r"), dir.path().join("rel")]);
         assert_eq!(s.auth.private_key_file, Some(home.join("key.pem")));
     }
 
