@@ -1,7 +1,14 @@
-//! Layered configuration: built-in defaults, `~/.config/agent/config.yaml`, `./agent.yaml` (or
-//! `--config` / `AGENT_CONFIG`), `AGENT_<SECTION>__<KEY>` environment overrides, then CLI flags
-//! (applied by the caller on the returned [`Config`]). Also imports the `mcpServers` JSON format
-//! of Claude Desktop, Claude Code and Cursor (`.mcp.json` and `mcp.import`).
+//! Layered configuration: built-in defaults, `~/.config/agent/config.yaml`, the project's
+//! `agent.yaml` (or `--config` / `AGENT_CONFIG`), `AGENT_<SECTION>__<KEY>` environment overrides,
+//! then CLI flags (applied by the caller on the returned [`Config`]). Also imports the
+//! `mcpServers` JSON format of Claude Desktop, Claude Code and Cursor (`.mcp.json` and
+//! `mcp.import`).
+//!
+//! The project root is found as git and cargo find theirs: the first directory up from the
+//! current one holding `agent.yaml`, `agent.yml` or `.mcp.json` ([`find_project_root`]); relative
+//! paths in the configuration resolve against it, and [`ProjectInfo`] records what of the
+//! configuration came from the project's own files (for the trust check before their servers
+//! start) and where the workspace goes.
 //!
 //! `$VAR` / `${VAR}` / `${VAR:-default}` in string values expand from the environment (`$$` is a
 //! literal `$`). A missing variable is an error naming the variable and the key; under
@@ -37,10 +44,71 @@ pub struct Config {
     pub mcp: McpConfig,
     pub search: SearchConfig,
     pub serve: ServeConfig,
+    /// Project directories whose own configuration files may start their servers without
+    /// asking. Honoured only from the user's config file (`~/.config/agent/config.yaml`): a
+    /// project's own file cannot vouch for itself, so the key is ignored anywhere else.
+    pub trusted_projects: Vec<PathBuf>,
     /// The files this configuration was read from, in the order they were layered (later ones
     /// win); filled by [`Config::load`], never read from a file.
     #[serde(skip)]
     pub sources: Vec<ConfigSource>,
+    /// The project this configuration belongs to; filled by [`Config::load`].
+    #[serde(skip)]
+    pub project: ProjectInfo,
+}
+
+/// The files whose presence makes a directory a project root ([`find_project_root`]).
+pub const PROJECT_MARKERS: [&str; 3] = ["agent.yaml", "agent.yml", ".mcp.json"];
+
+/// Where a command's project is and what of its configuration came from the project's own files.
+#[derive(Debug, Clone, Default)]
+pub struct ProjectInfo {
+    /// The project root ([`find_project_root`], or `LoadOptions::project_dir`); `None` when no
+    /// directory up from the current one holds a project file.
+    pub root: Option<PathBuf>,
+    /// The directory relative paths resolve against: the root, else the current directory.
+    pub base: PathBuf,
+    /// The project's own files that were read (its `agent.yaml`, its `.mcp.json`, the files its
+    /// `agent.yaml` imports), each with the hash of the bytes that were parsed.
+    pub files: Vec<(PathBuf, String)>,
+    /// Servers the project's files declare, or change when the user's config declares them.
+    pub servers: Vec<String>,
+    /// The project's `agent.yaml` sets `mcp.code_execution.tsc` (a program `agent` runs).
+    pub sets_tsc: bool,
+    /// Where the workspace is, and why.
+    pub workspace: WorkspaceKind,
+    /// `--trust-project` or `AGENT_TRUST_PROJECT=1`: set by the caller, like every flag.
+    pub trusted_by_flag: bool,
+}
+
+impl ProjectInfo {
+    /// One hash of the root and of every project file's content: a changed file changes it.
+    pub fn fingerprint(&self) -> String {
+        let base = self.base.as_os_str().as_encoded_bytes();
+        let mut parts: Vec<&[u8]> = vec![base];
+        for (path, hash) in &self.files {
+            parts.push(path.as_os_str().as_encoded_bytes());
+            parts.push(hash.as_bytes());
+        }
+        crate::util::hash::stable_hex(&parts)
+    }
+
+    /// Whether the project's files start anything (a server, a compiler), so they need trust.
+    pub fn runs_anything(&self) -> bool {
+        !self.servers.is_empty() || self.sets_tsc
+    }
+}
+
+/// Why the workspace (`mcp.code_execution.workspace_dir`) is where it is (docs/state.md).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum WorkspaceKind {
+    /// `mcp.code_execution.workspace_dir` was set (relative: against the project root).
+    Explicit,
+    /// `<project root>/.kodelet/mcp`: the root has an `agent.yaml` or a `.kodelet/` already.
+    #[default]
+    Project,
+    /// The per-user directory `$XDG_STATE_HOME/agent/workspaces/<name>-<hash>/`.
+    User,
 }
 
 /// One file [`Config::load`] read, and which layer it was.
@@ -259,8 +327,12 @@ pub enum ServerMode {
 #[serde(deny_unknown_fields, default)]
 pub struct McpConfig {
     pub execution_mode: ExecutionMode,
-    /// Extra `mcpServers` JSON files to import (Claude Desktop / Claude Code / Cursor format).
+    /// Extra `mcpServers` JSON files to import (Claude Desktop / Claude Code / Cursor format);
+    /// relative paths resolve against the project root.
     pub import: Vec<PathBuf>,
+    /// Import the project root's `.mcp.json` implicitly (never with `--config` / `AGENT_CONFIG`:
+    /// then only what that file imports is read).
+    pub import_mcp_json: bool,
     /// Largest message (a tool result, a tool list) accepted from a server, in bytes; a call
     /// whose result is larger fails at once.
     pub max_result_bytes: usize,
@@ -371,6 +443,7 @@ impl Default for McpConfig {
         Self {
             execution_mode: ExecutionMode::default(),
             import: Vec::new(),
+            import_mcp_json: true,
             max_result_bytes: DEFAULT_MAX_RESULT_BYTES,
             code_execution: CodeExecutionConfig::default(),
             servers: BTreeMap::new(),
@@ -386,6 +459,9 @@ impl Default for McpConfig {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct CodeExecutionConfig {
+    /// Where generated files, logs and what scripts keep go. Unset: `<project root>/.kodelet/mcp`
+    /// when the root has an `agent.yaml` or a `.kodelet/`, else a per-user directory (see
+    /// [`WorkspaceKind`]); [`Config::load`] fills in the absolute path.
     pub workspace_dir: PathBuf,
     pub regenerate_on_startup: bool,
     #[serde(with = "duration")]
@@ -676,9 +752,10 @@ impl ServerConfig {
 /// Where to look for configuration and how to override it.
 #[derive(Debug, Clone, Default)]
 pub struct LoadOptions {
-    /// `--config FILE` (falls back to `AGENT_CONFIG`, then `./agent.yaml`).
+    /// `--config FILE` (falls back to `AGENT_CONFIG`, then the project's `agent.yaml`).
     pub config_file: Option<PathBuf>,
-    /// Directory holding `agent.yaml` and `.mcp.json` (the current directory by default).
+    /// The project root, taken as it is (default: found from the current directory by
+    /// [`find_project_root`]).
     pub project_dir: Option<PathBuf>,
     /// Skip `~/.config/agent/config.yaml` (tests use this to stay hermetic).
     pub skip_user_config: bool,
@@ -693,23 +770,36 @@ impl Config {
 
     /// Like [`Config::load`], with an explicit environment (for tests).
     pub fn load_with_env(opts: &LoadOptions, env: &BTreeMap<String, String>) -> Result<Config, ConfigError> {
-        let project_dir = match &opts.project_dir {
-            Some(d) => d.clone(),
-            None => std::env::current_dir()
-                .map_err(|e| ConfigError::new(format!("cannot read the current directory: {e}")))?,
+        let (root, base) = match &opts.project_dir {
+            Some(d) => (Some(d.clone()), d.clone()),
+            None => {
+                let cwd = std::env::current_dir()
+                    .map_err(|e| ConfigError::new(format!("cannot read the current directory: {e}")))?;
+                let home = env.get("HOME").filter(|h| !h.is_empty()).map(PathBuf::from);
+                let root = find_project_root(&cwd, home.as_deref());
+                let base = root.clone().unwrap_or(cwd);
+                (root, base)
+            }
         };
         let mut builder = config::Config::builder();
         let mut sources = Vec::new();
+        let mut project = ProjectInfo { root: root.clone(), base: base.clone(), ..Default::default() };
+        let mut user_trusted = Vec::new();
+        // The project's agent.yaml on its own: which servers and imports it names.
+        let mut project_tree = Value::Null;
 
         if !opts.skip_user_config
             && let Some(user) = user_config_path(env)
             && user.is_file()
         {
-            builder = builder.add_source(yaml_file(&user)?);
+            let text = yaml_text(&user)?;
+            user_trusted = trusted_projects_of(&parse_yaml(&text), &user)?;
+            builder = builder.add_source(config::File::from_str(&text, config::FileFormat::Yaml));
             sources.push(ConfigSource { path: user, kind: SourceKind::User });
         }
         let explicit =
             opts.config_file.clone().or_else(|| env.get("AGENT_CONFIG").filter(|s| !s.is_empty()).map(PathBuf::from));
+        let is_explicit = explicit.is_some();
         match explicit {
             Some(path) => {
                 match std::fs::metadata(&path) {
@@ -730,9 +820,13 @@ impl Config {
             }
             None => {
                 for name in ["agent.yaml", "agent.yml"] {
-                    let path = project_dir.join(name);
+                    let Some(root) = &root else { break };
+                    let path = root.join(name);
                     if path.is_file() {
-                        builder = builder.add_source(yaml_file(&path)?);
+                        let text = yaml_text(&path)?;
+                        project_tree = parse_yaml(&text);
+                        project.files.push((path.clone(), crate::util::hash::stable_hex(&[text.as_bytes()])));
+                        builder = builder.add_source(config::File::from_str(&text, config::FileFormat::Yaml));
                         sources.push(ConfigSource { path, kind: SourceKind::Project });
                         break;
                     }
@@ -771,6 +865,7 @@ impl Config {
         if let Some(first) = errors.into_iter().next() {
             return Err(ConfigError(first));
         }
+        let workspace_set = tree.pointer("/mcp/code_execution/workspace_dir").is_some();
 
         let mut config: Config = deserialize_at(tree, "")?;
         config.expand_home_paths(env)?;
@@ -778,31 +873,63 @@ impl Config {
         for (name, server) in config.mcp.servers.iter_mut() {
             server.unresolved = deferred.remove(&format!("mcp.servers.{name}")).unwrap_or_default();
         }
+        // Only the user's own file may say which projects are trusted.
+        config.trusted_projects = user_trusted
+            .iter()
+            .enumerate()
+            .map(|(i, p)| expand_home(&format!("trusted_projects[{i}]"), p, env))
+            .collect::<Result<_, _>>()?;
+        if let Some(servers) = project_tree.pointer("/mcp/servers").and_then(Value::as_object) {
+            project.servers.extend(servers.keys().cloned());
+        }
+        project.sets_tsc = project_tree.pointer("/mcp/code_execution/tsc").is_some_and(|v| !v.is_null());
+        let project_imports: Vec<PathBuf> = match project_tree.pointer("/mcp/import") {
+            Some(Value::Array(a)) => a.iter().filter_map(Value::as_str).map(|p| base.join(p)).collect(),
+            _ => Vec::new(),
+        };
 
-        // Imported `mcpServers` files: `.mcp.json` in the project directory, then `mcp.import`.
-        let mut imports: Vec<PathBuf> = Vec::new();
-        let dot_mcp = project_dir.join(".mcp.json");
-        if dot_mcp.is_file() {
-            imports.push(dot_mcp);
+        // Imported `mcpServers` files: the project root's `.mcp.json` (unless a config file was
+        // named, or `mcp.import_mcp_json` is off), then `mcp.import`.
+        let mut imports: Vec<(PathBuf, bool)> = Vec::new();
+        if let Some(root) = &root
+            && !is_explicit
+            && config.mcp.import_mcp_json
+        {
+            let dot_mcp = root.join(".mcp.json");
+            if dot_mcp.is_file() {
+                imports.push((dot_mcp, true));
+            }
         }
         for p in &config.mcp.import {
-            let p = if p.is_absolute() { p.clone() } else { project_dir.join(p) };
+            let p = base.join(p);
             if p.is_dir() {
                 return Err(ConfigError::new(format!("mcp.import: {} is a directory, not a file", p.display())));
             }
             if !p.exists() {
                 return Err(ConfigError::new(format!("mcp.import: {} does not exist", p.display())));
             }
-            imports.push(p);
+            let from_project = project_imports.contains(&p);
+            imports.push((p, from_project));
         }
-        for file in imports {
-            for (name, server) in import_mcp_servers(&file, env)? {
+        for (file, from_project) in imports {
+            let text = read_capped(&file, "mcpServers file")?;
+            let servers = parse_mcp_servers(&file, &text, env)?;
+            if from_project {
+                project.files.push((file.clone(), crate::util::hash::stable_hex(&[text.as_bytes()])));
+                project.servers.extend(servers.iter().map(|(name, _)| name.clone()));
+            }
+            for (name, server) in servers {
                 // Servers declared in YAML win over imported ones of the same name.
                 config.mcp.servers.entry(name).or_insert(server);
             }
             sources.push(ConfigSource { path: file, kind: SourceKind::Import });
         }
+        project.servers.sort();
+        project.servers.dedup();
+        project.workspace = config.place_workspace(workspace_set, root.as_deref(), &base, env);
+        config.resolve_paths(&base, root.is_some());
         config.sources = sources;
+        config.project = project;
         config.validate()?;
         Ok(config)
     }
@@ -830,6 +957,61 @@ impl Config {
             }
         }
         Ok(())
+    }
+
+    /// Sets `mcp.code_execution.workspace_dir` to an absolute path by the rule of docs/state.md:
+    /// the configured one (relative: against `base`); else `<root>/.kodelet/mcp` when the root has
+    /// an `agent.yaml` or a `.kodelet/`; else a per-user directory under `$XDG_STATE_HOME/agent`.
+    fn place_workspace(
+        &mut self,
+        set: bool,
+        root: Option<&Path>,
+        base: &Path,
+        env: &BTreeMap<String, String>,
+    ) -> WorkspaceKind {
+        let ws = &mut self.mcp.code_execution.workspace_dir;
+        if set {
+            *ws = base.join(&*ws);
+            return WorkspaceKind::Explicit;
+        }
+        let project_workspace = root.is_some_and(|r| {
+            ["agent.yaml", "agent.yml"].iter().any(|m| r.join(m).is_file()) || r.join(".kodelet").is_dir()
+        });
+        match state_home(env) {
+            Some(state) if !project_workspace => {
+                *ws = state.join("agent/workspaces").join(workspace_name(base));
+                WorkspaceKind::User
+            }
+            _ => {
+                *ws = base.join(".kodelet/mcp");
+                WorkspaceKind::Project
+            }
+        }
+    }
+
+    /// Relative paths resolve against the project root (or the current directory without one),
+    /// not wherever the command runs; stdio servers without a `cwd` start in the project root.
+    fn resolve_paths(&mut self, base: &Path, in_project: bool) {
+        let ce = &mut self.mcp.code_execution;
+        if let Some(tsc) = &mut ce.tsc
+            && tsc.components().count() > 1
+        {
+            // A bare name (`tsc`) is looked up on PATH; a path with a directory is a file.
+            *tsc = base.join(&*tsc);
+        }
+        for server in self.mcp.servers.values_mut() {
+            match &mut server.cwd {
+                Some(cwd) => *cwd = base.join(&*cwd),
+                None if in_project && server.command.is_some() => server.cwd = Some(base.to_path_buf()),
+                None => {}
+            }
+            for root in &mut server.roots {
+                *root = base.join(&*root);
+            }
+            if let Some(key) = &mut server.auth.private_key_file {
+                *key = base.join(&*key);
+            }
+        }
     }
 
     /// Values that parse but cannot work: zero timeouts and sizes, a heap too small to start.
@@ -995,6 +1177,12 @@ fn user_config_path(env: &BTreeMap<String, String>) -> Option<PathBuf> {
 }
 
 fn yaml_file(path: &Path) -> Result<config::File<config::FileSourceString, config::FileFormat>, ConfigError> {
+    Ok(config::File::from_str(&yaml_text(path)?, config::FileFormat::Yaml))
+}
+
+/// The text of a YAML config file, checked: within the cap, not an alias bomb, and parsing (so a
+/// syntax error names the file).
+fn yaml_text(path: &Path) -> Result<String, ConfigError> {
     let text = read_capped(path, "config file")?;
     // The config crate builds the whole YAML tree, copying every alias: measure that first.
     if yaml_expands_past(&text, MAX_CONFIG_BYTES as u64) {
@@ -1010,7 +1198,67 @@ fn yaml_file(path: &Path) -> Result<config::File<config::FileSourceString, confi
     {
         return Err(ConfigError::new(format!("{}: {e}", path.display())));
     }
-    Ok(config::File::from_str(&text, config::FileFormat::Yaml))
+    Ok(text)
+}
+
+/// One checked YAML file's tree on its own (keys as the layered load sees them).
+fn parse_yaml(text: &str) -> Value {
+    config::Config::builder()
+        .add_source(config::File::from_str(text, config::FileFormat::Yaml))
+        .build()
+        .and_then(|c| c.try_deserialize::<Value>())
+        .unwrap_or(Value::Null)
+}
+
+/// `trusted_projects` of the user's config file (`path`, for errors).
+fn trusted_projects_of(tree: &Value, path: &Path) -> Result<Vec<PathBuf>, ConfigError> {
+    match tree.get("trusted_projects") {
+        None | Some(Value::Null) => Ok(Vec::new()),
+        Some(v) => serde_json::from_value(v.clone()).map_err(|_| {
+            ConfigError::new(format!("{}: trusted_projects: expected a list of directories", path.display()))
+        }),
+    }
+}
+
+/// The first directory from `start` up (itself included) that holds one of [`PROJECT_MARKERS`],
+/// as git and cargo find their roots. The walk stops at the filesystem root, and at `home` when
+/// `start` is below it (a stray `~/../agent.yaml` is nobody's project).
+pub fn find_project_root(start: &Path, home: Option<&Path>) -> Option<PathBuf> {
+    let stop = home.filter(|h| start.starts_with(h));
+    let mut dir = start;
+    loop {
+        if PROJECT_MARKERS.iter().any(|m| dir.join(m).is_file()) {
+            return Some(dir.to_path_buf());
+        }
+        if stop.is_some_and(|h| dir == h) {
+            return None;
+        }
+        dir = dir.parent()?;
+    }
+}
+
+/// `$XDG_STATE_HOME` when it is absolute, else `$HOME/.local/state`.
+pub fn state_home(env: &BTreeMap<String, String>) -> Option<PathBuf> {
+    env.get("XDG_STATE_HOME")
+        .map(PathBuf::from)
+        .filter(|p| p.is_absolute())
+        .or_else(|| env.get("HOME").filter(|h| !h.is_empty()).map(|h| Path::new(h).join(".local/state")))
+}
+
+/// The per-user workspace's directory name for the project at `dir`: its last component (letters,
+/// digits, `.`, `-`, `_`; others `_`) and a short hash of the whole path, so two `app/` dirs differ.
+fn workspace_name(dir: &Path) -> String {
+    let name: String = dir
+        .file_name()
+        .map(|n| {
+            n.to_string_lossy()
+                .chars()
+                .map(|c| if c.is_ascii_alphanumeric() || "._-".contains(c) { c } else { '_' })
+                .collect()
+        })
+        .unwrap_or_else(|| "root".to_string());
+    let hash = crate::util::hash::stable_hex(&[dir.as_os_str().as_encoded_bytes()]);
+    format!("{}-{}", name.trim_start_matches('.'), &hash[..12])
 }
 
 /// The text of `path`, refused past [`MAX_CONFIG_BYTES`] (so `/dev/zero` or a runaway file
@@ -1253,6 +1501,15 @@ pub fn import_mcp_servers(
     file: &Path,
     env: &BTreeMap<String, String>,
 ) -> Result<Vec<(String, ServerConfig)>, ConfigError> {
+    parse_mcp_servers(file, &read_capped(file, "mcpServers file")?, env)
+}
+
+/// [`import_mcp_servers`] on the `text` already read from `file`.
+fn parse_mcp_servers(
+    file: &Path,
+    text: &str,
+    env: &BTreeMap<String, String>,
+) -> Result<Vec<(String, ServerConfig)>, ConfigError> {
     #[derive(Deserialize)]
     struct Root {
         #[serde(rename = "mcpServers", default)]
@@ -1276,9 +1533,8 @@ pub fn import_mcp_servers(
         #[serde(default)]
         disabled: bool,
     }
-    let text = read_capped(file, "mcpServers file")?;
     let mut tree: Value =
-        serde_json::from_str(&text).map_err(|e| ConfigError::new(format!("{}: invalid JSON: {e}", file.display())))?;
+        serde_json::from_str(text).map_err(|e| ConfigError::new(format!("{}: invalid JSON: {e}", file.display())))?;
     // Before expansion: what `$$NAME` leaves for the server to read from its own environment.
     let mut run_time: BTreeMap<String, Vec<String>> = BTreeMap::new();
     for (name, entry) in tree.get("mcpServers").and_then(Value::as_object).into_iter().flatten() {
@@ -1469,7 +1725,8 @@ mod tests {
         assert_eq!(c.mcp.code_execution.tsc, Some(home.join("bin/tsc")));
         let s = &c.mcp.servers["s"];
         assert_eq!(s.cwd, Some(home.join("work")));
-        assert_eq!(s.roots, vec![home.join("r"), PathBuf::from("rel")]);
+        // A relative path (no `~`) resolves against the project root.
+        assert_eq!(s.roots, vec![home.join("r"), dir.path().join("rel")]);
         assert_eq!(s.auth.private_key_file, Some(home.join("key.pem")));
     }
 
@@ -1849,7 +2106,8 @@ mod tests {
         let gh = &c.mcp.servers["gh"];
         assert_eq!(gh.elicitation, Some(ElicitationPolicy::AcceptDefaults));
         assert_eq!((gh.sampling, gh.sampling_max_tokens, gh.sampling_budget), (SamplingPolicy::Ask, 50, Some(900)));
-        assert_eq!(gh.roots, vec![PathBuf::from("a"), PathBuf::from("/b")]);
+        // A relative root is the project root's directory, wherever the command runs.
+        assert_eq!(gh.roots, vec![dir.path().join("a"), PathBuf::from("/b")]);
         let d = load(dir.path(), "mcp:\n  servers:\n    gh:\n      command: x\n", &[]).unwrap();
         assert_eq!((d.mcp.servers["gh"].elicitation, d.mcp.servers["gh"].sampling), (None, SamplingPolicy::Deny));
         let bad = load(dir.path(), "mcp:\n  servers:\n    gh:\n      command: x\n      sampling: maybe\n", &[]);
@@ -1875,5 +2133,140 @@ mod tests {
         let bad = load(dir.path(), "mcp:\n  servers:\n    x:\n      command: x\n      mode: progressive\n", &[]);
         let err = bad.unwrap_err().0;
         assert!(err.contains("mcp.servers.x.mode") && err.contains("auto"), "{err}");
+    }
+
+    #[test]
+    fn the_project_root_is_the_first_directory_up_with_a_project_file_and_never_above_home() {
+        let t = tempfile::tempdir().unwrap();
+        let home = t.path().join("home");
+        let deep = home.join("proj/a/b");
+        std::fs::create_dir_all(&deep).unwrap();
+        assert_eq!(find_project_root(&deep, Some(&home)), None, "nothing up to HOME");
+        // A project file above HOME is not the project of a directory below HOME.
+        std::fs::write(t.path().join("agent.yaml"), "").unwrap();
+        assert_eq!(find_project_root(&deep, Some(&home)), None);
+        assert_eq!(find_project_root(&deep, None), Some(t.path().to_path_buf()), "without HOME: up to /");
+        for marker in PROJECT_MARKERS {
+            let proj = home.join("proj");
+            std::fs::write(proj.join(marker), "").unwrap();
+            assert_eq!(find_project_root(&deep, Some(&home)), Some(proj.clone()), "{marker}");
+            std::fs::remove_file(proj.join(marker)).unwrap();
+        }
+        // The nearest one wins; a directory named like a marker is not one.
+        std::fs::write(home.join("proj/.mcp.json"), "{}").unwrap();
+        std::fs::create_dir(home.join("proj/a/agent.yaml")).unwrap();
+        assert_eq!(find_project_root(&deep, Some(&home)), Some(home.join("proj")));
+        std::fs::write(home.join("proj/a/b/agent.yml"), "").unwrap();
+        assert_eq!(find_project_root(&deep, Some(&home)), Some(deep.clone()));
+    }
+
+    #[test]
+    fn the_workspace_is_explicit_or_the_projects_or_per_user() {
+        let t = tempfile::tempdir().unwrap();
+        let state = t.path().join("state");
+        let e = [("XDG_STATE_HOME", state.to_str().unwrap())];
+        let proj = t.path().join("my proj");
+        std::fs::create_dir(&proj).unwrap();
+        let c = load(&proj, "", &e).unwrap();
+        assert_eq!(
+            (c.project.workspace, c.mcp.code_execution.workspace_dir.clone()),
+            (WorkspaceKind::Project, proj.join(".kodelet/mcp"))
+        );
+        let c = load(&proj, "mcp:\n  code_execution:\n    workspace_dir: ws\n", &e).unwrap();
+        assert_eq!(
+            (c.project.workspace, c.mcp.code_execution.workspace_dir.clone()),
+            (WorkspaceKind::Explicit, proj.join("ws"))
+        );
+        // Only a `.mcp.json`: the project's state goes to the user's directory.
+        std::fs::remove_file(proj.join("agent.yaml")).unwrap();
+        std::fs::write(proj.join(".mcp.json"), r#"{"mcpServers": {}}"#).unwrap();
+        let opts = LoadOptions { project_dir: Some(proj.clone()), skip_user_config: true, ..Default::default() };
+        let c = Config::load_with_env(&opts, &env(&e)).unwrap();
+        let ws = c.mcp.code_execution.workspace_dir.clone();
+        assert_eq!(c.project.workspace, WorkspaceKind::User);
+        assert_eq!(ws.parent(), Some(state.join("agent/workspaces").as_path()));
+        let name = ws.file_name().unwrap().to_str().unwrap();
+        assert!(name.starts_with("my_proj-") && name.len() == "my_proj-".len() + 12, "{name}");
+        // ... unless the project already keeps a `.kodelet/`.
+        std::fs::create_dir(proj.join(".kodelet")).unwrap();
+        let c = Config::load_with_env(&opts, &env(&e)).unwrap();
+        assert_eq!(c.mcp.code_execution.workspace_dir, proj.join(".kodelet/mcp"));
+        // Another directory of the same name elsewhere gets another workspace.
+        let other = t.path().join("x/my proj");
+        std::fs::create_dir_all(&other).unwrap();
+        let o = LoadOptions { project_dir: Some(other), skip_user_config: true, ..Default::default() };
+        let c2 = Config::load_with_env(&o, &env(&e)).unwrap();
+        assert_ne!(c2.mcp.code_execution.workspace_dir, ws);
+    }
+
+    #[test]
+    fn the_projects_mcp_json_is_imported_unless_turned_off_or_a_config_file_is_named() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join(".mcp.json"), r#"{"mcpServers": {"cloned": {"command": "evil"}}}"#).unwrap();
+        let c = load(dir.path(), "", &[]).unwrap();
+        assert!(c.mcp.servers.contains_key("cloned"));
+        assert_eq!(c.project.servers, ["cloned"]);
+        let c = load(dir.path(), "mcp:\n  import_mcp_json: false\n", &[]).unwrap();
+        assert!(!c.mcp.servers.contains_key("cloned") && c.project.servers.is_empty());
+        assert!(!c.project.runs_anything());
+        let mine = dir.path().join("mine.yaml");
+        std::fs::write(&mine, "mcp:\n  servers:\n    own:\n      command: ok\n").unwrap();
+        for opts in [
+            LoadOptions {
+                config_file: Some(mine.clone()),
+                project_dir: Some(dir.path().into()),
+                skip_user_config: true,
+            },
+            LoadOptions { project_dir: Some(dir.path().into()), skip_user_config: true, ..Default::default() },
+        ] {
+            let e =
+                if opts.config_file.is_some() { env(&[]) } else { env(&[("AGENT_CONFIG", mine.to_str().unwrap())]) };
+            let c = Config::load_with_env(&opts, &e).unwrap();
+            let names: Vec<&String> = c.mcp.servers.keys().collect();
+            assert_eq!(names, ["own"], "the named file only");
+            assert!(c.project.files.is_empty() && c.project.servers.is_empty());
+        }
+        // ... but what the named file imports is read.
+        std::fs::write(&mine, "mcp:\n  import: [.mcp.json]\n").unwrap();
+        let e = env(&[("AGENT_CONFIG", mine.to_str().unwrap())]);
+        let opts = LoadOptions { project_dir: Some(dir.path().into()), skip_user_config: true, ..Default::default() };
+        assert!(Config::load_with_env(&opts, &e).unwrap().mcp.servers.contains_key("cloned"));
+    }
+
+    #[test]
+    fn trusted_projects_count_only_from_the_users_file() {
+        let t = tempfile::tempdir().unwrap();
+        let xdg = t.path().join("cfg");
+        std::fs::create_dir_all(xdg.join("agent")).unwrap();
+        let proj = t.path().join("proj");
+        std::fs::create_dir(&proj).unwrap();
+        let e = [("XDG_CONFIG_HOME", xdg.to_str().unwrap())];
+        let opts = LoadOptions { project_dir: Some(proj.clone()), ..Default::default() };
+        // A hostile project vouching for itself.
+        std::fs::write(proj.join("agent.yaml"), format!("trusted_projects: [{:?}]\n", proj.display().to_string()))
+            .unwrap();
+        assert!(Config::load_with_env(&opts, &env(&e)).unwrap().trusted_projects.is_empty());
+        std::fs::write(xdg.join("agent/config.yaml"), "trusted_projects: [/srv/a]\n").unwrap();
+        assert_eq!(Config::load_with_env(&opts, &env(&e)).unwrap().trusted_projects, [PathBuf::from("/srv/a")]);
+        std::fs::write(xdg.join("agent/config.yaml"), "trusted_projects: yes\n").unwrap();
+        let err = Config::load_with_env(&opts, &env(&e)).unwrap_err();
+        assert!(err.0.ends_with("config.yaml: trusted_projects: expected a list of directories"), "{err}");
+    }
+
+    #[test]
+    fn the_project_fingerprint_follows_the_content_of_its_files() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("more.json"), r#"{"mcpServers": {"b": {"command": "b"}}}"#).unwrap();
+        let y = "mcp:\n  import: [more.json]\n  servers:\n    a:\n      command: a\n";
+        let c = load(dir.path(), y, &[]).unwrap();
+        assert_eq!(c.project.servers, ["a", "b"]);
+        assert_eq!(c.project.files.len(), 2);
+        let before = c.project.fingerprint();
+        assert_eq!(load(dir.path(), y, &[]).unwrap().project.fingerprint(), before);
+        std::fs::write(dir.path().join("more.json"), r#"{"mcpServers": {"b": {"command": "c"}}}"#).unwrap();
+        assert_ne!(load(dir.path(), y, &[]).unwrap().project.fingerprint(), before, "an imported file changed");
+        let c = load(dir.path(), "mcp:\n  code_execution:\n    tsc: ./node_modules/.bin/tsc\n", &[]).unwrap();
+        assert!(c.project.sets_tsc && c.project.runs_anything());
+        assert_eq!(c.mcp.code_execution.tsc, Some(dir.path().join("node_modules/.bin/tsc")));
     }
 }

@@ -115,7 +115,7 @@ pub async fn run(ctx: Context, args: &CallArgs) -> anyhow::Result<u8> {
     }
     let arguments = if args.interactive { Map::new() } else { parse_args(&args.args)? };
     let handler = read_handler(args)?;
-    let session = super::session::Session::open(&ctx.config);
+    let session = super::session::Session::open(&ctx.config)?;
     let manager = session.manager().clone();
     manager.check_server(server).map_err(|e| usage(e.to_string()))?;
     let runner = match &handler {

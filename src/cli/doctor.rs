@@ -102,15 +102,23 @@ impl Check {
 pub async fn run(ctx: Context, args: &DoctorArgs) -> anyhow::Result<u8> {
     let config = &ctx.config;
     let mut checks = config_checks(config);
-    let session = super::session::Session::open(config);
-    let gathered = tokio::select! {
-        c = server_checks(config, session.manager()) => Ok(c),
-        signal = ctx.signals.received() => Err(signal),
-    };
-    session.close().await;
-    match gathered {
-        Ok(c) => checks.extend(c),
-        Err(signal) => return Ok(super::signal::exit_after(signal)),
+    // An untrusted project's servers are not started by doctor either: that is the problem shown.
+    match super::session::Session::open(config) {
+        Ok(session) => {
+            let gathered = tokio::select! {
+                c = server_checks(config, session.manager()) => Ok(c),
+                signal = ctx.signals.received() => Err(signal),
+            };
+            session.close().await;
+            match gathered {
+                Ok(c) => checks.extend(c),
+                Err(signal) => return Ok(super::signal::exit_after(signal)),
+            }
+        }
+        Err(e) => checks.push(
+            Check::new("trust", "project", Level::Problem, format!("{e:#}"))
+                .fix("trust the project (see docs/servers.md), then run doctor again"),
+        ),
     }
     checks.extend(tool_checks(config).await);
     checks.extend(dir_checks(config));

@@ -86,7 +86,7 @@ pub async fn run(ctx: Context, args: &ExecArgs) -> anyhow::Result<u8> {
     options.limits = limits_from(args, options.limits)?;
     options.typecheck |= args.check;
     let limits = options.limits.clone();
-    let session = super::session::Session::open(&ctx.config);
+    let session = super::session::Session::open(&ctx.config)?;
     if args.yes {
         super::approve::approve_all(session.manager());
     }

@@ -68,7 +68,7 @@ pub async fn run(ctx: Context, args: &GenerateArgs) -> anyhow::Result<u8> {
             (tools, Vec::new(), only)
         }
         None => {
-            let session = super::session::Session::open(&ctx.config);
+            let session = super::session::Session::open(&ctx.config)?;
             let manager = session.manager();
             let servers = super::select_servers(manager, &args.filter)?;
             if servers.is_empty() {
@@ -191,7 +191,7 @@ fn summary(r: &GenerateReport, failed: &[String]) -> String {
         plural(r.servers, "server", "servers"),
         r.with_output_schema,
         r.degraded.len(),
-        r.output_dir.display()
+        shown_dir(&r.output_dir).display()
     ));
     s.push_str(&format!(
         "Files: {} written, {} unchanged, {} deleted\n",
@@ -203,4 +203,15 @@ fn summary(r: &GenerateReport, failed: &[String]) -> String {
 /// A server name for the terminal: as is, or quoted and escaped when it holds control characters.
 fn display_name(name: &str) -> String {
     if name.chars().any(|c| c.is_control()) { crate::codegen::ts::string_literal(name) } else { name.to_string() }
+}
+
+/// `dir` relative to the current directory when it is below it (the workspace is an absolute
+/// path, found from the project root): `.kodelet/mcp` reads better than `/home/me/p/.kodelet/mcp`.
+fn shown_dir(dir: &std::path::Path) -> std::path::PathBuf {
+    std::env::current_dir()
+        .ok()
+        .and_then(|cwd| {
+            dir.strip_prefix(cwd).ok().filter(|rel| !rel.as_os_str().is_empty()).map(|rel| rel.to_path_buf())
+        })
+        .unwrap_or_else(|| dir.to_path_buf())
 }

@@ -69,7 +69,7 @@ async fn collect_tools_why(manager: &McpManager, servers: &[String]) -> (Vec<Too
 }
 
 pub async fn run(ctx: Context, args: &ListArgs) -> anyhow::Result<u8> {
-    let session = super::session::Session::open(&ctx.config);
+    let session = super::session::Session::open(&ctx.config)?;
     let manager = session.manager();
     let servers = super::select_servers(manager, &args.filter)?;
     if servers.is_empty() {

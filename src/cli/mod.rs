@@ -25,6 +25,7 @@ pub mod session;
 pub mod signal;
 pub mod skill;
 pub mod state;
+pub mod trust;
 pub mod types;
 
 use std::path::PathBuf;
@@ -32,7 +33,7 @@ use std::path::PathBuf;
 use anyhow::Context as _;
 use clap::{Args, Parser, Subcommand};
 
-use crate::config::{Config, ConfigError, LoadOptions};
+use crate::config::{Config, ConfigError, LoadOptions, WorkspaceKind};
 use crate::mcp::McpManager;
 
 /// Exit code: success.
@@ -71,9 +72,11 @@ Exit codes:
     long_about = "An MCP agent harness. It connects to the MCP servers in your configuration and lets a \
 model use their tools either directly (one LLM tool per MCP tool) or in code mode, where the model \
 writes TypeScript against a generated API and only what the script prints reaches the model.\n\n\
-Configuration: ~/.config/agent/config.yaml, then ./agent.yaml (or --config / AGENT_CONFIG), then \
-AGENT_<SECTION>__<KEY> environment variables, then flags. `.mcp.json` (Claude/Cursor format) in the \
-current directory is imported too. See config.sample.yaml.",
+Configuration: ~/.config/agent/config.yaml, then the project's agent.yaml (or --config / \
+AGENT_CONFIG), then AGENT_<SECTION>__<KEY> environment variables, then flags. The project root is \
+the first directory up from the current one holding agent.yaml, agent.yml or .mcp.json; its \
+`.mcp.json` (Claude/Cursor format) is imported too, unless --config names a file. A project's own \
+servers start only once trusted (asked on a terminal, or --trust-project). See config.sample.yaml.",
     after_help = EXIT_CODES_HELP
 )]
 pub struct Cli {
@@ -85,6 +88,11 @@ pub struct Cli {
     /// time and module); RUST_LOG overrides; colour only on a terminal, never with NO_COLOR.
     #[arg(short, long, global = true, action = clap::ArgAction::Count)]
     pub verbose: u8,
+
+    /// Start the servers of this project's own agent.yaml / .mcp.json without asking (also
+    /// AGENT_TRUST_PROJECT=1); see `trusted_projects` in config.sample.yaml.
+    #[arg(long, global = true)]
+    pub trust_project: bool,
 
     #[command(subcommand)]
     pub command: Command,
@@ -162,9 +170,26 @@ pub struct Context {
 }
 
 impl Context {
+    /// Loads the configuration (see [`Config::load`]), applies `--trust-project`, says at `-v`
+    /// which files were read, and creates a per-user workspace (`0700`).
     pub fn load(cli: &Cli, signals: signal::Signals) -> Result<Context, ConfigError> {
         let opts = LoadOptions { config_file: cli.config.clone(), ..Default::default() };
-        Ok(Context { config: Config::load(&opts)?, verbose: cli.verbose, signals })
+        let mut config = Config::load(&opts)?;
+        config.project.trusted_by_flag =
+            cli.trust_project || std::env::var("AGENT_TRUST_PROJECT").is_ok_and(|v| v == "1");
+        for source in &config.sources {
+            tracing::info!("config: {} ({})", source.path.display(), source.kind.as_str());
+        }
+        let workspace = &config.mcp.code_execution.workspace_dir;
+        if config.project.workspace == WorkspaceKind::User {
+            tracing::info!("workspace: {} (per user: the project has no agent.yaml)", workspace.display());
+            if let Err(e) = crate::util::fs::private_dir(workspace, true) {
+                tracing::warn!("cannot create the workspace {}: {e}", workspace.display());
+            }
+        } else {
+            tracing::info!("workspace: {}", workspace.display());
+        }
+        Ok(Context { config, verbose: cli.verbose, signals })
     }
 }
 

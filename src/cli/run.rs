@@ -218,7 +218,7 @@ pub async fn run(ctx: Context, args: &RunArgs) -> anyhow::Result<u8> {
         }
     }
 
-    let session = super::session::Session::open(&config);
+    let session = super::session::Session::open(&config)?;
     if args.yes {
         super::approve::approve_all(session.manager());
     }

@@ -131,7 +131,7 @@ pub async fn run(ctx: Context, args: &SearchArgs) -> anyhow::Result<u8> {
             (results, searched, Vec::new())
         }
         None => {
-            let session = super::session::Session::open(&ctx.config);
+            let session = super::session::Session::open(&ctx.config)?;
             let manager = session.manager();
             let servers = super::select_servers(manager, &args.filter)?;
             if servers.is_empty() {

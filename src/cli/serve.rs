@@ -92,7 +92,7 @@ pub async fn run(ctx: Context, args: &ServeArgs) -> anyhow::Result<u8> {
         Some(n) => n,
         None => std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2).clamp(2, 8),
     };
-    let session = super::session::Session::headless(&ctx.config);
+    let session = super::session::Session::headless(&ctx.config)?;
     let manager = session.manager().clone();
     // A client cannot pass `--yes` to serve; only serve's own configuration can allow the call.
     manager.set_no_terminal_fix("set mcp.approvals in the configuration `agent mcp serve` runs with");

@@ -22,24 +22,28 @@ pub struct Session {
 }
 
 impl Session {
-    /// Opens the session of a command. Nothing here approves calls wholesale: `agent mcp call
-    /// --yes` approves its one call through that call's context; `agent exec --yes` and `agent
-    /// run --yes` install `approve::approve_all` on top, themselves.
-    pub fn open(config: &Config) -> Session {
+    /// Opens the session of a command, once the project's own servers are trusted (asked on a
+    /// terminal; `trust`). Nothing here approves calls wholesale: `agent mcp call --yes` approves
+    /// its one call through that call's context; `agent exec --yes` and `agent run --yes` install
+    /// `approve::approve_all` on top, themselves.
+    pub fn open(config: &Config) -> anyhow::Result<Session> {
+        super::trust::ensure(config, super::trust::Asking::IfTerminal)?;
         let manager = Arc::new(McpManager::new(config));
         let sampled = super::host::install(&manager, config);
         super::approve::install(&manager);
         let recorder = Recorder::install(config, &manager);
-        Session { manager, recorder, sampled }
+        Ok(Session { manager, recorder, sampled })
     }
 
     /// The session of a command with no one to ask (`agent mcp serve`: its stdin is the protocol
     /// or nobody's): elicitation and approvals follow the configured policies, sampling is not
-    /// answered by a provider of ours.
-    pub fn headless(config: &Config) -> Session {
+    /// answered by a provider of ours. Nobody is asked to trust the project either: untrusted,
+    /// it is refused with the ways to trust it.
+    pub fn headless(config: &Config) -> anyhow::Result<Session> {
+        super::trust::ensure(config, super::trust::Asking::Never)?;
         let manager = Arc::new(McpManager::new(config));
         let recorder = Recorder::install(config, &manager);
-        Session { manager, recorder, sampled: Default::default() }
+        Ok(Session { manager, recorder, sampled: Default::default() })
     }
 
     pub fn manager(&self) -> &Arc<McpManager> {

@@ -103,7 +103,7 @@ pub async fn run(ctx: Context, args: &TypesArgs) -> anyhow::Result<u8> {
     }
 
     // `--yes` only skips the question before discovery; destructive tools still need approval.
-    let session = super::session::Session::open(&ctx.config);
+    let session = super::session::Session::open(&ctx.config)?;
     let manager = session.manager();
     let servers = super::select_servers(manager, &args.filter)?;
     let work = async {

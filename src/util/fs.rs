@@ -325,6 +325,33 @@ impl Dir {
     }
 }
 
+/// The directory at `path` for this user's private files: created `0700` with its missing parents
+/// when `create`; one this user owns is tightened to `0700`; one of another user is refused (they
+/// could read or swap what is in it). `None`: it is missing and `create` is off.
+pub fn private_dir(path: &Path, create: bool) -> io::Result<Option<Dir>> {
+    if create {
+        use std::os::unix::fs::DirBuilderExt as _;
+        std::fs::DirBuilder::new().recursive(true).mode(0o700).create(path)?;
+    }
+    let dir = match Dir::open(path) {
+        Ok(d) => d,
+        Err(e) if e.kind() == io::ErrorKind::NotFound && !create => return Ok(None),
+        Err(e) => return Err(e),
+    };
+    let (owner, mode) = dir.owner_and_mode()?;
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    if owner != unsafe { libc::geteuid() } {
+        return Err(io::Error::new(
+            io::ErrorKind::PermissionDenied,
+            format!("{} belongs to another user", path.display()),
+        ));
+    }
+    if mode & 0o077 != 0 {
+        dir.set_mode(0o700)?;
+    }
+    Ok(Some(dir))
+}
+
 /// `name` when it is one path component.
 fn component(name: &OsStr) -> io::Result<&OsStr> {
     let b = name.as_bytes();

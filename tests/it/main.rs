@@ -22,6 +22,7 @@ mod host;
 mod interactive;
 mod layers;
 mod mcp;
+mod project;
 mod run;
 mod search;
 mod serve;

@@ -759,10 +759,10 @@ fn env_overrides_config_file_and_explicit_config() {
 #[test]
 fn user_config_is_layered_under_the_project_config() {
     let p = Project::new();
-    p.write(
-        "home/.config/agent/config.yaml",
-        &format!("mcp:\n  servers:\n{}      tool_white_list: [echo]\n", fixture_stdio_yaml("fixture", &[])),
-    );
+    p.write_user_config(&format!(
+        "mcp:\n  servers:\n{}      tool_white_list: [echo]\n",
+        fixture_stdio_yaml("fixture", &[])
+    ));
     // The project file overrides one key of the same server; the rest comes from the user file.
     p.write_config("mcp:\n  servers:\n    fixture:\n      tool_white_list: [add, echo]\n");
     let r = p.run(&["mcp", "list", "--json"]);

@@ -44,10 +44,33 @@ pub struct Project {
 }
 
 impl Project {
+    /// An empty project whose own config files the user trusts (the one place the suite
+    /// trusts its projects: every `agent` run with `HOME` = `<project>/home` sees it).
+    /// It has an (empty) `agent.yaml`, so its workspace is its own `.kodelet/mcp`.
     pub fn new() -> Project {
+        let p = Project::untrusted();
+        p.write_config("");
+        p.write_user_config("");
+        p
+    }
+
+    /// An empty directory nobody vouched for, without an `agent.yaml`: a project's servers start
+    /// only once trusted (a cloned repository).
+    pub fn untrusted() -> Project {
         let dir = tempfile::Builder::new().prefix("agent-test-").tempdir().expect("tempdir");
         std::fs::create_dir_all(dir.path().join("home")).expect("home");
         Project { dir }
+    }
+
+    /// Writes the user's own config file (`home/.config/agent/config.yaml`): `yaml`, plus
+    /// `trusted_projects` naming this project unless `yaml` sets that key itself.
+    pub fn write_user_config(&self, yaml: &str) {
+        let trust = if yaml.contains("trusted_projects:") {
+            String::new()
+        } else {
+            format!("trusted_projects: [{:?}]\n", self.path().display().to_string())
+        };
+        self.write("home/.config/agent/config.yaml", &format!("{trust}{yaml}"));
     }
 
     /// A project whose config has the given `mcp.servers` entries (already indented YAML).
