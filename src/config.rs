@@ -1,7 +1,8 @@
 //! Layered configuration: built-in defaults, `~/.config/agent/config.yaml`, `./agent.yaml` (or
 //! `--config` / `AGENT_CONFIG`), `AGENT_<SECTION>__<KEY>` environment overrides, then CLI flags
 //! (applied by the caller on the returned [`Config`]). Also imports the `mcpServers` JSON format
-//! of Claude Desktop, Claude Code and Cursor (`.mcp.json` and `mcp.import`).
+//! of Claude Desktop, Claude Code and Cursor (`.mcp.json`, `mcp.import`, the user's
+//! `~/.config/agent/mcp.json`).
 //!
 //! `$VAR` / `${VAR}` / `${VAR:-default}` in string values expand from the environment (`$$` is a
 //! literal `$`). A missing variable is an error naming the variable and the key; under
@@ -777,6 +778,13 @@ impl Config {
             }
             imports.push(p);
         }
+        // The user's own `mcpServers` file (`agent mcp add --scope user`): below the project's.
+        if !opts.skip_user_config
+            && let Some(user) = user_mcp_file(env)
+            && user.is_file()
+        {
+            imports.push(user);
+        }
         for file in imports {
             for (name, server) in import_mcp_servers(&file, env)? {
                 // Servers declared in YAML win over imported ones of the same name.
@@ -929,6 +937,20 @@ fn user_config_path(env: &BTreeMap<String, String>) -> Option<PathBuf> {
     env.get("HOME").filter(|s| !s.is_empty()).map(|h| Path::new(h).join(".config/agent/config.yaml"))
 }
 
+/// The user's own `mcpServers` file, `~/.config/agent/mcp.json` (`$XDG_CONFIG_HOME/agent/mcp.json`):
+/// what `agent mcp add --scope user` writes; imported below the project's `.mcp.json`.
+pub fn user_mcp_file(env: &BTreeMap<String, String>) -> Option<PathBuf> {
+    user_config_path(env).map(|p| p.with_file_name("mcp.json"))
+}
+
+/// Claude Code's state file: `$CLAUDE_CONFIG_DIR/.claude.json`, else `~/.claude.json`.
+pub fn claude_file(env: &BTreeMap<String, String>) -> Option<PathBuf> {
+    if let Some(dir) = env.get("CLAUDE_CONFIG_DIR").filter(|s| !s.is_empty()) {
+        return Some(Path::new(dir).join(".claude.json"));
+    }
+    env.get("HOME").filter(|s| !s.is_empty()).map(|h| Path::new(h).join(".claude.json"))
+}
+
 fn yaml_file(path: &Path) -> Result<config::File<config::FileSourceString, config::FileFormat>, ConfigError> {
     let text = read_capped(path, "config file")?;
     // The config crate builds the whole YAML tree, copying every alias: measure that first.
@@ -1034,7 +1056,8 @@ fn deserialize_at<T: serde::de::DeserializeOwned>(tree: Value, prefix: &str) -> 
     })
 }
 
-fn validate_server_name(name: &str) -> Result<(), ConfigError> {
+/// A server name `agent` accepts (also what `agent mcp add` checks before it writes one).
+pub fn validate_server_name(name: &str) -> Result<(), ConfigError> {
     let ok = !name.is_empty()
         && !name.contains('.')
         && !name.contains('/')
@@ -1168,6 +1191,18 @@ pub fn import_mcp_servers(
     file: &Path,
     env: &BTreeMap<String, String>,
 ) -> Result<Vec<(String, ServerConfig)>, ConfigError> {
+    let text = read_capped(file, "mcpServers file")?;
+    let tree: Value =
+        serde_json::from_str(&text).map_err(|e| ConfigError::new(format!("{}: invalid JSON: {e}", file.display())))?;
+    import_mcp_value(file, tree, env)
+}
+
+/// [`import_mcp_servers`] over a parsed document (`{"mcpServers": {...}}`) read from `file`.
+pub fn import_mcp_value(
+    file: &Path,
+    mut tree: Value,
+    env: &BTreeMap<String, String>,
+) -> Result<Vec<(String, ServerConfig)>, ConfigError> {
     #[derive(Deserialize)]
     struct Root {
         #[serde(rename = "mcpServers", default)]
@@ -1191,9 +1226,6 @@ pub fn import_mcp_servers(
         #[serde(default)]
         disabled: bool,
     }
-    let text = read_capped(file, "mcpServers file")?;
-    let mut tree: Value =
-        serde_json::from_str(&text).map_err(|e| ConfigError::new(format!("{}: invalid JSON: {e}", file.display())))?;
     // Before expansion: what `$$NAME` leaves for the server to read from its own environment.
     let mut run_time: BTreeMap<String, Vec<String>> = BTreeMap::new();
     for (name, entry) in tree.get("mcpServers").and_then(Value::as_object).into_iter().flatten() {

@@ -15,6 +15,7 @@ pub mod generate;
 pub mod host;
 pub mod list;
 pub mod log;
+pub mod manage;
 pub mod output;
 pub mod prompt;
 pub mod run;
@@ -139,6 +140,24 @@ pub enum McpCommand {
     /// Sign-in state of the HTTP servers.
     #[command(subcommand)]
     Auth(auth::AuthCommand),
+    /// Add a server to .mcp.json (or --scope user): `add NAME -- COMMAND [ARGS...]`, `add -t http NAME URL`.
+    #[command(after_help = manage::ADD_AFTER_HELP)]
+    Add(manage::AddArgs),
+    /// Add a server from one mcpServers JSON entry.
+    #[command(name = "add-json", after_help = manage::ADD_JSON_AFTER_HELP)]
+    AddJson(manage::AddJsonArgs),
+    /// Show one server's configuration and where it comes from (secrets masked).
+    #[command(after_help = manage::GET_AFTER_HELP)]
+    Get(manage::GetArgs),
+    /// Remove a server from .mcp.json or ~/.config/agent/mcp.json.
+    #[command(after_help = manage::REMOVE_AFTER_HELP)]
+    Remove(manage::NameArgs),
+    /// Turn a server back on (removes its `"disabled": true`).
+    #[command(after_help = manage::TOGGLE_AFTER_HELP)]
+    Enable(manage::NameArgs),
+    /// Turn a server off without removing it (`"disabled": true` in its entry).
+    #[command(after_help = manage::TOGGLE_AFTER_HELP)]
+    Disable(manage::NameArgs),
 }
 
 /// Options shared by commands that start servers.
@@ -200,6 +219,25 @@ pub fn main() -> u8 {
             }
         };
     }
+    // Editing an mcpServers file needs no configuration either: a broken agent.yaml must not
+    // stop anyone from fixing their servers.
+    let edited = match &cli.command {
+        Command::Mcp(McpCommand::Add(args)) => Some(manage::add(args)),
+        Command::Mcp(McpCommand::AddJson(args)) => Some(manage::add_json(args)),
+        Command::Mcp(McpCommand::Remove(args)) => Some(manage::remove(args)),
+        Command::Mcp(McpCommand::Enable(args)) => Some(manage::toggle(args, false)),
+        Command::Mcp(McpCommand::Disable(args)) => Some(manage::toggle(args, true)),
+        _ => None,
+    };
+    if let Some(result) = edited {
+        return match result {
+            Ok(code) => code,
+            Err(err) => {
+                eprintln!("error: {}", output::error_chain(&err));
+                exit_code_for(&err)
+            }
+        };
+    }
     let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
         Ok(rt) => rt,
         Err(e) => {
@@ -235,6 +273,12 @@ async fn dispatch(cli: &Cli, ctx: Context) -> anyhow::Result<u8> {
         Command::Mcp(McpCommand::Login(args)) => auth::login(ctx, args).await,
         Command::Mcp(McpCommand::Logout(args)) => auth::logout(ctx, args).await,
         Command::Mcp(McpCommand::Auth(cmd)) => auth::run(ctx, cmd).await,
+        Command::Mcp(McpCommand::Get(args)) => manage::get(&ctx.config, args),
+        Command::Mcp(McpCommand::Add(args)) => manage::add(args),
+        Command::Mcp(McpCommand::AddJson(args)) => manage::add_json(args),
+        Command::Mcp(McpCommand::Remove(args)) => manage::remove(args),
+        Command::Mcp(McpCommand::Enable(args)) => manage::toggle(args, false),
+        Command::Mcp(McpCommand::Disable(args)) => manage::toggle(args, true),
         Command::Exec(args) => exec::run(ctx, args).await,
         Command::Run(args) => run::run(ctx, args).await,
         Command::State(cmd) => state::run(ctx, cmd).await,

@@ -19,6 +19,7 @@ mod handlers;
 mod host;
 mod interactive;
 mod layers;
+mod manage;
 mod mcp;
 mod run;
 mod search;
