@@ -2,7 +2,8 @@
 //! `--config` / `AGENT_CONFIG`), `AGENT_<SECTION>__<KEY>` environment overrides, then CLI flags
 //! (applied by the caller on the returned [`Config`]). Also imports the `mcpServers` JSON format
 //! of Claude Desktop, Claude Code and Cursor (`.mcp.json`, `mcp.import`, the user's
-//! `~/.config/agent/mcp.json`).
+//! `~/.config/agent/mcp.json`) and, as the lowest layer, Claude Code's own servers in
+//! `~/.claude.json` (this project's, then the user's).
 //!
 //! `$VAR` / `${VAR}` / `${VAR:-default}` in string values expand from the environment (`$$` is a
 //! literal `$`). A missing variable is an error naming the variable and the key; under
@@ -792,6 +793,17 @@ impl Config {
             }
             sources.push(ConfigSource { path: file, kind: SourceKind::Import });
         }
+        // Claude Code's own servers, the lowest layer: this project's (`claude mcp add`'s
+        // default `local` scope), then the user's.
+        if !opts.skip_user_config
+            && let Some(file) = claude_file(env)
+            && let Some(servers) = import_claude_servers(&file, &project_dir, env)
+        {
+            for (name, server) in servers {
+                config.mcp.servers.entry(name).or_insert(server);
+            }
+            sources.push(ConfigSource { path: file, kind: SourceKind::Import });
+        }
         config.sources = sources;
         config.validate()?;
         Ok(config)
@@ -949,6 +961,76 @@ pub fn claude_file(env: &BTreeMap<String, String>) -> Option<PathBuf> {
         return Some(Path::new(dir).join(".claude.json"));
     }
     env.get("HOME").filter(|s| !s.is_empty()).map(|h| Path::new(h).join(".claude.json"))
+}
+
+/// Largest `~/.claude.json` read: Claude Code keeps every project's history in it.
+const MAX_CLAUDE_FILE_BYTES: u64 = 64 << 20;
+
+/// The servers of Claude Code's `~/.claude.json` that apply in `project_dir`: those of its
+/// `projects["<project_dir>"].mcpServers` entry (`claude mcp add`'s default `local` scope), then
+/// its top-level `mcpServers` (the `user` scope); a name in both is the project's. `None` when
+/// the file is missing or names no server here. It is Claude Code's file, not ours: when it
+/// cannot be read or parsed, it is left out with a warning instead of failing every command.
+fn import_claude_servers(
+    file: &Path,
+    project_dir: &Path,
+    env: &BTreeMap<String, String>,
+) -> Option<Vec<(String, ServerConfig)>> {
+    let text = match crate::util::read::read_text_file(file, MAX_CLAUDE_FILE_BYTES) {
+        Ok(t) => t,
+        Err(crate::util::read::FileError::Missing(_)) => return None,
+        Err(e) => {
+            tracing::warn!("{}; its servers are left out", e.message(&format!("Claude Code's {}", file.display())));
+            return None;
+        }
+    };
+    let mut root: Value = match serde_json::from_str(&text) {
+        Ok(v) => v,
+        Err(e) => {
+            tracing::warn!("{}: invalid JSON ({e}); its servers are left out", file.display());
+            return None;
+        }
+    };
+    // Claude Code keys projects by their absolute path as the shell had it, or resolved.
+    let mut keys = vec![project_dir.to_path_buf()];
+    if let Ok(real) = project_dir.canonicalize() {
+        keys.push(real);
+    }
+    let key = root
+        .get("projects")
+        .and_then(Value::as_object)
+        .and_then(|projects| keys.iter().filter_map(|k| k.to_str()).find(|k| projects.contains_key(*k)))
+        .map(str::to_string);
+    let project = key.and_then(|k| root.get_mut("projects")?.get_mut(&k)?.get_mut("mcpServers"));
+    let mut layers = Vec::new();
+    if let Some(servers) = project.map(Value::take) {
+        layers.push(servers);
+    }
+    if let Some(servers) = root.get_mut("mcpServers").map(Value::take) {
+        layers.push(servers);
+    }
+    let mut out: Vec<(String, ServerConfig)> = Vec::new();
+    for servers in layers {
+        if servers.as_object().is_none_or(Map::is_empty) {
+            continue;
+        }
+        let doc = serde_json::json!({ "mcpServers": servers });
+        match import_mcp_value(file, doc, env) {
+            Ok(found) => {
+                for (name, server) in found {
+                    if let Err(e) = validate_server_name(&name) {
+                        tracing::warn!("{}: {e}; left out", file.display());
+                        continue;
+                    }
+                    if !out.iter().any(|(n, _)| *n == name) {
+                        out.push((name, server));
+                    }
+                }
+            }
+            Err(e) => tracing::warn!("{e}; those servers are left out"),
+        }
+    }
+    (!out.is_empty()).then_some(out)
 }
 
 fn yaml_file(path: &Path) -> Result<config::File<config::FileSourceString, config::FileFormat>, ConfigError> {

@@ -4,6 +4,8 @@
 //! planted symbolic link, a write killed midway, racing editors; and Claude Code's own servers
 //! in `~/.claude.json` imported below `.mcp.json`.
 
+use std::path::Path;
+
 use crate::support;
 
 use support::{Project, fixture_bin};
@@ -297,4 +299,51 @@ fn servers_of_agent_yaml_are_not_removed_here_and_unknown_names_get_a_suggestion
     let r = p.run(&["mcp", "add", "fixture", "--", "cmd"]);
     r.assert_ok();
     assert!(r.stderr.contains("also declares `fixture`"), "{}", r.stderr);
+}
+
+/// Claude Code's `~/.claude.json`: `projects["<dir>"].mcpServers` (its `local` scope) and the
+/// top-level `mcpServers` (its `user` scope), amid the rest of its state.
+fn claude_json(project: &Path, project_servers: &str, user_servers: &str) -> String {
+    format!(
+        r#"{{"numStartups": 12, "projects": {{"/somewhere/else": {{"mcpServers": {{"elsewhere": {{"command": "nope"}}}}}},
+ {}: {{"allowedTools": [], "mcpServers": {project_servers}, "history": [{{"display": "hi"}}]}}}},
+ "mcpServers": {user_servers}, "oauthAccount": {{"emailAddress": "a@b"}}}}"#,
+        serde_json::to_string(&project.display().to_string()).unwrap()
+    )
+}
+
+#[test]
+fn claude_codes_project_and_user_servers_are_imported_below_mcp_json() {
+    let p = Project::new();
+    let fx = serde_json::to_string(&fixture()).unwrap();
+    let real = p.path().canonicalize().unwrap();
+    p.write(
+        "home/.claude.json",
+        &claude_json(
+            &real,
+            &format!(r#"{{"local": {{"type": "stdio", "command": {fx}, "args": []}}, "shared": {{"command": "/nonexistent/from-claude-local"}}}}"#),
+            &format!(r#"{{"mine": {{"command": {fx}}}, "local": {{"command": "/nonexistent/from-claude-user"}}}}"#),
+        ),
+    );
+    // Before agent knew the file, this said "no MCP servers configured".
+    let list = p.run(&["mcp", "list", "--json", "--server", "local", "--server", "mine"]);
+    list.assert_ok();
+    let tools = list.json();
+    let servers: Vec<&str> = tools.as_array().unwrap().iter().map(|t| t["server"].as_str().unwrap()).collect();
+    assert!(servers.contains(&"local") && servers.contains(&"mine"), "{servers:?}");
+    assert!(!p.run(&["mcp", "get", "elsewhere"]).stderr.is_empty(), "another project's servers stay out");
+    let local = p.run(&["mcp", "get", "local", "--json"]).json();
+    assert_eq!(local["scope"], "claude-code");
+    assert_eq!(local["command"], fixture().as_str(), "the project entry wins over Claude's user one");
+    // .mcp.json wins over ~/.claude.json.
+    p.write(".mcp.json", r#"{"mcpServers": {"shared": {"command": "/nonexistent/from-mcp-json"}}}"#);
+    let shared = p.run(&["mcp", "get", "shared", "--json"]).json();
+    assert_eq!(shared["command"], "/nonexistent/from-mcp-json");
+    // agent does not write Claude's file: remove says where the server is.
+    let r = p.run(&["mcp", "remove", "mine"]);
+    r.assert_code(2);
+    assert!(r.stderr.contains("claude mcp remove mine"), "{}", r.stderr);
+    // A broken ~/.claude.json is Claude's problem: agent warns at most and goes on.
+    p.write("home/.claude.json", "{ not json");
+    p.run(&["mcp", "get", "shared"]).assert_ok();
 }
