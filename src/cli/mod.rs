@@ -110,6 +110,9 @@ pub enum Command {
     /// Print the shell completion script (bash, zsh or fish) to stdout.
     #[command(after_help = completions::AFTER_HELP)]
     Completions(completions::CompletionsArgs),
+    /// Server or tool names for the completion scripts (no server started).
+    #[command(name = "__complete", hide = true)]
+    Complete(completions::CompleteArgs),
 }
 
 #[derive(Debug, Subcommand)]
@@ -210,8 +213,13 @@ pub fn main() -> u8 {
     };
     log::init(cli.verbose);
     // Needs no configuration and no runtime: a broken agent.yaml must not break completion.
-    if let Command::Completions(args) = &cli.command {
-        return match completions::run(args) {
+    let completion = match &cli.command {
+        Command::Completions(args) => Some(completions::run(args)),
+        Command::Complete(args) => Some(completions::names(cli.config.clone(), args)),
+        _ => None,
+    };
+    if let Some(result) = completion {
+        return match result {
             Ok(code) => code,
             Err(err) => {
                 eprintln!("error: {}", output::error_chain(&err));
@@ -284,6 +292,7 @@ async fn dispatch(cli: &Cli, ctx: Context) -> anyhow::Result<u8> {
         Command::State(cmd) => state::run(ctx, cmd).await,
         Command::Skill(cmd) => skill::run(ctx, cmd).await,
         Command::Completions(args) => completions::run(args),
+        Command::Complete(args) => completions::names(cli.config.clone(), args),
     }
 }
 
