@@ -24,7 +24,7 @@ Or for the current bash session only: source <(agent completions bash)
 
 Server names (`--server`, `mcp get/remove/enable/disable/login/logout`) complete from the
 configuration, tool names (`mcp call SERVER.TOOL`) from the tool lists earlier commands saved
-(<workspace>/tools_cache.json, e.g. after `agent mcp list`); no server is started.";
+(<workspace>/.tools_cache.json, e.g. after `agent mcp list`); no server is started.";
 
 /// The shells a script can be generated for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

@@ -31,7 +31,7 @@ JSON output (--json) is an array, best first:
    \"signature\": \"server.tool(a: string, b?: number)\", \"description\": \"<first sentence>\"}
 
 Servers are not started when an earlier command (`agent mcp list`, `call`, `search`, `run`,
-...) saved their tool lists (<workspace>/tools_cache.json): the search answers from those. A
+...) saved their tool lists (<workspace>/.tools_cache.json): the search answers from those. A
 list is stale once its server's configuration changed (command, args, URL, env or header names,
 tool_white_list) or after 24 hours; a stale list still answers, with a note on stderr.
 --refresh starts the servers and saves their current lists; a server with no saved list is

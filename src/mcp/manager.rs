@@ -76,7 +76,7 @@ pub struct McpManager {
     approvals: Approvals,
     /// This user's OAuth tokens (`None` without a configuration directory).
     tokens: Option<super::auth::store::TokenStore>,
-    /// `<workspace>/tools_cache.json`, where [`Self::save_tool_lists`] keeps the lists got here.
+    /// `<workspace>/.tools_cache.json`, where [`Self::save_tool_lists`] keeps the lists got here.
     saved_file: PathBuf,
     /// The latest tool list of each server this manager listed.
     listed: StdMutex<BTreeMap<String, Arc<Vec<ToolInfo>>>>,
@@ -214,7 +214,7 @@ impl McpManager {
         Ok(tools)
     }
 
-    /// Merges the tool lists this manager got into `<workspace>/tools_cache.json` (see
+    /// Merges the tool lists this manager got into `<workspace>/.tools_cache.json` (see
     /// `saved`), for commands that answer without starting servers.
     pub fn save_tool_lists(&self) -> std::io::Result<()> {
         let listed = self.listed.lock().map(|l| l.clone()).unwrap_or_default();

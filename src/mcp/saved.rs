@@ -1,4 +1,4 @@
-//! The servers' tool lists saved between commands, in `<workspace>/tools_cache.json` (0600): what
+//! The servers' tool lists saved between commands, in `<workspace>/.tools_cache.json` (0600): what
 //! `agent mcp search` answers from without starting a server, and what shell completion offers
 //! (`agent __complete tools`). Every command that started servers merges the lists it got into
 //! the file when its session closes ([`super::McpManager::save_tool_lists`]).
@@ -23,8 +23,9 @@ use crate::config::ServerConfig;
 use crate::util::fs::{Access, write_atomic};
 use crate::util::read::{FileError, read_text_file};
 
-/// The file name inside the workspace.
-pub const FILE: &str = "tools_cache.json";
+/// The file name inside the workspace (a dotfile: code mode's discovery tools do not show it to
+/// the model, and it is no part of the generated tree).
+pub const FILE: &str = ".tools_cache.json";
 /// An entry older than this is stale: a day, so a server updated upstream (an `npx -y` package)
 /// shows its new tools by the next day without any server starting on every search before.
 pub const MAX_AGE: Duration = Duration::from_secs(24 * 60 * 60);

@@ -343,7 +343,7 @@ fn wrapped_fixture() -> (Project, std::path::PathBuf) {
 fn search_answers_from_the_saved_tool_lists_without_starting_a_server_and_says_when_they_are_stale() {
     let (p, wrapper) = wrapped_fixture();
     p.run(&["mcp", "list"]).assert_ok();
-    let cache = p.path().join(".kodelet/mcp/tools_cache.json");
+    let cache = p.path().join(".kodelet/mcp/.tools_cache.json");
     let mode = std::os::unix::fs::PermissionsExt::mode(&std::fs::metadata(&cache).unwrap().permissions());
     assert_eq!(mode & 0o777, 0o600, "the saved lists are private");
     // From now on the server cannot start: every answer below comes from the saved list.
