@@ -219,13 +219,7 @@ pub fn main() -> u8 {
         _ => None,
     };
     if let Some(result) = completion {
-        return match result {
-            Ok(code) => code,
-            Err(err) => {
-                eprintln!("error: {}", output::error_chain(&err));
-                exit_code_for(&err)
-            }
-        };
+        return finish(result);
     }
     // Editing an mcpServers file needs no configuration either: a broken agent.yaml must not
     // stop anyone from fixing their servers.
@@ -238,13 +232,7 @@ pub fn main() -> u8 {
         _ => None,
     };
     if let Some(result) = edited {
-        return match result {
-            Ok(code) => code,
-            Err(err) => {
-                eprintln!("error: {}", output::error_chain(&err));
-                exit_code_for(&err)
-            }
-        };
+        return finish(result);
     }
     let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
         Ok(rt) => rt,
@@ -261,6 +249,11 @@ pub fn main() -> u8 {
     });
     // Child processes are killed by the manager's shutdown; don't wait on stray blocking tasks.
     runtime.shutdown_timeout(std::time::Duration::from_millis(200));
+    finish(result)
+}
+
+/// The exit code of a command's outcome, its error printed as one line.
+fn finish(result: anyhow::Result<u8>) -> u8 {
     match result {
         Ok(code) => code,
         Err(err) => {
