@@ -1,8 +1,9 @@
 //! Layered configuration: built-in defaults, `~/.config/agent/config.yaml`, the project's
 //! `agent.yaml` (or `--config` / `AGENT_CONFIG`), `AGENT_<SECTION>__<KEY>` environment overrides,
 //! then CLI flags (applied by the caller on the returned [`Config`]). Also imports the
-//! `mcpServers` JSON format of Claude Desktop, Claude Code and Cursor (`.mcp.json` and
-//! `mcp.import`).
+//! `mcpServers` JSON format of Claude Desktop, Claude Code and Cursor (`.mcp.json`, `mcp.import`,
+//! the user's `~/.config/agent/mcp.json`) and, as the lowest layer, Claude Code's own servers in
+//! `~/.claude.json` (this project's, then the user's).
 //!
 //! The project root is found as git and cargo find theirs: the first directory up from the
 //! current one holding `agent.yaml`, `agent.yml` or `.mcp.json` ([`find_project_root`]); relative
@@ -911,6 +912,13 @@ impl Config {
             let from_project = project_imports.contains(&p);
             imports.push((p, from_project));
         }
+        // The user's own `mcpServers` file (`agent mcp add --scope user`): below the project's.
+        if !opts.skip_user_config
+            && let Some(user) = user_mcp_file(env)
+            && user.is_file()
+        {
+            imports.push((user, false));
+        }
         for (file, from_project) in imports {
             let text = read_capped(&file, "mcpServers file")?;
             let servers = parse_mcp_servers(&file, &text, env)?;
@@ -926,6 +934,17 @@ impl Config {
         }
         project.servers.sort();
         project.servers.dedup();
+        // Claude Code's own servers, the lowest layer: this project's (`claude mcp add`'s
+        // default `local` scope), then the user's.
+        if !opts.skip_user_config
+            && let Some(file) = claude_file(env)
+            && let Some(servers) = import_claude_servers(&file, &base, env)
+        {
+            for (name, server) in servers {
+                config.mcp.servers.entry(name).or_insert(server);
+            }
+            sources.push(ConfigSource { path: file, kind: SourceKind::Import });
+        }
         project.workspace = config.place_workspace(workspace_set, root.as_deref(), &base, env);
         config.resolve_paths(&base, root.is_some());
         config.sources = sources;
@@ -1176,6 +1195,90 @@ fn user_config_path(env: &BTreeMap<String, String>) -> Option<PathBuf> {
     env.get("HOME").filter(|s| !s.is_empty()).map(|h| Path::new(h).join(".config/agent/config.yaml"))
 }
 
+/// The user's own `mcpServers` file, `~/.config/agent/mcp.json` (`$XDG_CONFIG_HOME/agent/mcp.json`):
+/// what `agent mcp add --scope user` writes; imported below the project's `.mcp.json`.
+pub fn user_mcp_file(env: &BTreeMap<String, String>) -> Option<PathBuf> {
+    user_config_path(env).map(|p| p.with_file_name("mcp.json"))
+}
+
+/// Claude Code's state file: `$CLAUDE_CONFIG_DIR/.claude.json`, else `~/.claude.json`.
+pub fn claude_file(env: &BTreeMap<String, String>) -> Option<PathBuf> {
+    if let Some(dir) = env.get("CLAUDE_CONFIG_DIR").filter(|s| !s.is_empty()) {
+        return Some(Path::new(dir).join(".claude.json"));
+    }
+    env.get("HOME").filter(|s| !s.is_empty()).map(|h| Path::new(h).join(".claude.json"))
+}
+
+/// Largest `~/.claude.json` read: Claude Code keeps every project's history in it.
+const MAX_CLAUDE_FILE_BYTES: u64 = 64 << 20;
+
+/// The servers of Claude Code's `~/.claude.json` that apply in `project_dir`: those of its
+/// `projects["<project_dir>"].mcpServers` entry (`claude mcp add`'s default `local` scope), then
+/// its top-level `mcpServers` (the `user` scope); a name in both is the project's. `None` when
+/// the file is missing or names no server here. It is Claude Code's file, not ours: when it
+/// cannot be read or parsed, it is left out with a warning instead of failing every command.
+fn import_claude_servers(
+    file: &Path,
+    project_dir: &Path,
+    env: &BTreeMap<String, String>,
+) -> Option<Vec<(String, ServerConfig)>> {
+    let text = match crate::util::read::read_text_file(file, MAX_CLAUDE_FILE_BYTES) {
+        Ok(t) => t,
+        Err(crate::util::read::FileError::Missing(_)) => return None,
+        Err(e) => {
+            tracing::warn!("{}; its servers are left out", e.message(&format!("Claude Code's {}", file.display())));
+            return None;
+        }
+    };
+    let mut root: Value = match serde_json::from_str(&text) {
+        Ok(v) => v,
+        Err(e) => {
+            tracing::warn!("{}: invalid JSON ({e}); its servers are left out", file.display());
+            return None;
+        }
+    };
+    // Claude Code keys projects by their absolute path as the shell had it, or resolved.
+    let mut keys = vec![project_dir.to_path_buf()];
+    if let Ok(real) = project_dir.canonicalize() {
+        keys.push(real);
+    }
+    let key = root
+        .get("projects")
+        .and_then(Value::as_object)
+        .and_then(|projects| keys.iter().filter_map(|k| k.to_str()).find(|k| projects.contains_key(*k)))
+        .map(str::to_string);
+    let project = key.and_then(|k| root.get_mut("projects")?.get_mut(&k)?.get_mut("mcpServers"));
+    let mut layers = Vec::new();
+    if let Some(servers) = project.map(Value::take) {
+        layers.push(servers);
+    }
+    if let Some(servers) = root.get_mut("mcpServers").map(Value::take) {
+        layers.push(servers);
+    }
+    let mut out: Vec<(String, ServerConfig)> = Vec::new();
+    for servers in layers {
+        if servers.as_object().is_none_or(Map::is_empty) {
+            continue;
+        }
+        let doc = serde_json::json!({ "mcpServers": servers });
+        match import_mcp_value(file, doc, env) {
+            Ok(found) => {
+                for (name, server) in found {
+                    if let Err(e) = validate_server_name(&name) {
+                        tracing::warn!("{}: {e}; left out", file.display());
+                        continue;
+                    }
+                    if !out.iter().any(|(n, _)| *n == name) {
+                        out.push((name, server));
+                    }
+                }
+            }
+            Err(e) => tracing::warn!("{e}; those servers are left out"),
+        }
+    }
+    (!out.is_empty()).then_some(out)
+}
+
 fn yaml_file(path: &Path) -> Result<config::File<config::FileSourceString, config::FileFormat>, ConfigError> {
     Ok(config::File::from_str(&yaml_text(path)?, config::FileFormat::Yaml))
 }
@@ -1367,7 +1470,8 @@ fn with_suggestion(msg: String) -> String {
     format!("{what} `{name}`{hint} (known: {})", listed.join(", "))
 }
 
-fn validate_server_name(name: &str) -> Result<(), ConfigError> {
+/// A server name `agent` accepts (also what `agent mcp add` checks before it writes one).
+pub fn validate_server_name(name: &str) -> Result<(), ConfigError> {
     let ok = !name.is_empty()
         && !name.contains('.')
         && !name.contains('/')
@@ -1510,6 +1614,17 @@ fn parse_mcp_servers(
     text: &str,
     env: &BTreeMap<String, String>,
 ) -> Result<Vec<(String, ServerConfig)>, ConfigError> {
+    let tree: Value =
+        serde_json::from_str(text).map_err(|e| ConfigError::new(format!("{}: invalid JSON: {e}", file.display())))?;
+    import_mcp_value(file, tree, env)
+}
+
+/// [`import_mcp_servers`] over a parsed document (`{"mcpServers": {...}}`) read from `file`.
+pub fn import_mcp_value(
+    file: &Path,
+    mut tree: Value,
+    env: &BTreeMap<String, String>,
+) -> Result<Vec<(String, ServerConfig)>, ConfigError> {
     #[derive(Deserialize)]
     struct Root {
         #[serde(rename = "mcpServers", default)]
@@ -1533,8 +1648,6 @@ fn parse_mcp_servers(
         #[serde(default)]
         disabled: bool,
     }
-    let mut tree: Value =
-        serde_json::from_str(text).map_err(|e| ConfigError::new(format!("{}: invalid JSON: {e}", file.display())))?;
     // Before expansion: what `$$NAME` leaves for the server to read from its own environment.
     let mut run_time: BTreeMap<String, Vec<String>> = BTreeMap::new();
     for (name, entry) in tree.get("mcpServers").and_then(Value::as_object).into_iter().flatten() {

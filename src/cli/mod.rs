@@ -16,6 +16,7 @@ pub mod generate;
 pub mod host;
 pub mod list;
 pub mod log;
+pub mod manage;
 pub mod output;
 pub mod prompt;
 pub mod run;
@@ -121,6 +122,9 @@ pub enum Command {
     /// Print the shell completion script (bash, zsh or fish) to stdout.
     #[command(after_help = completions::AFTER_HELP)]
     Completions(completions::CompletionsArgs),
+    /// Server or tool names for the completion scripts (no server started).
+    #[command(name = "__complete", hide = true)]
+    Complete(completions::CompleteArgs),
 }
 
 #[derive(Debug, Subcommand)]
@@ -151,6 +155,24 @@ pub enum McpCommand {
     /// Sign-in state of the HTTP servers.
     #[command(subcommand)]
     Auth(auth::AuthCommand),
+    /// Add a server to .mcp.json (or --scope user): `add NAME -- COMMAND [ARGS...]`, `add -t http NAME URL`.
+    #[command(after_help = manage::ADD_AFTER_HELP)]
+    Add(manage::AddArgs),
+    /// Add a server from one mcpServers JSON entry.
+    #[command(name = "add-json", after_help = manage::ADD_JSON_AFTER_HELP)]
+    AddJson(manage::AddJsonArgs),
+    /// Show one server's configuration and where it comes from (secrets masked).
+    #[command(after_help = manage::GET_AFTER_HELP)]
+    Get(manage::GetArgs),
+    /// Remove a server from .mcp.json or ~/.config/agent/mcp.json.
+    #[command(after_help = manage::REMOVE_AFTER_HELP)]
+    Remove(manage::NameArgs),
+    /// Turn a server back on (removes its `"disabled": true`).
+    #[command(after_help = manage::TOGGLE_AFTER_HELP)]
+    Enable(manage::NameArgs),
+    /// Turn a server off without removing it (`"disabled": true` in its entry).
+    #[command(after_help = manage::TOGGLE_AFTER_HELP)]
+    Disable(manage::NameArgs),
 }
 
 /// Options shared by commands that start servers.
@@ -220,14 +242,26 @@ pub fn main() -> u8 {
     };
     log::init(cli.verbose);
     // Needs no configuration and no runtime: a broken agent.yaml must not break completion.
-    if let Command::Completions(args) = &cli.command {
-        return match completions::run(args) {
-            Ok(code) => code,
-            Err(err) => {
-                eprintln!("error: {}", output::error_chain(&err));
-                exit_code_for(&err)
-            }
-        };
+    let completion = match &cli.command {
+        Command::Completions(args) => Some(completions::run(args)),
+        Command::Complete(args) => Some(completions::names(cli.config.clone(), args)),
+        _ => None,
+    };
+    if let Some(result) = completion {
+        return finish(result);
+    }
+    // Editing an mcpServers file needs no configuration either: a broken agent.yaml must not
+    // stop anyone from fixing their servers.
+    let edited = match &cli.command {
+        Command::Mcp(McpCommand::Add(args)) => Some(manage::add(args)),
+        Command::Mcp(McpCommand::AddJson(args)) => Some(manage::add_json(args)),
+        Command::Mcp(McpCommand::Remove(args)) => Some(manage::remove(args)),
+        Command::Mcp(McpCommand::Enable(args)) => Some(manage::toggle(args, false)),
+        Command::Mcp(McpCommand::Disable(args)) => Some(manage::toggle(args, true)),
+        _ => None,
+    };
+    if let Some(result) = edited {
+        return finish(result);
     }
     let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
         Ok(rt) => rt,
@@ -244,6 +278,11 @@ pub fn main() -> u8 {
     });
     // Child processes are killed by the manager's shutdown; don't wait on stray blocking tasks.
     runtime.shutdown_timeout(std::time::Duration::from_millis(200));
+    finish(result)
+}
+
+/// The exit code of a command's outcome, its error printed as one line.
+fn finish(result: anyhow::Result<u8>) -> u8 {
     match result {
         Ok(code) => code,
         Err(err) => {
@@ -264,12 +303,19 @@ async fn dispatch(cli: &Cli, ctx: Context) -> anyhow::Result<u8> {
         Command::Mcp(McpCommand::Login(args)) => auth::login(ctx, args).await,
         Command::Mcp(McpCommand::Logout(args)) => auth::logout(ctx, args).await,
         Command::Mcp(McpCommand::Auth(cmd)) => auth::run(ctx, cmd).await,
+        Command::Mcp(McpCommand::Get(args)) => manage::get(&ctx.config, args),
+        Command::Mcp(McpCommand::Add(args)) => manage::add(args),
+        Command::Mcp(McpCommand::AddJson(args)) => manage::add_json(args),
+        Command::Mcp(McpCommand::Remove(args)) => manage::remove(args),
+        Command::Mcp(McpCommand::Enable(args)) => manage::toggle(args, false),
+        Command::Mcp(McpCommand::Disable(args)) => manage::toggle(args, true),
         Command::Exec(args) => exec::run(ctx, args).await,
         Command::Run(args) => run::run(ctx, args).await,
         Command::State(cmd) => state::run(ctx, cmd).await,
         Command::Skill(cmd) => skill::run(ctx, cmd).await,
         Command::Doctor(args) => doctor::run(ctx, args).await,
         Command::Completions(args) => completions::run(args),
+        Command::Complete(args) => completions::names(cli.config.clone(), args),
     }
 }
 

@@ -4,6 +4,7 @@
 
 use std::path::PathBuf;
 use std::sync::Arc;
+use std::time::Duration;
 
 use anyhow::Context as _;
 use clap::Args;
@@ -28,6 +29,13 @@ ranking from an OpenAI-compatible /v1/embeddings endpoint, fused with the word r
 JSON output (--json) is an array, best first:
   {\"server\": \"...\", \"tool\": \"<MCP tool name>\", \"score\": 1.234,
    \"signature\": \"server.tool(a: string, b?: number)\", \"description\": \"<first sentence>\"}
+
+Servers are not started when an earlier command (`agent mcp list`, `call`, `search`, `run`,
+...) saved their tool lists (<workspace>/.tools_cache.json): the search answers from those. A
+list is stale once its server's configuration changed (command, args, URL, env or header names,
+tool_white_list) or after 24 hours; a stale list still answers, with a note on stderr.
+--refresh starts the servers and saves their current lists; a server with no saved list is
+started anyway.
 
 --from-tools FILE searches a saved tool list without starting servers (as `agent mcp generate
 --from-tools` reads it: the `agent mcp list --json` array, a plain array of MCP Tool objects, or
@@ -59,6 +67,10 @@ pub struct SearchArgs {
     /// Search a saved tool list instead of connecting to servers.
     #[arg(long, value_name = "FILE")]
     pub from_tools: Option<PathBuf>,
+    /// Start the servers for their current tool lists instead of answering from the lists saved
+    /// by earlier commands.
+    #[arg(long, conflicts_with = "from_tools")]
+    pub refresh: bool,
 }
 
 /// The workspace's skills as tools of the pseudo-server `skills` (name, description, exports
@@ -142,10 +154,19 @@ pub async fn run(ctx: Context, args: &SearchArgs) -> anyhow::Result<u8> {
             if selected.is_empty() {
                 manager.catalogs().add_extra(skill_tools(&ctx.config));
             }
+            // Servers with a saved tool list answer from it; only the others start.
+            let (cached, to_start) =
+                if args.refresh { (Vec::new(), servers.clone()) } else { from_cache(&ctx.config, manager, &servers) };
             let ranked = async {
                 // Started under a spinner, failures said once; the catalog then skips them.
-                let (_, failed) = super::list::collect_tools(manager, &servers).await;
-                let (catalog, _) = manager.catalog_of(&servers).await;
+                let (started, failed) = if to_start.is_empty() {
+                    (Vec::new(), Vec::new())
+                } else {
+                    super::list::collect_tools(manager, &to_start).await
+                };
+                let mut lists = cached;
+                lists.push(Arc::new(started));
+                let catalog = manager.catalogs().of_lists(lists).await;
                 let results = manager.catalogs().search(&catalog, &args.query, limit, selected).await;
                 (results, catalog.tools().len(), failed)
             };
@@ -169,6 +190,40 @@ pub async fn run(ctx: Context, args: &SearchArgs) -> anyhow::Result<u8> {
     };
     super::output::write_stdout(&text)?;
     Ok(if failed.is_empty() { EXIT_OK } else { EXIT_FAILURE })
+}
+
+/// Of `servers`, the tool lists saved by earlier commands (`mcp::saved`), and the servers that
+/// have none (to be started). Stale lists are used too, with one note on stderr naming them.
+fn from_cache(
+    config: &crate::config::Config,
+    manager: &crate::mcp::McpManager,
+    servers: &[String],
+) -> (Vec<Arc<Vec<ToolInfo>>>, Vec<String>) {
+    use crate::mcp::saved::{self, Freshness};
+    let mut saved = saved::load(manager.saved_file());
+    let (mut lists, mut missing, mut stale) = (Vec::new(), Vec::new(), Vec::new());
+    for name in servers {
+        let (Some(entry), Some(cfg)) = (saved.remove(name), config.mcp.servers.get(name)) else {
+            missing.push(name.clone());
+            continue;
+        };
+        match entry.freshness(cfg) {
+            Freshness::Fresh => {}
+            Freshness::ConfigChanged => stale.push(format!("`{name}` (its configuration changed since)")),
+            Freshness::Old(age) => stale.push(format!(
+                "`{name}` (listed {} ago)",
+                humantime::format_duration(Duration::from_secs(age.as_secs() / 3600 * 3600))
+            )),
+        }
+        lists.push(Arc::new(entry.tools));
+    }
+    if !stale.is_empty() {
+        eprintln!(
+            "note: stale tool lists of {} answered this search; `--refresh` starts the servers for their current tools",
+            stale.join(", ")
+        );
+    }
+    (lists, missing)
 }
 
 /// Where a signature is cut in the human output.

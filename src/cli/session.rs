@@ -2,8 +2,8 @@
 //! forget a step: [`Session::open`] makes the manager and installs, in this order, the terminal
 //! and the configured provider for the servers' elicitation and sampling requests (`host`), who
 //! approves destructive calls (`approve`), and the type recorder (`learn`); [`Session::close`]
-//! saves the usage counts, stops every server (process groups included) and flushes the
-//! recorder. A command stops what it started on top (code modes, `serve`'s server, handler
+//! saves the usage counts and the tool lists it got (`mcp::saved`), stops every server (process
+//! groups included) and flushes the recorder. A command stops what it started on top (code modes, `serve`'s server, handler
 //! bridges) before it closes the session; a session dropped without `close` still kills its
 //! servers (the manager's `Drop`).
 
@@ -64,6 +64,9 @@ impl Session {
     pub async fn close(self) {
         if let Err(e) = self.manager.usage().save() {
             eprintln!("warning: {e}");
+        }
+        if let Err(e) = self.manager.save_tool_lists() {
+            tracing::warn!("cannot save the tool lists in {}: {e}", self.manager.saved_file().display());
         }
         self.manager.shutdown().await;
         if let Some(r) = &self.recorder {

@@ -157,11 +157,18 @@ pub(super) async fn connect(name: &str, cfg: &ServerConfig, env: &Env<'_>) -> Re
                     if let Some(sign_in) = sign_in_needed_at_start(name, &e) {
                         return Err(sign_in);
                     }
-                    return Err(fail(format!("cannot connect to {url}: {}", init_error(&e)), Vec::new()));
+                    return Err(fail(
+                        format!("cannot connect to {}: {}", crate::util::redact::url(&url), init_error(&e)),
+                        Vec::new(),
+                    ));
                 }
                 Err(_) => {
                     return Err(fail(
-                        format!("no answer from {url} within {}", humantime::format_duration(timeout)),
+                        format!(
+                            "no answer from {} within {}",
+                            crate::util::redact::url(&url),
+                            humantime::format_duration(timeout)
+                        ),
                         Vec::new(),
                     ));
                 }

@@ -76,6 +76,10 @@ pub struct McpManager {
     approvals: Approvals,
     /// This user's OAuth tokens (`None` without a configuration directory).
     tokens: Option<super::auth::store::TokenStore>,
+    /// `<workspace>/.tools_cache.json`, where [`Self::save_tool_lists`] keeps the lists got here.
+    saved_file: PathBuf,
+    /// The latest tool list of each server this manager listed.
+    listed: StdMutex<BTreeMap<String, Arc<Vec<ToolInfo>>>>,
 }
 
 impl McpManager {
@@ -108,6 +112,8 @@ impl McpManager {
             host: Default::default(),
             approvals: Approvals::new(&config.mcp.approvals),
             tokens: super::auth::store::TokenStore::for_user().ok(),
+            saved_file: config.mcp.code_execution.workspace_dir.join(super::saved::FILE),
+            listed: StdMutex::new(BTreeMap::new()),
         }
     }
 
@@ -207,7 +213,30 @@ impl McpManager {
     /// The tools of one server (after `tool_white_list`), starting it if needed.
     pub async fn tools(&self, server: &str) -> Result<Arc<Vec<ToolInfo>>, McpError> {
         let conn = self.connection(server).await?;
-        self.current_tools(server, &conn).await
+        let tools = self.current_tools(server, &conn).await?;
+        if let Ok(mut listed) = self.listed.lock() {
+            listed.insert(server.to_string(), tools.clone());
+        }
+        Ok(tools)
+    }
+
+    /// Merges the tool lists this manager got into `<workspace>/.tools_cache.json` (see
+    /// `saved`), for commands that answer without starting servers.
+    pub fn save_tool_lists(&self) -> std::io::Result<()> {
+        let listed = self.listed.lock().map(|l| l.clone()).unwrap_or_default();
+        let entries = listed
+            .into_iter()
+            .filter_map(|(name, tools)| {
+                let slot = self.slots.get(&name)?;
+                Some((name, super::saved::Entry::new(&slot.config, tools.as_ref().clone())))
+            })
+            .collect();
+        super::saved::save(&self.saved_file, entries, &self.configured_names())
+    }
+
+    /// Where [`Self::save_tool_lists`] writes.
+    pub fn saved_file(&self) -> &std::path::Path {
+        &self.saved_file
     }
 
     /// `conn`'s tools, re-listed first when the server said its list changed.

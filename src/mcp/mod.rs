@@ -14,7 +14,8 @@
 //!   calls;
 //! - `tools`: [`ToolInfo`], the tool record every other module consumes; `naming`: tools' names
 //!   as LLM tools and proxied tools; `catalog`: the searchable tool catalog and its cache;
-//!   `observe`: [`CallObserver`]; `usage`: successful calls per tool, the first observer.
+//!   `observe`: [`CallObserver`]; `usage`: successful calls per tool, the first observer; `saved`: the tool lists kept on disk
+//!   between commands (search and completion without starting servers).
 //!
 //! Knows `config`, `search` and `util`; knows nothing of codegen, bridge or agent.
 
@@ -33,6 +34,7 @@ pub mod naming;
 pub mod observe;
 pub mod process;
 pub mod reap;
+pub mod saved;
 pub mod stdio;
 pub mod tools;
 pub mod usage;

@@ -38,6 +38,8 @@ pub enum Access {
     Shared,
     /// `0600`: caches, snapshots, anything private to this user.
     Private,
+    /// Exactly these permission bits: a file of the user's that is replaced keeps its mode.
+    Mode(u32),
 }
 
 impl Access {
@@ -45,6 +47,7 @@ impl Access {
         match self {
             Access::Shared => 0o644,
             Access::Private => 0o600,
+            Access::Mode(m) => m & 0o777,
         }
     }
 }
@@ -303,24 +306,37 @@ impl Dir {
         Ok(())
     }
 
+    /// Takes an exclusive `flock` on this directory itself (no lock file left in it), waiting at
+    /// most `wait` for another holder; past it the error is `WouldBlock`. For read-modify-write
+    /// of a file someone else owns the directory of (a project's `.mcp.json`).
+    pub fn lock_self(&self, wait: Duration) -> io::Result<Lock> {
+        let fd = rustix::io::fcntl_dupfd_cloexec(&self.fd, 0)?;
+        flock_within(fd, wait)
+    }
+
     /// Takes an exclusive `flock` on file `name` (created `0600` when missing, never through a
     /// link), waiting at most `wait` for another holder; past it the error is `WouldBlock`.
     pub fn lock(&self, name: impl AsRef<OsStr>, wait: Duration) -> io::Result<Lock> {
         let name = component(name.as_ref())?;
         let flags = OFlags::RDWR | OFlags::CREATE | OFlags::NOFOLLOW | OFlags::CLOEXEC;
         let fd = rustix::fs::openat(&self.fd, name, flags, Mode::from_raw_mode(0o600))?;
-        let deadline = Instant::now() + wait;
-        let mut pause = Duration::from_micros(50);
-        loop {
-            match rustix::fs::flock(&fd, FlockOperation::NonBlockingLockExclusive) {
-                Ok(()) => return Ok(Lock { _fd: fd }),
-                Err(Errno::WOULDBLOCK) if Instant::now() < deadline => {
-                    std::thread::sleep(pause);
-                    pause = (pause * 2).min(Duration::from_millis(5));
-                }
-                Err(Errno::INTR) => {}
-                Err(e) => return Err(e.into()),
+        flock_within(fd, wait)
+    }
+}
+
+/// An exclusive `flock` on `fd`, waiting at most `wait`.
+fn flock_within(fd: OwnedFd, wait: Duration) -> io::Result<Lock> {
+    let deadline = Instant::now() + wait;
+    let mut pause = Duration::from_micros(50);
+    loop {
+        match rustix::fs::flock(&fd, FlockOperation::NonBlockingLockExclusive) {
+            Ok(()) => return Ok(Lock { _fd: fd }),
+            Err(Errno::WOULDBLOCK) if Instant::now() < deadline => {
+                std::thread::sleep(pause);
+                pause = (pause * 2).min(Duration::from_millis(5));
             }
+            Err(Errno::INTR) => {}
+            Err(e) => return Err(e.into()),
         }
     }
 }

@@ -5,7 +5,9 @@
 //! `dirs` (the user's cache directory, `PATH` look-ups), `bearer` (`Authorization: Bearer`
 //! checked in constant time), `clock` (time spent waiting for the user, left out of timeouts),
 //! `alloc` (the binary's allocator, which a worker process can hold to a memory limit), `child`
-//! (worker processes of this binary that do not outlive it).
+//! (worker processes of this binary that do not outlive it), `jsonedit` (editing one member of a
+//! JSON file's text, every other byte kept), `redact` (secrets masked in what is shown of a
+//! configuration).
 
 pub mod alloc;
 pub mod bearer;
@@ -15,6 +17,8 @@ pub mod dirs;
 pub mod fs;
 pub mod hash;
 pub mod json;
+pub mod jsonedit;
 pub mod read;
+pub mod redact;
 pub mod size;
 pub mod suggest;

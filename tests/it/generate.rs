@@ -518,7 +518,7 @@ fn walk(dir: &Path) -> Vec<PathBuf> {
             if p.file_name().is_some_and(|n| n != "logs") {
                 out.extend(walk(&p));
             }
-        } else if p.file_name().is_some_and(|n| n != ".agent-manifest.json") {
+        } else if p.file_name().is_some_and(|n| n != ".agent-manifest.json" && n != ".tools_cache.json") {
             out.push(p);
         }
     }

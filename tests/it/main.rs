@@ -21,6 +21,7 @@ mod handlers;
 mod host;
 mod interactive;
 mod layers;
+mod manage;
 mod mcp;
 mod project;
 mod run;

@@ -328,3 +328,61 @@ fn a_silent_embeddings_endpoint_costs_a_script_part_of_its_timeout_not_all_of_it
     assert!(started.elapsed() < std::time::Duration::from_secs(4), "took {:?}", started.elapsed());
     assert_eq!(fake.requests(), 1);
 }
+
+/// A project whose fixture server runs through a wrapper script, so the server can be made
+/// unstartable without touching the configuration.
+fn wrapped_fixture() -> (Project, std::path::PathBuf) {
+    let p = Project::new();
+    let wrapper = p.write("bin/server.sh", &format!("#!/bin/sh\nexec {:?} \"$@\"\n", support::fixture_bin()));
+    std::fs::set_permissions(&wrapper, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    p.write_config(&format!("mcp:\n  servers:\n    fixture:\n      command: {:?}\n", wrapper.display().to_string()));
+    (p, wrapper)
+}
+
+#[test]
+fn search_answers_from_the_saved_tool_lists_without_starting_a_server_and_says_when_they_are_stale() {
+    let (p, wrapper) = wrapped_fixture();
+    p.run(&["mcp", "list"]).assert_ok();
+    let cache = p.path().join(".kodelet/mcp/.tools_cache.json");
+    let mode = std::os::unix::fs::PermissionsExt::mode(&std::fs::metadata(&cache).unwrap().permissions());
+    assert_eq!(mode & 0o777, 0o600, "the saved lists are private");
+    // From now on the server cannot start: every answer below comes from the saved list.
+    std::fs::write(&wrapper, "#!/bin/sh\necho 'started although the list was saved' >&2\nexit 1\n").unwrap();
+
+    let r = p.run(&["mcp", "search", "echo the message back", "--json"]);
+    r.assert_ok();
+    assert_eq!(ranked(&r.json())[0], "fixture.echo");
+    assert!(!r.stderr.contains("stale") && !r.stderr.contains("failed"), "{}", r.stderr);
+
+    // --refresh starts it, and says it could not.
+    let refreshed = p.run(&["mcp", "search", "echo", "--refresh"]);
+    refreshed.assert_code(1);
+    assert!(refreshed.stderr.contains("server `fixture` failed"), "{}", refreshed.stderr);
+
+    // A changed configuration makes the saved list stale: it still answers, with a note.
+    p.write_config(&format!(
+        "mcp:\n  servers:\n    fixture:\n      command: {:?}\n      args: [\"--hostile\"]\n",
+        wrapper.display().to_string()
+    ));
+    let stale = p.run(&["mcp", "search", "add two integers", "--json"]);
+    stale.assert_ok();
+    assert!(ranked(&stale.json()).contains(&"fixture.add".to_string()));
+    assert!(
+        stale.stderr.contains("stale tool lists of `fixture` (its configuration changed since)")
+            && stale.stderr.contains("--refresh"),
+        "{}",
+        stale.stderr
+    );
+}
+
+#[test]
+fn a_server_without_a_saved_list_is_started_and_its_list_saved() {
+    let (p, wrapper) = wrapped_fixture();
+    let first = p.run(&["mcp", "search", "echo", "--json"]);
+    first.assert_ok();
+    assert_eq!(ranked(&first.json())[0], "fixture.echo");
+    std::fs::write(&wrapper, "#!/bin/sh\nexit 1\n").unwrap();
+    let second = p.run(&["mcp", "search", "echo", "--json"]);
+    second.assert_ok();
+    assert_eq!(ranked(&second.json())[0], "fixture.echo", "the first search saved the list");
+}
