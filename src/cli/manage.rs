@@ -68,7 +68,8 @@ enabled, and how it starts. Values of env and of secret-looking headers (Authori
 *token*, ...) are masked (`***`, or their first 2 characters and `***`), in --json too.
 
 Examples:
-  agent mcp get github
+  agent mcp add github --env GITHUB_TOKEN=ghp_xxx -- npx -y @modelcontextprotocol/server-github
+  agent mcp get github            # the token shown as gh***
   agent mcp get github --json
 
 Exit codes:
@@ -81,8 +82,10 @@ Removes the server from .mcp.json (project) or ~/.config/agent/mcp.json (user); 
 in Claude Code's ~/.claude.json are not removed here: the message says where they are.
 
 Examples:
+  agent mcp add github -- npx -y @modelcontextprotocol/server-github
   agent mcp remove github
-  agent mcp remove github --scope user
+  agent mcp add --scope user fs -- npx -y @modelcontextprotocol/server-filesystem ~/notes
+  agent mcp remove fs --scope user
 
 Exit codes:
   0  removed
@@ -95,8 +98,9 @@ use; Claude Code ignores it), `enable` removes it. A disabled server is not star
 `agent mcp get` shows it as disabled. Servers of agent.yaml take `disabled: true` there.
 
 Examples:
-  agent mcp disable github
-  agent mcp enable github
+  agent mcp add github -- npx -y @modelcontextprotocol/server-github
+  agent mcp disable github        # \"disabled\": true in its entry
+  agent mcp enable github         # the key removed again
 
 Exit codes:
   0  done (also when it already was)

@@ -71,6 +71,10 @@ impl Project {
             format!("trusted_projects: [{:?}]\n", self.path().display().to_string())
         };
         self.write("home/.config/agent/config.yaml", &format!("{trust}{yaml}"));
+        // Private, as a user's config directory (which holds credentials) should be.
+        use std::os::unix::fs::PermissionsExt as _;
+        let dir = self.path().join("home/.config/agent");
+        std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700)).expect("chmod");
     }
 
     /// A project whose config has the given `mcp.servers` entries (already indented YAML).
