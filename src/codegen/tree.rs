@@ -52,7 +52,8 @@ pub struct Outcome {
 /// Writes `files` (in the given order) under `dir`. With `force`, unchanged generated files are
 /// rewritten too (`--clean`).
 pub fn write(dir: &Path, files: &[PlannedFile], force: bool) -> anyhow::Result<Outcome> {
-    std::fs::create_dir_all(dir).with_context(|| format!("cannot create the output directory {}", dir.display()))?;
+    crate::util::fs::create_private_dirs(dir)
+        .with_context(|| format!("cannot create the output directory {}", dir.display()))?;
     let mut out = Outcome::default();
     // Per parent directory: whether files may go there (created, and no link on the way).
     let mut dirs_ok: BTreeMap<&str, bool> = BTreeMap::new();

@@ -41,7 +41,7 @@ impl Logs {
 
     /// Opens the server's stderr log for appending; returns it and the offset this run starts at.
     fn open(&self, server: &str) -> Result<(std::fs::File, u64), String> {
-        std::fs::create_dir_all(&self.dir)
+        crate::util::fs::create_private_dirs(&self.dir)
             .map_err(|e| format!("cannot create the log directory {}: {e}", self.dir.display()))?;
         let path = self.path(server);
         let too_big = std::fs::metadata(&path).map(|m| m.len() > MAX_LOG_BYTES).unwrap_or(false);

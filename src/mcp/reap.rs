@@ -358,7 +358,7 @@ fn pidfd_open(_pid: i32) -> Option<OwnedFd> {
 fn private_dir(dir: &Path) -> bool {
     use std::os::unix::fs::DirBuilderExt;
     if let Some(parent) = dir.parent() {
-        let _ = std::fs::create_dir_all(parent);
+        let _ = crate::util::fs::create_private_dirs(parent);
     }
     let _ = std::fs::DirBuilder::new().mode(0o700).create(dir);
     open_private_dir(dir).is_some()

@@ -136,7 +136,7 @@ pub fn save(path: &Path, entries: BTreeMap<String, Entry>, configured: &[String]
     servers.extend(entries);
     let data = serde_json::to_vec(&File { version: 1, servers }).map_err(std::io::Error::other)?;
     if let Some(dir) = path.parent() {
-        std::fs::create_dir_all(dir)?;
+        crate::util::fs::create_private_dirs(dir)?;
     }
     write_atomic(path, &data, Access::Private)
 }

@@ -107,7 +107,7 @@ impl Usage {
         let mut text = serde_json::to_string_pretty(&file).map_err(|e| format!("cannot encode usage counts: {e}"))?;
         text.push('\n');
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-            std::fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+            crate::util::fs::create_private_dirs(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
         }
         write_atomic(path, text.as_bytes(), Access::Shared)
             .map_err(|e| format!("cannot write the usage counts {}: {e}", path.display()))?;

@@ -103,7 +103,7 @@ impl State {
 
     /// The workspace held open, created first with `create`; `None` when it does not exist.
     pub(crate) fn open_workspace(&self, create: bool) -> Result<Option<Dir>> {
-        if create && let Err(e) = std::fs::create_dir_all(&self.workspace) {
+        if create && let Err(e) = crate::util::fs::create_private_dirs(&self.workspace) {
             return Err(format!("cannot create the workspace {}: {e}", self.workspace.display()));
         }
         match Dir::open(&self.workspace) {

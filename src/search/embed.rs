@@ -223,7 +223,7 @@ impl Embedder {
     fn write_cache(&self, cache: &CacheFile) {
         let Some(path) = &self.cache else { return };
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-            let _ = std::fs::create_dir_all(dir);
+            let _ = crate::util::fs::create_private_dirs(dir);
         }
         let written = serde_json::to_vec(cache)
             .map_err(|e| e.to_string())

@@ -295,7 +295,7 @@ impl FileLock {
         name.push(".lock");
         let path = PathBuf::from(name);
         if let Some(dir) = path.parent() {
-            std::fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+            crate::util::fs::create_private_dirs(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
         }
         let f = std::fs::OpenOptions::new()
             .create(true)

@@ -341,6 +341,14 @@ fn flock_within(fd: OwnedFd, wait: Duration) -> io::Result<Lock> {
     }
 }
 
+/// `create_dir_all` whose missing directories are created `0700` (existing ones are left as they
+/// are): the workspace and the caches hold logs, learned types and saved results, which other
+/// users have no business reading.
+pub fn create_private_dirs(path: &Path) -> io::Result<()> {
+    use std::os::unix::fs::DirBuilderExt as _;
+    std::fs::DirBuilder::new().recursive(true).mode(0o700).create(path)
+}
+
 /// The directory at `path` for this user's private files: created `0700` with its missing parents
 /// when `create`; one this user owns is tightened to `0700`; one of another user is refused (they
 /// could read or swap what is in it). `None`: it is missing and `create` is off.

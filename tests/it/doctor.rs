@@ -93,15 +93,17 @@ fn a_sound_setup_exits_0_and_the_key_never_reaches_output_or_the_endpoint() {
         endpoint.addr,
         fixture_stdio_yaml("fixture", &[])
     ));
-    // The workspace made private beforehand (agent makes it with the umask: see the next test).
-    let ws = p.path().join(".kodelet/mcp");
-    std::fs::create_dir_all(&ws).unwrap();
-    std::fs::set_permissions(p.path().join(".kodelet"), std::fs::Permissions::from_mode(0o700)).unwrap();
-    std::fs::set_permissions(&ws, std::fs::Permissions::from_mode(0o700)).unwrap();
     let run = |args: &[&str]| {
         let out = p.cmd(args).env("ANTHROPIC_API_KEY", secret).output().unwrap();
         support::Run::from(out)
     };
+    // A fresh project: the workspace agent creates (logs, usage) is private from the start, so
+    // doctor has nothing to fix in it.
+    run(&["mcp", "list"]).assert_ok();
+    for dir in [".kodelet", ".kodelet/mcp", ".kodelet/mcp/logs"] {
+        let mode = std::fs::metadata(p.path().join(dir)).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o700, "{dir}");
+    }
     let r = run(&["doctor", "-vv"]);
     r.assert_ok();
     assert!(!r.stdout.contains(secret) && !r.stderr.contains(secret), "{}\n{}", r.stdout, r.stderr);
