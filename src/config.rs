@@ -76,6 +76,9 @@ pub struct ProjectInfo {
     pub servers: Vec<String>,
     /// The project's `agent.yaml` sets `mcp.code_execution.tsc` (a program `agent` runs).
     pub sets_tsc: bool,
+    /// Settings of the project's `agent.yaml` that send a key somewhere or relax a check
+    /// ([`GUARDED_SETTINGS`]), with their values as written: they need trust as servers do.
+    pub guarded: Vec<(&'static str, String)>,
     /// Where the workspace is, and why.
     pub workspace: WorkspaceKind,
     /// `--trust-project` or `AGENT_TRUST_PROJECT=1`: set by the caller, like every flag.
@@ -94,11 +97,22 @@ impl ProjectInfo {
         crate::util::hash::stable_hex(&parts)
     }
 
-    /// Whether the project's files start anything (a server, a compiler), so they need trust.
+    /// Whether the project's files start anything (a server, a compiler) or set a
+    /// [`GUARDED_SETTINGS`] key, so they need trust.
     pub fn runs_anything(&self) -> bool {
-        !self.servers.is_empty() || self.sets_tsc
+        !self.servers.is_empty() || self.sets_tsc || !self.guarded.is_empty()
     }
 }
+
+/// Settings a cloned project's `agent.yaml` may not change without trust: where the API keys
+/// go (a hostile `llm.base_url` receives your key with the first request) and the checks that
+/// stand between a model and a destructive call.
+pub const GUARDED_SETTINGS: &[(&str, &str)] = &[
+    ("llm.base_url", "/llm/base_url"),
+    ("search.embeddings.url", "/search/embeddings/url"),
+    ("mcp.approvals", "/mcp/approvals"),
+    ("mcp.result_handlers.tool_calls", "/mcp/result_handlers/tool_calls"),
+];
 
 /// Why the workspace (`mcp.code_execution.workspace_dir`) is where it is (docs/state.md).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -884,6 +898,13 @@ impl Config {
             project.servers.extend(servers.keys().cloned());
         }
         project.sets_tsc = project_tree.pointer("/mcp/code_execution/tsc").is_some_and(|v| !v.is_null());
+        project.guarded = GUARDED_SETTINGS
+            .iter()
+            .filter_map(|(key, pointer)| {
+                let v = project_tree.pointer(pointer).filter(|v| !v.is_null())?;
+                Some((*key, v.as_str().map_or_else(|| v.to_string(), str::to_string)))
+            })
+            .collect();
         let project_imports: Vec<PathBuf> = match project_tree.pointer("/mcp/import") {
             Some(Value::Array(a)) => a.iter().filter_map(Value::as_str).map(|p| base.join(p)).collect(),
             _ => Vec::new(),

@@ -62,7 +62,8 @@ pub fn ensure(config: &Config, asking: Asking) -> anyhow::Result<()> {
     let files = file_names(config);
     if asking == Asking::IfTerminal && super::prompt::interactive() {
         let question = format!(
-            "Trust the MCP servers of {} ({files})? They run: {}",
+            "Trust the {} of {} ({files})? They {}",
+            what(config),
             terminal_line(&root.display().to_string()),
             runs(config)
         );
@@ -74,14 +75,26 @@ pub fn ensure(config: &Config, asking: Asking) -> anyhow::Result<()> {
             }
             return Ok(());
         }
-        return Err(super::usage(format!("not starting the MCP servers of {} ({files}): not trusted", root.display())));
+        let verb = if what(config) == "settings" { "using" } else { "starting" };
+        return Err(super::usage(format!(
+            "not {verb} the {} of {} ({files}): not trusted",
+            what(config),
+            root.display()
+        )));
     }
     Err(super::usage(format!(
-        "the MCP servers of {} ({files}) are not trusted yet: answer once on a terminal, pass \
+        "the {} of {} ({files}) {} not trusted yet: answer once on a terminal, pass \
          --trust-project (or set AGENT_TRUST_PROJECT=1), or add the directory to trusted_projects \
          in your own config file (~/.config/agent/config.yaml)",
-        root.display()
+        what(config),
+        root.display(),
+        if config.project.servers.is_empty() && !config.project.sets_tsc { "is" } else { "are" }
     )))
+}
+
+/// What needs trust: the project's servers (or compiler), else its guarded settings.
+fn what(config: &Config) -> &'static str {
+    if config.project.servers.is_empty() && !config.project.sets_tsc { "settings" } else { "MCP servers" }
 }
 
 /// The project's files as the question names them: `agent.yaml, .mcp.json`.
@@ -97,8 +110,26 @@ fn file_names(config: &Config) -> String {
     names.join(", ")
 }
 
-/// What the project's files start, one short entry each: `name: command args` or `name: url`.
+/// What the project's files start, one short entry each (`name: command args` or `name: url`),
+/// and the guarded settings they change (`llm.base_url = URL`), as the question's end:
+/// `run: a: cmd, b: url` and/or `set: llm.base_url = ...`.
 fn runs(config: &Config) -> String {
+    let started = started(config);
+    let set: Vec<String> = config
+        .project
+        .guarded
+        .iter()
+        .map(|(key, value)| format!("{key} = {}", shorten(&terminal_line(value), 80)))
+        .collect();
+    match (started.is_empty(), set.is_empty()) {
+        (false, true) => format!("run: {started}"),
+        (true, _) => format!("set: {}", set.join(", ")),
+        (false, false) => format!("run: {started}; and set: {}", set.join(", ")),
+    }
+}
+
+/// What the project's files start, one short entry each: `name: command args` or `name: url`.
+fn started(config: &Config) -> String {
     let mut out = Vec::new();
     for name in &config.project.servers {
         let Some(s) = config.mcp.servers.get(name) else { continue };
