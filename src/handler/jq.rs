@@ -103,13 +103,29 @@ struct Reply {
 }
 
 /// Parses and compiles `filter` (nothing runs); the error is one line with the position.
+/// Filters that compiled are remembered (up to [`CHECKED_BYTES`] of their text), so a handler
+/// used again (direct mode, `serve`) is not compiled twice per call.
 pub fn check(filter: &str) -> Result<(), String> {
     if filter.len() > MAX_FILTER_BYTES {
         return Err(format!("the jq filter is longer than {} KiB", MAX_FILTER_BYTES >> 10));
     }
+    let checked = || CHECKED.lock().unwrap_or_else(|e| e.into_inner());
+    if checked().iter().any(|f| f == filter) {
+        return Ok(());
+    }
     let f = filter.to_string();
-    on_big_stack(move || compile_with(&f, |_| Ok(())))
+    on_big_stack(move || compile_with(&f, |_| Ok(())))?;
+    let mut list = checked();
+    list.push_back(filter.to_string());
+    while list.iter().map(String::len).sum::<usize>() > CHECKED_BYTES {
+        list.pop_front();
+    }
+    Ok(())
 }
+
+/// Text of the filters [`check`] remembers as compiling, oldest dropped first.
+const CHECKED_BYTES: usize = 256 << 10;
+static CHECKED: Mutex<std::collections::VecDeque<String>> = Mutex::new(std::collections::VecDeque::new());
 
 /// Runs `filter` over `input`: every output, in order.
 pub async fn run(filter: &str, input: &Value, limits: &JqLimits, isolation: &Isolation) -> Result<Vec<Value>, String> {
