@@ -67,6 +67,7 @@ fn main() {
     let mut login = Command::new(env!("CARGO_BIN_EXE_agent"))
         .args(["mcp", "login", "signed", "--no-browser"])
         .current_dir(dir.path())
+        .env("AGENT_TRUST_PROJECT", "1")
         .env("HOME", dir.path())
         .env_remove("XDG_CONFIG_HOME")
         .stderr(Stdio::piped())

@@ -199,6 +199,8 @@ fn hermetic(cmd: &mut Command, dir: &Path) {
             cmd.env_remove(k);
         }
     }
+    // The bench's own project: trusted, as the user would trust theirs.
+    cmd.env("AGENT_TRUST_PROJECT", "1");
 }
 
 fn time_runs(n: usize, mut make: impl FnMut() -> Command) -> Vec<Duration> {

@@ -134,6 +134,8 @@ fn start_serve(dir: &std::path::Path, upstream_url: &str, env: &[(&str, &str)]) 
         .env_remove("V82JSC_BC_CACHE_DIR")
         .env_remove("V82JSC_NO_BC_CACHE")
         .env("SERVE_BENCH_TOKEN", TOKEN)
+        // The bench's own project: trusted, as the user would trust theirs.
+        .env("AGENT_TRUST_PROJECT", "1")
         .envs(env.iter().copied());
     if let Ok(w) = std::env::var("SERVE_WORKERS") {
         cmd.args(["--workers", &w]);
