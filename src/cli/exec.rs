@@ -25,7 +25,8 @@ Examples:
 
 `-` reads the script from stdin and runs it as if it were <workspace>/main.ts, so
 `./servers/<server>/index.ts` and `./client.ts` resolve. A FILE may live anywhere, but what it
-imports must resolve inside the workspace (mcp.code_execution.workspace_dir, default .kodelet/mcp).
+imports must resolve inside the workspace (mcp.code_execution.workspace_dir; by default
+the project's .kodelet/mcp, or a per-user one: at -v agent names it; docs/state.md).
 Only the servers the script refers to are started.
 
 Output: the script's console.log/info/debug on stdout, console.warn/error on stderr, then the

@@ -13,7 +13,8 @@ use crate::mcp::ToolInfo;
 use crate::util::suggest::{did_you_mean, suggest};
 
 pub const AFTER_HELP: &str = "\
-Writes, under the output directory (default: mcp.code_execution.workspace_dir, .kodelet/mcp):
+Writes, under the output directory (default: the workspace, mcp.code_execution.workspace_dir;
+the project's .kodelet/mcp, or a per-user one: at -v agent names it; docs/state.md):
   client.ts                      callMCPTool(server, tool, args), MCPToolError, MCPBridgeError
   servers/<server>/<tool>.ts     one async function per tool, with <Tool>Input / <Tool>Output types
   servers/<server>/index.ts      the server's tools, one per line, and their re-exports

@@ -15,7 +15,7 @@ use crate::util::suggest::{did_you_mean, suggest};
 
 pub const AFTER_HELP: &str = "\
 Skills are TypeScript modules in <workspace>/skills/<name>.ts (workspace: mcp.code_execution.
-workspace_dir, default .kodelet/mcp) that later scripts import, e.g.
+workspace_dir; by default the project's .kodelet/mcp, or a per-user one: at -v agent names it; docs/state.md) that later scripts import, e.g.
   import { weeklyReport } from \"./skills/weekly-report.ts\";
 Scripts save them with saveSkill(name, source, description); `agent skill add` does the same
 from a file. Names are kebab-case (weekly-report); a skill that does not transpile is refused.

@@ -12,8 +12,8 @@ use crate::util::size::human_bytes;
 use crate::util::suggest::{did_you_mean, suggest};
 
 pub const AFTER_HELP: &str = "\
-Scripts keep state in <workspace>/data/ (mcp.code_execution.workspace_dir, default
-.kodelet/mcp): `store(key, value)` keys (in data/.store/) and files written with writeText /
+Scripts keep state in <workspace>/data/ (mcp.code_execution.workspace_dir; by default
+the project's .kodelet/mcp, or a per-user one: at -v agent names it; docs/state.md): `store(key, value)` keys (in data/.store/) and files written with writeText /
 writeJson. KEY_OR_PATH names a key first, else a path relative to data/. `ls` lists what is on
 disk, skills/ included (one quota, mcp.code_execution.state, covers both), and counts it again.
 
