@@ -178,13 +178,18 @@ pub(super) async fn connect(name: &str, cfg: &ServerConfig, env: &Env<'_>) -> Re
         Transport::Stdio => {
             let spawned = super::process::spawn(name, cfg, env.logs, &cap, env.run).map_err(|e| fail(e, Vec::new()))?;
             let (child, pgid, log_offset) = (spawned.transport, spawned.pgid, spawned.log_offset);
-            let served =
-                tokio::time::timeout(timeout, handler.serve_with_lifecycle(child, lifecycle(cfg.handshake))).await;
+            // Whether the child still ran at the timeout is looked at before the handshake future
+            // (which owns the child, and kills it when dropped) is dropped: a child still running
+            // then was slow, not broken.
+            let mut handshake = Box::pin(handler.serve_with_lifecycle(child, lifecycle(cfg.handshake)));
+            let (served, running) = tokio::select! {
+                r = &mut handshake => (Ok(r), false),
+                () = tokio::time::sleep(timeout) => (Err(()), pgid.is_some_and(super::process::process_alive)),
+            };
+            drop(handshake);
             let service = match served {
                 Ok(Ok(s)) => s,
                 other => {
-                    // Seen before the kill: a child still running at the timeout was slow, not broken.
-                    let running = pgid.is_some_and(super::process::process_alive);
                     if let Some(g) = pgid {
                         kill_group(g, libc::SIGKILL);
                     }
