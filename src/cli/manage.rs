@@ -11,7 +11,6 @@
 
 use std::collections::BTreeMap;
 use std::ffi::OsString;
-use std::io::Read as _;
 use std::os::unix::fs::{DirBuilderExt as _, PermissionsExt as _};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -242,13 +241,15 @@ impl ServersFile {
             Some(Node::File { .. }) => {
                 let file = dir.open_file(&name).with_context(|| format!("cannot read {shown}"))?;
                 let mode = file.metadata().map(|m| m.permissions().mode() & 0o777).ok();
-                let mut bytes = Vec::new();
-                file.take(MAX_CONFIG_BYTES as u64 + 1)
-                    .read_to_end(&mut bytes)
-                    .with_context(|| format!("cannot read {shown}"))?;
-                if bytes.len() > MAX_CONFIG_BYTES {
-                    return Err(usage(format!("{shown} is larger than {} MB", MAX_CONFIG_BYTES >> 20)));
-                }
+                let bytes = match crate::util::read::read_capped(file, MAX_CONFIG_BYTES as u64) {
+                    Ok(b) => b,
+                    Err(crate::util::read::CapError::Io(e)) => {
+                        return Err(anyhow::Error::new(e).context(format!("cannot read {shown}")));
+                    }
+                    Err(crate::util::read::CapError::TooLarge) => {
+                        return Err(usage(format!("{shown} is larger than {} MB", MAX_CONFIG_BYTES >> 20)));
+                    }
+                };
                 let text = String::from_utf8(bytes).map_err(|_| usage(format!("{shown} is not valid UTF-8")))?;
                 (Some(text), mode)
             }

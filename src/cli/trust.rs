@@ -8,7 +8,6 @@
 //! ways to trust it. The user's own config file and an explicit `--config` never need trust.
 
 use std::collections::BTreeMap;
-use std::io::Read as _;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -193,11 +192,10 @@ fn read_in(dir: &Dir) -> std::io::Result<Remembered> {
             return Err(std::io::Error::other("not private to this user"));
         }
     }
-    let mut bytes = Vec::new();
-    file.by_ref().take(MAX_BYTES + 1).read_to_end(&mut bytes)?;
-    if bytes.len() as u64 > MAX_BYTES {
-        return Err(std::io::Error::other("too large"));
-    }
+    let bytes = crate::util::read::read_capped(&mut file, MAX_BYTES).map_err(|e| match e {
+        crate::util::read::CapError::Io(e) => e,
+        crate::util::read::CapError::TooLarge => std::io::Error::other("too large"),
+    })?;
     serde_json::from_slice(&bytes).map_err(std::io::Error::other)
 }
 
