@@ -90,8 +90,9 @@ pub struct Cli {
     #[arg(short, long, global = true, action = clap::ArgAction::Count)]
     pub verbose: u8,
 
-    /// Start the servers of this project's own agent.yaml / .mcp.json without asking (also
-    /// AGENT_TRUST_PROJECT=1); see `trusted_projects` in config.sample.yaml.
+    /// Use this project's own agent.yaml / .mcp.json (its servers and guarded settings such as
+    /// llm.base_url) without asking (also AGENT_TRUST_PROJECT=1); see `trusted_projects` in
+    /// config.sample.yaml.
     #[arg(long, global = true)]
     pub trust_project: bool,
 
