@@ -300,3 +300,21 @@ fn a_project_that_redirects_the_api_key_or_relaxes_approvals_needs_trust() {
     q.write_config("mcp:\n  max_result_bytes: 2097152\n");
     q.run(&["mcp", "list"]).assert_code(0);
 }
+
+/// Another local user who could write the trust store could plant a "yes": a remembered answer
+/// counts only from a store that is this user's and writable by nobody else.
+#[test]
+fn a_trust_store_others_could_write_is_not_believed() {
+    use std::os::unix::fs::PermissionsExt as _;
+    let p = cloned_project();
+    let mut s = spawn(&p, &["mcp", "list"]);
+    s.exp_string(QUESTION).unwrap();
+    key(&mut s, "y");
+    assert_eq!(exit_code(&mut s), 0);
+    p.run(&["mcp", "list"]).assert_ok();
+    let store = p.path().join("home/.local/state/agent/trusted-projects.json");
+    std::fs::set_permissions(&store, std::fs::Permissions::from_mode(0o666)).unwrap();
+    let r = p.run(&["mcp", "list"]);
+    r.assert_code(2);
+    assert!(r.stderr.contains("are not trusted yet"), "{}", r.stderr);
+}
