@@ -595,6 +595,10 @@ pub struct ServerConfig {
     pub sampling_budget: Option<u64>,
     /// Directories offered as roots (the roots capability only when set).
     pub roots: Vec<PathBuf>,
+    /// The least severe log message this server should send (`logging/setLevel` right after
+    /// connecting, when the server offers logging): `debug`, `info`, `notice`, `warning`,
+    /// `error`, `critical`, `alert` or `emergency`. Absent: the server's own default.
+    pub log_level: Option<LogLevel>,
     /// How a connection starts: `initialize` (default; a 2025-11-25 session), `discover`
     /// (`server/discover`, a 2026-07-28 session: servers ask by `input_required` results) or
     /// `auto` (discover, falling back to initialize for a server that does not know it).
@@ -636,6 +640,7 @@ impl Default for ServerConfig {
             sampling_model: None,
             sampling_budget: None,
             roots: Vec::new(),
+            log_level: None,
             handshake: Handshake::Initialize,
             unresolved: Vec::new(),
             reads_at_run_time: Vec::new(),
@@ -659,6 +664,20 @@ pub enum ElicitationPolicy {
     Ask,
     AcceptDefaults,
     Decline,
+}
+
+/// `mcp.servers.X.log_level`: the syslog severities MCP's logging uses, least severe first.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LogLevel {
+    Debug,
+    Info,
+    Notice,
+    Warning,
+    Error,
+    Critical,
+    Alert,
+    Emergency,
 }
 
 /// `mcp.servers.X.sampling`.

@@ -298,9 +298,15 @@ pub fn mcp_error(e: McpError) -> Resp {
         McpError::UnknownTool { suggestions, .. } => error(ErrorCode::UnknownTool, message, suggestions),
         McpError::InvalidArguments { .. } => error(ErrorCode::InvalidArguments, message, Vec::new()),
         McpError::Timeout { .. } => error(ErrorCode::Timeout, message, Vec::new()),
+        McpError::UnknownPrompt { suggestions, .. } | McpError::UnknownResource { suggestions, .. } => {
+            error(ErrorCode::UnknownTool, message, suggestions)
+        }
         McpError::Start { .. }
         | McpError::Call { .. }
         | McpError::ResultTooLarge { .. }
+        | McpError::TooLarge { .. }
+        | McpError::Request { .. }
+        | McpError::NotOffered { .. }
         | McpError::NeedsSignIn { .. } => error(ErrorCode::ServerError, message, Vec::new()),
     }
 }

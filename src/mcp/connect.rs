@@ -44,6 +44,8 @@ pub struct Connection {
     pub(super) service: RunningService<RoleClient, McpClientHandler>,
     pub(super) tools: std::sync::RwLock<Arc<Vec<ToolInfo>>>,
     pub(super) tools_stale: Arc<AtomicBool>,
+    /// Resource and prompt lists, listed when first asked for (see `primitives`).
+    pub(super) lists: Arc<super::primitives::Lists>,
     pub(super) validators: StdMutex<HashMap<String, Arc<Option<jsonschema::Validator>>>>,
     /// Process group of a stdio server (its pid; the child leads its own group).
     pub(super) pgid: Option<i32>,
@@ -96,11 +98,10 @@ pub(super) async fn connect(name: &str, cfg: &ServerConfig, env: &Env<'_>) -> Re
     let transport = cfg.transport().map_err(|e| fail(e, Vec::new()))?;
     let tools_stale = Arc::new(AtomicBool::new(false));
     let clock = Arc::new(crate::util::clock::PauseClock::default());
-    let handler = McpClientHandler::new(name, env.events.clone(), tools_stale.clone()).with_host(
-        env.host.clone(),
-        cfg.clone(),
-        clock.clone(),
-    );
+    let lists = Arc::new(super::primitives::Lists::default());
+    let handler = McpClientHandler::new(name, env.events.clone(), tools_stale.clone())
+        .with_host(env.host.clone(), cfg.clone(), clock.clone())
+        .with_lists(lists.clone());
     let timeout = cfg.connect_timeout;
     let cap = ResultCap::new(env.max_result_bytes);
     let started_at = Instant::now();
@@ -210,6 +211,7 @@ pub(super) async fn connect(name: &str, cfg: &ServerConfig, env: &Env<'_>) -> Re
         service,
         tools: Default::default(),
         tools_stale,
+        lists,
         validators: Default::default(),
         pgid,
         log_offset,
@@ -225,6 +227,9 @@ pub(super) async fn connect(name: &str, cfg: &ServerConfig, env: &Env<'_>) -> Re
             }
             // A list_changed that raced the first listing is already reflected in it.
             conn.tools_stale.store(false, Ordering::Release);
+            if let Some(level) = cfg.log_level {
+                set_log_level(name, &conn, level, remaining).await;
+            }
             tracing::info!(server = name, elapsed = ?started_at.elapsed(), "server ready");
             Ok(conn)
         }
@@ -298,8 +303,34 @@ pub(super) async fn capped<T>(
     }
 }
 
+/// `logging/setLevel` for `log_level`, when the server offers logging; a failure is a warning
+/// (the server still works, only noisier or quieter than asked).
+#[allow(deprecated)] // logging (SEP-2577): servers still send and accept it.
+async fn set_log_level(name: &str, conn: &Connection, level: crate::config::LogLevel, within: Duration) {
+    let offers = conn.service.peer_info().is_some_and(|i| i.capabilities.logging.is_some());
+    if !offers {
+        tracing::info!(server = name, "log_level is set but the server offers no logging");
+        return;
+    }
+    let params = rmcp::model::SetLevelRequestParams::new(super::primitives::to_rmcp_level(level));
+    match tokio::time::timeout(within, conn.service.set_level(params)).await {
+        Ok(Ok(())) => {}
+        Ok(Err(e)) => tracing::warn!(server = name, "logging/setLevel failed: {}", super::error::service_error(&e)),
+        Err(_) => tracing::warn!(server = name, "logging/setLevel did not answer"),
+    }
+}
+
 pub(super) async fn list_tools(name: &str, cfg: &ServerConfig, conn: &Connection) -> Result<Vec<ToolInfo>, Failure> {
-    let tools = capped(&conn.cap, conn.service.list_all_tools()).await?;
+    // A server that offers only resources or prompts has no tools to list.
+    let offers_tools = conn.service.peer_info().is_none_or(|i| i.capabilities.tools.is_some());
+    let tools = match capped(&conn.cap, conn.service.list_all_tools()).await {
+        Err(Failure::Service(rmcp::ServiceError::McpError(e)))
+            if !offers_tools && e.code == rmcp::model::ErrorCode::METHOD_NOT_FOUND =>
+        {
+            Vec::new()
+        }
+        other => other?,
+    };
     let white = cfg.tool_white_list.as_ref();
     let mut out: Vec<ToolInfo> = tools
         .iter()

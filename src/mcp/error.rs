@@ -28,6 +28,22 @@ pub enum McpError {
     /// scopes than it has (`scopes`: what the server's `403 insufficient_scope` asked for).
     #[error("server `{server}` needs sign-in{}", sign_in_hint(server, scopes))]
     NeedsSignIn { server: String, scopes: Option<String> },
+    /// The server did not declare the capability (`resources`, `prompts`, ...).
+    #[error("server `{server}` offers no {what}")]
+    NotOffered { server: String, what: &'static str },
+    #[error("unknown prompt `{server}.{prompt}`{}", qualified_hint(server, suggestions))]
+    UnknownPrompt { server: String, prompt: String, suggestions: Vec<String> },
+    /// A read of a URI that is neither listed nor matches a template failed (`reason`: the server's).
+    #[error(
+        "unknown resource `{uri}` on server `{server}` ({reason}){}",
+        crate::util::suggest::did_you_mean(suggestions)
+    )]
+    UnknownResource { server: String, uri: String, reason: String, suggestions: Vec<String> },
+    /// A request other than a tool call failed: `what` is the method (and its subject).
+    #[error("server `{server}` failed `{what}`: {reason}")]
+    Request { server: String, what: String, reason: String },
+    #[error("the answer to `{what}` from server `{server}` is larger than the {} limit (mcp.max_result_bytes)", size_label(*limit))]
+    TooLarge { server: String, what: String, limit: usize },
 }
 
 fn sign_in_hint(server: &str, scopes: &Option<String>) -> String {
@@ -96,6 +112,11 @@ pub(super) fn service_error(e: &rmcp::ServiceError) -> String {
     use rmcp::ServiceError as E;
     match e {
         E::TransportSend(t) => format!("cannot send the request: {}", error_chain(t.error.as_ref())),
+        // The server's own words, without rmcp's `Mcp error: -32602:` prefix.
+        E::McpError(data) => {
+            let text = data.message.strip_prefix(&format!("MCP error {}: ", data.code.0)).unwrap_or(&data.message);
+            one_line(text)
+        }
         other => one_line(&other.to_string()),
     }
 }

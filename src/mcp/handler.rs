@@ -1,6 +1,6 @@
 //! The rmcp client handler: what `agent` tells servers about itself, and where their
-//! notifications go (progress and log messages to subscribers, `tools/list_changed` marks the
-//! cached tool list stale), and how it answers a server's requests: elicitation
+//! notifications go (progress, log messages and resource updates to subscribers; a
+//! `list_changed` for tools, resources or prompts marks that cached list stale), and how it answers a server's requests: elicitation
 //! (form and URL mode, always advertised) under the server's `elicitation` policy, sampling
 //! (advertised only when `sampling` is not `deny`) through the host's [`Sampler`], and roots
 //! (advertised only when `roots` is configured: servers such as server-filesystem change
@@ -15,6 +15,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use rmcp::model::{
     ClientCapabilities, ClientConfig, CreateMessageRequestParams, CreateMessageResult, ElicitRequestParams,
     ElicitResult, Implementation, ListRootsResult, LoggingMessageNotificationParam, ProgressNotificationParam,
+    ResourceUpdatedNotificationParam,
 };
 use rmcp::service::{NotificationContext, RequestContext};
 use rmcp::{ClientHandler, ErrorData, RoleClient};
@@ -25,6 +26,7 @@ use super::context::{CallContext, Calls, ProgressUpdate};
 use super::host::{
     Decision, Host, SampleMessage, SampleRequest, accept_defaults, fill_defaults, url_to_visit, violations,
 };
+use super::primitives::Lists;
 use crate::config::{ElicitationPolicy, SamplingPolicy, ServerConfig as Entry};
 use crate::util::clock::PauseClock;
 use crate::util::size::human_bytes;
@@ -32,9 +34,33 @@ use crate::util::size::human_bytes;
 /// A notification from a server, tagged with the server's name.
 #[derive(Debug, Clone)]
 pub enum ClientEvent {
-    Progress { server: String, progress: f64, total: Option<f64>, message: Option<String> },
-    Log { server: String, level: String, data: serde_json::Value },
-    ToolsChanged { server: String },
+    Progress {
+        server: String,
+        progress: f64,
+        total: Option<f64>,
+        message: Option<String>,
+    },
+    /// A `notifications/message`: `level` is MCP's (`debug` .. `emergency`).
+    Log {
+        server: String,
+        level: String,
+        logger: Option<String>,
+        data: serde_json::Value,
+    },
+    ToolsChanged {
+        server: String,
+    },
+    ResourcesChanged {
+        server: String,
+    },
+    PromptsChanged {
+        server: String,
+    },
+    /// A subscribed resource changed (`notifications/resources/updated`).
+    ResourceUpdated {
+        server: String,
+        uri: String,
+    },
 }
 
 /// Fan-out of [`ClientEvent`]s; subscribers that lag lose old events, never block servers.
@@ -69,6 +95,8 @@ pub struct McpClientHandler {
     clock: Arc<PauseClock>,
     /// The calls in flight on this connection (progress routes, who an elicitation goes to).
     calls: Arc<Calls>,
+    /// The connection's resource and prompt lists, marked stale by `list_changed`.
+    lists: Arc<Lists>,
 }
 
 impl McpClientHandler {
@@ -81,7 +109,14 @@ impl McpClientHandler {
             entry: Default::default(),
             clock: Default::default(),
             calls: Default::default(),
+            lists: Default::default(),
         }
+    }
+
+    /// The resource and prompt lists this handler marks stale.
+    pub(crate) fn with_lists(mut self, lists: Arc<Lists>) -> Self {
+        self.lists = lists;
+        self
     }
 
     /// The calls in flight on this connection.
@@ -396,7 +431,21 @@ impl ClientHandler for McpClientHandler {
     #[allow(deprecated)]
     async fn on_logging_message(&self, p: LoggingMessageNotificationParam, _cx: NotificationContext<RoleClient>) {
         let level = serde_json::to_value(p.level).ok().and_then(|v| v.as_str().map(String::from)).unwrap_or_default();
-        self.events.send(ClientEvent::Log { server: self.server.clone(), level, data: p.data });
+        self.events.send(ClientEvent::Log { server: self.server.clone(), level, logger: p.logger, data: p.data });
+    }
+
+    async fn on_resource_list_changed(&self, _cx: NotificationContext<RoleClient>) {
+        self.lists.resources_stale.store(true, Ordering::Release);
+        self.events.send(ClientEvent::ResourcesChanged { server: self.server.clone() });
+    }
+
+    async fn on_prompt_list_changed(&self, _cx: NotificationContext<RoleClient>) {
+        self.lists.prompts_stale.store(true, Ordering::Release);
+        self.events.send(ClientEvent::PromptsChanged { server: self.server.clone() });
+    }
+
+    async fn on_resource_updated(&self, p: ResourceUpdatedNotificationParam, _cx: NotificationContext<RoleClient>) {
+        self.events.send(ClientEvent::ResourceUpdated { server: self.server.clone(), uri: p.uri });
     }
 
     async fn on_tool_list_changed(&self, _cx: NotificationContext<RoleClient>) {

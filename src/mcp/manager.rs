@@ -532,6 +532,11 @@ impl McpManager {
         super::process::stop_groups(&groups, &self.run).await;
     }
 
+    /// The server's `call_timeout` (the default for an unknown name).
+    pub(super) fn call_timeout(&self, server: &str) -> Duration {
+        self.slot(server).map(|s| s.config.call_timeout).unwrap_or_else(|_| ServerConfig::default().call_timeout)
+    }
+
     /// Path of a server's stderr log (for messages that point the user at it).
     pub fn log_file(&self, server: &str) -> PathBuf {
         self.logs.path(server)

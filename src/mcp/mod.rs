@@ -32,6 +32,7 @@ pub mod http;
 pub mod manager;
 pub mod naming;
 pub mod observe;
+pub mod primitives;
 pub mod process;
 pub mod reap;
 pub mod saved;

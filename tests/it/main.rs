@@ -23,6 +23,7 @@ mod interactive;
 mod layers;
 mod manage;
 mod mcp;
+mod primitives;
 mod project;
 mod run;
 mod search;

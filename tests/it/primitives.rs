@@ -1,0 +1,79 @@
+//! MCP's other primitives through the manager (resources, templates, prompts, completions,
+//! subscriptions, the logging level), against npm's server-everything, which offers them all,
+//! and the fixture server, which offers only tools.
+
+use crate::support;
+
+use agent::mcp::McpManager;
+use agent::mcp::primitives::CompletionRef;
+use serde_json::{Map, Value, json};
+use support::{Project, everything_yaml, fixture_stdio_yaml, node_or_skip};
+
+fn obj(v: Value) -> Map<String, Value> {
+    v.as_object().cloned().unwrap_or_default()
+}
+
+#[tokio::test]
+async fn the_manager_lists_reads_and_completes_a_real_servers_resources_and_prompts() {
+    if !node_or_skip("server-everything") {
+        return;
+    }
+    let p = Project::with_servers(&format!("{}{}", everything_yaml("everything"), fixture_stdio_yaml("fixture", &[])));
+    let manager = McpManager::new(&p.library_config());
+
+    let offers = manager.offers("everything").await.unwrap();
+    assert!(offers.resources && offers.prompts && offers.completions && offers.logging, "{offers:?}");
+    let listed = manager.resources("everything").await.unwrap();
+    let doc = "demo://resource/static/document/architecture.md";
+    assert!(listed.resources.iter().any(|r| r.uri == doc), "{listed:?}");
+    assert!(listed.templates.iter().any(|t| t.uri_template == "demo://resource/dynamic/text/{resourceId}"));
+    let read = manager.read_resource("everything", doc).await.unwrap();
+    let text = serde_json::to_value(&read.contents[0]).unwrap();
+    assert!(text["text"].as_str().unwrap().contains("Architecture"), "{text}");
+    // A URI made from a template is not listed, and still read.
+    let read = manager.read_resource("everything", "demo://resource/dynamic/text/3").await.unwrap();
+    assert_eq!(read.contents.len(), 1);
+
+    let prompts = manager.prompts("everything").await.unwrap();
+    let names: Vec<&str> = prompts.iter().map(|p| p.name.as_str()).collect();
+    assert!(names.contains(&"simple-prompt") && names.contains(&"args-prompt"), "{names:?}");
+    let got = manager.get_prompt("everything", "args-prompt", obj(json!({"city": "Oslo"}))).await.unwrap();
+    let said = serde_json::to_string(&got.messages).unwrap();
+    assert!(said.contains("Oslo"), "{said}");
+
+    // Bad input: suggestions, the missing argument named before the server is asked.
+    let err = manager.get_prompt("everything", "simple-promt", Map::new()).await.unwrap_err();
+    assert!(err.to_string().contains("did you mean `everything.simple-prompt`"), "{err}");
+    let err = manager.get_prompt("everything", "args-prompt", Map::new()).await.unwrap_err();
+    assert!(err.to_string().contains("missing required argument `city`"), "{err}");
+    let err = manager.read_resource("everything", &format!("{doc}x")).await.unwrap_err();
+    assert!(err.to_string().starts_with(&format!("unknown resource `{doc}x` on server `everything`")), "{err}");
+    assert!(err.to_string().contains(&format!("did you mean `{doc}`")), "{err}");
+
+    let done = manager
+        .complete("everything", &CompletionRef::Prompt("completable-prompt".into()), "department", "", Map::new())
+        .await
+        .unwrap();
+    assert!(!done.values.is_empty(), "{done:?}");
+    let first = done.values[0].clone();
+    let narrowed = manager
+        .complete(
+            "everything",
+            &CompletionRef::Prompt("completable-prompt".into()),
+            "name",
+            "",
+            obj(json!({"department": first})),
+        )
+        .await
+        .unwrap();
+    assert!(!narrowed.values.is_empty(), "{narrowed:?}");
+    manager.set_log_level("everything", agent::config::LogLevel::Debug).await.unwrap();
+
+    let err = manager.resources("fixture").await.unwrap();
+    assert!(err.resources.is_empty());
+    let err = manager.read_resource("fixture", "file:///x").await.unwrap_err();
+    assert_eq!(err.to_string(), "server `fixture` offers no resources");
+    let err = manager.get_prompt("fixture", "x", obj(json!({}))).await.unwrap_err();
+    assert_eq!(err.to_string(), "server `fixture` offers no prompts");
+    manager.shutdown().await;
+}
