@@ -8,6 +8,8 @@
 //! - [`direct`]: direct mode (one LLM tool per MCP tool, schema adaptation, result cutting).
 //! - [`code`]: code mode's model-facing tools (`code_execution`, tree discovery) and prompt.
 //! - [`progressive`]: progressive mode (`search_tools`, `call_tool`, pinned direct tools).
+//! - [`resources`]: `list_resources` / `read_resource` beside the tools of direct, progressive and
+//!   mixed runs, when a server of the run offers resources.
 //! - [`tokens`]: offline token estimates of direct vs code vs progressive mode, and `auto`'s choice.
 //! - [`provider_from_config`]: the factory that picks a provider; it lives here, above the
 //!   trait's module and both implementations, so none of them imports another.
@@ -23,6 +25,7 @@ pub mod mixed;
 pub mod openai;
 pub mod progressive;
 pub mod provider;
+pub mod resources;
 pub mod run;
 pub mod session;
 pub mod tokens;

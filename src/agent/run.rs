@@ -14,6 +14,7 @@ use super::direct::{DirectHost, ToolMap};
 use super::mixed::MixedHost;
 use super::progressive::{self, ProgressiveHost};
 use super::provider::LlmProvider;
+use super::resources::{ResourceTools, WithResources};
 use super::session::{self, Observer, Settings, ToolHost, Transcript};
 use super::tokens;
 use crate::codemode::tool::LimitsText;
@@ -134,18 +135,20 @@ impl Run<'_> {
         code_servers: &[String],
     ) -> anyhow::Result<Option<Transcript>> {
         let (direct, handlers) = self.direct_host(direct_tools)?;
+        let resources = self.resource_tools(direct_servers).await;
         let code_run = Run { servers: code_servers, ..self };
         let mut code = CodeMode::new(self.manager.clone(), Options::from_config(self.config)?);
         code.set_recorder(self.recorder.clone());
         let transcript = match code_run.code_setup(&mut code).await {
             Ok(Some((prompt, specs))) => {
                 let mut prompt = format!("{prompt}{}", mixed_prompt_extra(direct_servers));
+                add_resources_line(&mut prompt, &resources);
                 if handlers {
                     prompt.push_str(crate::handler::PROMPT);
                 }
-                let host = MixedHost::new(direct, CodeHost::new(specs, &code));
+                let host = WithResources::new(MixedHost::new(direct, CodeHost::new(specs, &code)), resources);
                 let transcript = self.run_loop(prompt, &host, "mixed").await;
-                host.stop().await;
+                host.into_inner().stop().await;
                 Ok(Some(transcript))
             }
             other => {
@@ -160,12 +163,15 @@ impl Run<'_> {
     /// Direct mode over the tools of the servers that started.
     async fn direct(self, tools: &[crate::mcp::ToolInfo], mode: &str) -> anyhow::Result<Option<Transcript>> {
         let (host, handlers) = self.direct_host(tools)?;
+        let resources = self.resource_tools(self.servers).await;
         let mut prompt = direct_system_prompt(self.servers);
+        add_resources_line(&mut prompt, &resources);
         if handlers {
             prompt.push_str(crate::handler::PROMPT);
         }
+        let host = WithResources::new(host, resources);
         let transcript = self.run_loop(prompt, &host, mode).await;
-        host.stop().await;
+        host.into_inner().stop().await;
         Ok(Some(transcript))
     }
 
@@ -178,10 +184,18 @@ impl Run<'_> {
         }
         let pinned = ToolMap::build(&pins, tokens::flavor(config.llm.provider));
         let pinned_names: Vec<String> = pinned.names().map(String::from).collect();
-        let prompt = progressive::system_prompt(&started.ok, started.tools.len(), &pinned_names);
+        let mut prompt = progressive::system_prompt(&started.ok, started.tools.len(), &pinned_names);
+        let resources = self.resource_tools(&started.ok).await;
+        add_resources_line(&mut prompt, &resources);
         let host =
             ProgressiveHost::new(self.manager.clone(), started.ok.clone(), pinned, config.agent.max_tool_result_bytes);
+        let host = WithResources::new(host, resources);
         Ok(Some(self.run_loop(prompt, &host, "progressive").await))
+    }
+
+    /// `list_resources` / `read_resource` when a running server among `servers` offers resources.
+    async fn resource_tools(&self, servers: &[String]) -> Option<ResourceTools> {
+        ResourceTools::discover(self.manager, servers, self.config.agent.max_tool_result_bytes).await
     }
 
     /// Code mode: its own [`CodeMode`] for the run, stopped at the end.
@@ -256,6 +270,20 @@ impl Run<'_> {
             mode: mode.to_string(),
         };
         session::run(self.task, &settings, self.llm, host, self.observer, self.cancel).await
+    }
+}
+
+/// The system prompt's sentence on the resource meta-tools, before its last newline.
+fn add_resources_line(prompt: &mut String, resources: &Option<ResourceTools>) {
+    if let Some(r) = resources {
+        let had_newline = prompt.ends_with('\n');
+        if had_newline {
+            prompt.pop();
+        }
+        prompt.push_str(&r.prompt_line());
+        if had_newline {
+            prompt.push('\n');
+        }
     }
 }
 

@@ -210,6 +210,12 @@ impl McpManager {
         Ok(conn)
     }
 
+    /// The live connection to `server` if it is running; never starts it.
+    pub(super) async fn running(&self, server: &str) -> Option<Arc<Connection>> {
+        let slot = self.slot(server).ok()?;
+        slot.conn.lock().await.as_ref().filter(|c| c.is_alive()).cloned()
+    }
+
     /// The tools of one server (after `tool_white_list`), starting it if needed.
     pub async fn tools(&self, server: &str) -> Result<Arc<Vec<ToolInfo>>, McpError> {
         let conn = self.connection(server).await?;

@@ -93,6 +93,13 @@ impl McpManager {
         Ok(offers(&*self.connection(server).await?))
     }
 
+    /// What `server` offers, when it is running (never starts it: for callers that must not pay
+    /// a failed server's start again).
+    pub async fn offers_if_running(&self, server: &str) -> Option<Offers> {
+        let conn = self.running(server).await?;
+        Some(offers(&conn))
+    }
+
     /// The resources and resource templates of `server` (empty when it offers none), kept until
     /// the server says its list changed.
     pub async fn resources(&self, server: &str) -> Result<Arc<Resources>, McpError> {

@@ -25,6 +25,7 @@ mod manage;
 mod mcp;
 mod primitives;
 mod project;
+mod resource_tools;
 mod run;
 mod search;
 mod serve;

@@ -115,7 +115,9 @@ fn direct_openai_streaming_with_server_everything_runs_parallel_calls() {
     assert_eq!(reqs[0].header("authorization"), Some("Bearer test-key"));
     assert_eq!(reqs[0].body["stream_options"]["include_usage"], true);
     let listed = listed_tools(&p);
-    let offered = reqs[0].tool_names();
+    let mut offered = reqs[0].tool_names();
+    // server-everything offers resources: the two resource tools come last.
+    assert_eq!(offered.split_off(offered.len() - 2), ["list_resources", "read_resource"]);
     assert_eq!(offered.len(), listed.len(), "{offered:?}");
     assert!(listed.iter().filter(|t| t["server"] == "everything").count() >= 10);
     let valid = regex::Regex::new("^[a-zA-Z0-9_-]{1,64}$").unwrap();
