@@ -90,9 +90,27 @@ fn tools_call() {
     scenario("tools_call");
 }
 
+/// The suite's `sse-retry` server answers a pending tool call on the client's standalone GET
+/// stream when that stream arrives after the call started (rmcp opens it in the background, and
+/// under load it can come late): the call then ends before the suite's timer closes the call's
+/// stream, and the timing check can only say "Could not measure timing". That run measured
+/// nothing, so it is run again (at most three times); a reconnect too early or too late, or any
+/// other failed check, fails at once.
 #[test]
 fn sse_retry() {
-    scenario("sse-retry");
+    for attempt in 1..=3 {
+        let Some((ok, stdout, stderr)) = run_scenario("sse-retry") else { return };
+        if ok && stderr.contains("OVERALL: PASSED") {
+            return;
+        }
+        // The suite names that check "... the retry field timing" only when it could not measure.
+        let out = format!("{stdout}{stderr}");
+        let unmeasured = out.contains("Could not measure timing") || out.contains("respect the retry field timing");
+        assert!(
+            unmeasured && attempt < 3,
+            "conformance scenario sse-retry failed (attempt {attempt}):\n{stdout}\n{stderr}"
+        );
+    }
 }
 
 /// Needs `elicitation: accept_defaults` on the server entry (SEP-1034 defaults).
