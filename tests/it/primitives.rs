@@ -77,3 +77,50 @@ async fn the_manager_lists_reads_and_completes_a_real_servers_resources_and_prom
     assert_eq!(err.to_string(), "server `fixture` offers no prompts");
     manager.shutdown().await;
 }
+
+/// A server that adds a resource says `resources/list_changed`; the kept list is listed again.
+/// A subscription's `notifications/resources/updated` reaches the manager's events.
+#[tokio::test]
+async fn the_resource_list_follows_list_changed_and_subscriptions_deliver_updates() {
+    use agent::mcp::handler::ClientEvent;
+    if !node_or_skip("server-everything") {
+        return;
+    }
+    let p = Project::with_servers(&everything_yaml("everything"));
+    let manager = McpManager::new(&p.library_config());
+    let before = manager.resources("everything").await.unwrap();
+    let mut events = manager.events().subscribe();
+    let data = "data:text/plain;base64,aGVsbG8gd29ybGQ=";
+    let args = obj(json!({"name": "hello.txt.gz", "data": data, "outputType": "resourceLink"}));
+    let r = manager.call_tool("everything", "gzip-file-as-resource", args).await.unwrap();
+    assert_ne!(r.is_error, Some(true), "{r:?}");
+    let changed = tokio::time::timeout(std::time::Duration::from_secs(10), async {
+        loop {
+            if let Ok(ClientEvent::ResourcesChanged { server }) = events.recv().await {
+                return server;
+            }
+        }
+    })
+    .await
+    .expect("resources/list_changed within 10 s");
+    assert_eq!(changed, "everything");
+    let after = manager.resources("everything").await.unwrap();
+    assert_eq!(after.resources.len(), before.resources.len() + 1, "{after:?}");
+    let added = after.resources.iter().find(|r| r.name.contains("hello.txt.gz")).expect("the new resource is listed");
+
+    manager.subscribe("everything", &added.uri).await.unwrap();
+    let on = manager.call_tool("everything", "toggle-subscriber-updates", Map::new()).await.unwrap();
+    assert_ne!(on.is_error, Some(true), "{on:?}");
+    let updated = tokio::time::timeout(std::time::Duration::from_secs(20), async {
+        loop {
+            if let Ok(ClientEvent::ResourceUpdated { server, uri }) = events.recv().await {
+                return (server, uri);
+            }
+        }
+    })
+    .await
+    .expect("a resources/updated notification within 20 s");
+    assert_eq!(updated, ("everything".to_string(), added.uri.clone()));
+    manager.unsubscribe("everything", &added.uri).await.unwrap();
+    manager.shutdown().await;
+}
