@@ -18,6 +18,9 @@
 //!    kept worker process (target p50 ≤ 1 ms; the first call shows what starting a worker costs,
 //!    which every call paid when workers were not kept), jq on a thread, JavaScript in a fresh
 //!    isolate.
+//! 7. Where a fresh isolate's time goes: the runner's steps for a trivial script timed one by
+//!    one (`agent::runtime::phase_profile`): runtime creation with the snapshot restored, our
+//!    finalize step, transpile, module load, evaluation, dispose. Medians and p95 per step.
 //!
 //! Set BENCH_QUICK=1 for fewer iterations.
 
@@ -68,6 +71,29 @@ fn main() {
     if run("6") {
         tokio.block_on(handler_overhead(dir.path(), if quick { 10 } else { 50 }));
     }
+    if run("7") {
+        phases(if quick { 30 } else { 200 });
+    }
+}
+
+/// Section 7: the steps of a fresh isolate, each timed on its own.
+fn phases(n: usize) {
+    println!(
+        "\n-- 7. a fresh isolate, step by step ({n} isolates, a trivial module each, at most 64 per thread as the runner makes them)"
+    );
+    // The first pays for loading (or making) the snapshot: not counted.
+    agent::runtime::phase_profile(1).expect("phase profile");
+    let runs = agent::runtime::phase_profile(n).expect("phase profile");
+    let mut total = Vec::with_capacity(n);
+    for (i, name) in agent::runtime::PHASES.iter().enumerate() {
+        let (p50, p95, _) = stats(runs.iter().map(|r| r[i]).collect());
+        println!("{name:<18} p50 {}  p95 {}", ms(p50), ms(p95));
+    }
+    for r in &runs {
+        total.push(r.iter().sum());
+    }
+    let (p50, p95, _) = stats(total);
+    println!("{:<18} p50 {}  p95 {}", "all steps", ms(p50), ms(p95));
 }
 
 /// Milliseconds per call of `n` sequential `profile` calls.

@@ -711,6 +711,9 @@ fn absolute(path: &Path) -> PathBuf {
     std::fs::canonicalize(&abs).unwrap_or_else(|_| normalize(&abs))
 }
 
+#[doc(hidden)]
+pub mod phases;
+
 #[cfg(test)]
 mod tests {
     use super::*;
