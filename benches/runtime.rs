@@ -94,6 +94,12 @@ fn phases(n: usize) {
     }
     let (p50, p95, _) = stats(total);
     println!("{:<18} p50 {}  p95 {}", "all steps", ms(p50), ms(p95));
+    let (p50, p95, _) = stats(agent::runtime::engine_floor(n));
+    println!(
+        "the engine alone (its isolate + context, made and dropped; no deno_core, snapshot or bootstrap)  p50 {}  p95 {}",
+        ms(p50),
+        ms(p95)
+    );
 }
 
 /// Milliseconds per call of `n` sequential `profile` calls.

@@ -47,7 +47,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-pub use isolate::phases::{PHASES, phase_profile};
+pub use isolate::phases::{PHASES, engine_floor, phase_profile};
 pub use isolate::{MIN_HEAP_MB, use_private_bytecode_cache};
 pub use process::{WORKER_ARG, worker_main, worker_verbosity};
 

@@ -4,7 +4,9 @@
 //! The steps are the ones `Prepared::create` and `Prepared::run` take, in their order: the
 //! deno_core runtime made (the engine's isolate and context, the snapshot restored, the ops
 //! bound), our finalize step, the script transpiled, loaded as a module, evaluated, and the
-//! runtime dropped (the engine frees everything restored).
+//! runtime dropped (the engine frees everything restored). Beside them, the floor under all of
+//! it: the engine's own isolate and context, made and dropped without deno_core, a snapshot or
+//! our bootstrap.
 
 use std::time::{Duration, Instant};
 
@@ -29,6 +31,35 @@ pub fn phase_profile(runs: usize) -> Result<Vec<[Duration; 6]>, String> {
         left -= n;
     }
     Ok(out)
+}
+
+/// `runs` times the engine alone: an isolate and a context made and dropped (what every step above
+/// starts from). Call after [`phase_profile`], which initialises the engine's platform.
+pub fn engine_floor(runs: usize) -> Vec<Duration> {
+    let mut out = Vec::with_capacity(runs);
+    let mut left = runs;
+    while left > 0 {
+        let n = left.min(super::ISOLATES_PER_THREAD);
+        let chunk = std::thread::spawn(move || {
+            (0..n)
+                .map(|_| {
+                    let start = Instant::now();
+                    let mut isolate = v8::Isolate::new(v8::CreateParams::default());
+                    {
+                        v8::scope!(scope, &mut isolate);
+                        let _context = v8::Context::new(scope, Default::default());
+                    }
+                    drop(isolate);
+                    start.elapsed()
+                })
+                .collect::<Vec<_>>()
+        })
+        .join()
+        .unwrap_or_default();
+        out.extend(chunk);
+        left -= n;
+    }
+    out
 }
 
 fn on_this_thread(runs: usize) -> Result<Vec<[Duration; 6]>, String> {
