@@ -23,7 +23,7 @@ use super::host::Host;
 use super::process::{Logs, kill_group};
 use super::stdio::{ResultCap, all_in_flight_failed, size_label};
 use super::tools::ToolInfo;
-use crate::config::{ServerConfig, Transport};
+use crate::config::{LogLevel, ServerConfig, Transport};
 use crate::util::clock::PauseClock;
 
 /// What connecting needs from the manager.
@@ -45,7 +45,7 @@ pub struct Connection {
     pub(super) tools: std::sync::RwLock<Arc<Vec<ToolInfo>>>,
     pub(super) tools_stale: Arc<AtomicBool>,
     /// Resource and prompt lists, listed when first asked for (see `primitives`).
-    pub(super) lists: Arc<super::primitives::Lists>,
+    pub(super) lists: Arc<super::lists::Lists>,
     pub(super) validators: StdMutex<HashMap<String, Arc<Option<jsonschema::Validator>>>>,
     /// Process group of a stdio server (its pid; the child leads its own group).
     pub(super) pgid: Option<i32>,
@@ -98,7 +98,7 @@ pub(super) async fn connect(name: &str, cfg: &ServerConfig, env: &Env<'_>) -> Re
     let transport = cfg.transport().map_err(|e| fail(e, Vec::new()))?;
     let tools_stale = Arc::new(AtomicBool::new(false));
     let clock = Arc::new(crate::util::clock::PauseClock::default());
-    let lists = Arc::new(super::primitives::Lists::default());
+    let lists = Arc::new(super::lists::Lists::default());
     let handler = McpClientHandler::new(name, env.events.clone(), tools_stale.clone())
         .with_host(env.host.clone(), cfg.clone(), clock.clone())
         .with_lists(lists.clone());
@@ -303,16 +303,32 @@ pub(super) async fn capped<T>(
     }
 }
 
+/// MCP's level for ours.
+#[allow(deprecated)]
+pub fn to_rmcp_level(level: LogLevel) -> rmcp::model::LoggingLevel {
+    use rmcp::model::LoggingLevel as L;
+    match level {
+        LogLevel::Debug => L::Debug,
+        LogLevel::Info => L::Info,
+        LogLevel::Notice => L::Notice,
+        LogLevel::Warning => L::Warning,
+        LogLevel::Error => L::Error,
+        LogLevel::Critical => L::Critical,
+        LogLevel::Alert => L::Alert,
+        LogLevel::Emergency => L::Emergency,
+    }
+}
+
 /// `logging/setLevel` for `log_level`, when the server offers logging; a failure is a warning
 /// (the server still works, only noisier or quieter than asked).
 #[allow(deprecated)] // logging (SEP-2577): servers still send and accept it.
-async fn set_log_level(name: &str, conn: &Connection, level: crate::config::LogLevel, within: Duration) {
+async fn set_log_level(name: &str, conn: &Connection, level: LogLevel, within: Duration) {
     let offers = conn.service.peer_info().is_some_and(|i| i.capabilities.logging.is_some());
     if !offers {
         tracing::info!(server = name, "log_level is set but the server offers no logging");
         return;
     }
-    let params = rmcp::model::SetLevelRequestParams::new(super::primitives::to_rmcp_level(level));
+    let params = rmcp::model::SetLevelRequestParams::new(to_rmcp_level(level));
     match tokio::time::timeout(within, conn.service.set_level(params)).await {
         Ok(Ok(())) => {}
         Ok(Err(e)) => tracing::warn!(server = name, "logging/setLevel failed: {}", super::error::service_error(&e)),

@@ -26,7 +26,7 @@ use super::context::{CallContext, Calls, ProgressUpdate};
 use super::host::{
     Decision, Host, SampleMessage, SampleRequest, accept_defaults, fill_defaults, url_to_visit, violations,
 };
-use super::primitives::Lists;
+use super::lists::Lists;
 use crate::config::{ElicitationPolicy, SamplingPolicy, ServerConfig as Entry};
 use crate::util::clock::PauseClock;
 use crate::util::size::human_bytes;

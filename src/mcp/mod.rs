@@ -12,6 +12,8 @@
 //!   `handler`: the rmcp client handler (notifications, the server's requests); `host`: what the
 //!   layers above answer elicitation and sampling with; `approval`: asking before destructive
 //!   calls;
+//! - `primitives`: resources, prompts, completions, subscriptions and the logging level on the
+//!   manager; `lists`: the resource and prompt lists a connection keeps until `list_changed`;
 //! - `tools`: [`ToolInfo`], the tool record every other module consumes; `naming`: tools' names
 //!   as LLM tools and proxied tools; `catalog`: the searchable tool catalog and its cache;
 //!   `observe`: [`CallObserver`]; `usage`: successful calls per tool, the first observer; `saved`: the tool lists kept on disk
@@ -29,6 +31,7 @@ pub mod error;
 pub mod handler;
 pub mod host;
 pub mod http;
+pub mod lists;
 pub mod manager;
 pub mod naming;
 pub mod observe;

@@ -8,38 +8,22 @@
 //! first asked for and kept per connection until the server says `list_changed` ([`Lists`]).
 //! Unknown prompt names and resource URIs get suggestions from those lists.
 
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, RwLock};
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
 
 use rmcp::model::{
     ArgumentInfo, CompleteRequestParams, CompletionContext, CompletionInfo, GetPromptRequestParams, GetPromptResult,
-    Prompt, ReadResourceRequestParams, ReadResourceResult, Reference, Resource, ResourceTemplate, ServerCapabilities,
-    SubscribeRequestParams, UnsubscribeRequestParams,
+    Prompt, ReadResourceRequestParams, ReadResourceResult, Reference, ServerCapabilities, SubscribeRequestParams,
+    UnsubscribeRequestParams,
 };
 use serde::Serialize;
 use serde_json::{Map, Value};
 
-use super::connect::{Connection, Failure, capped};
+use super::connect::{Connection, Failure, capped, to_rmcp_level};
 use super::error::{McpError, service_error};
+pub use super::lists::{Lists, Resources};
 use super::manager::McpManager;
 use crate::config::LogLevel;
-
-/// A server's resources and resource templates.
-#[derive(Debug, Clone, Default, Serialize)]
-pub struct Resources {
-    pub resources: Vec<Resource>,
-    #[serde(rename = "resourceTemplates")]
-    pub templates: Vec<ResourceTemplate>,
-}
-
-/// The lists one connection keeps: `None` until first listed, listed again after `list_changed`.
-#[derive(Default)]
-pub struct Lists {
-    pub(super) resources_stale: AtomicBool,
-    pub(super) prompts_stale: AtomicBool,
-    resources: RwLock<Option<Arc<Resources>>>,
-    prompts: RwLock<Option<Arc<Vec<Prompt>>>>,
-}
 
 /// What a server offers besides tools (from its `initialize` capabilities).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
@@ -330,22 +314,6 @@ impl McpManager {
                 reason: format!("no answer within {} (call_timeout)", humantime::format_duration(timeout)),
             }),
         }
-    }
-}
-
-/// MCP's level for ours.
-#[allow(deprecated)]
-pub fn to_rmcp_level(level: LogLevel) -> rmcp::model::LoggingLevel {
-    use rmcp::model::LoggingLevel as L;
-    match level {
-        LogLevel::Debug => L::Debug,
-        LogLevel::Info => L::Info,
-        LogLevel::Notice => L::Notice,
-        LogLevel::Warning => L::Warning,
-        LogLevel::Error => L::Error,
-        LogLevel::Critical => L::Critical,
-        LogLevel::Alert => L::Alert,
-        LogLevel::Emergency => L::Emergency,
     }
 }
 
