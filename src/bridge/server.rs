@@ -304,8 +304,7 @@ async fn in_context<T>(
     what: &str,
     fut: impl Future<Output = Result<T, McpError>>,
 ) -> Result<T, McpError> {
-    let cancel = state.context.read().ok().and_then(|c| c.as_ref().and_then(|cx| cx.cancel.clone()));
-    let Some(cancel) = cancel else { return fut.await };
+    let Some(cancel) = cancel_token(state) else { return fut.await };
     tokio::select! {
         r = fut => r,
         _ = cancel.cancelled() => Err(McpError::Request {
@@ -314,6 +313,17 @@ async fn in_context<T>(
             reason: "cancelled".to_string(),
         }),
     }
+}
+
+/// The token that cancels the running script's requests, if it has one.
+fn cancel_token(state: &State) -> Option<CancellationToken> {
+    state.context.read().ok().and_then(|c| c.as_ref().and_then(|cx| cx.cancel.clone()))
+}
+
+/// Whether the running script's requests were cancelled (a list over every server then stops
+/// instead of leaving the rest out).
+fn cancelled(state: &State) -> bool {
+    cancel_token(state).is_some_and(|c| c.is_cancelled())
 }
 
 /// The servers a list request covers: the one named (checked), or every enabled one.
@@ -339,7 +349,7 @@ async fn list_resources(req: Request<Incoming>, state: &State) -> Resp {
     for server in &servers {
         let listed = match in_context(state, server, "resources/list", state.manager.resources(server)).await {
             Ok(l) => l,
-            Err(e) if request.server.is_some() => return mcp_error(e),
+            Err(e) if request.server.is_some() || cancelled(state) => return mcp_error(e),
             Err(e) => {
                 tracing::info!("listResources leaves out `{server}`: {e}");
                 continue;
@@ -380,7 +390,7 @@ async fn list_prompts(req: Request<Incoming>, state: &State) -> Resp {
     for server in &servers {
         let listed = match in_context(state, server, "prompts/list", state.manager.prompts(server)).await {
             Ok(l) => l,
-            Err(e) if request.server.is_some() => return mcp_error(e),
+            Err(e) if request.server.is_some() || cancelled(state) => return mcp_error(e),
             Err(e) => {
                 tracing::info!("listPrompts leaves out `{server}`: {e}");
                 continue;

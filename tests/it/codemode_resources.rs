@@ -328,3 +328,30 @@ fn a_tool_only_server_keeps_its_readme_and_a_listing_script_starts_every_server(
     assert!(!before.contains("Resources and prompts"));
     assert_eq!(std::fs::read_to_string(ws.join(".agent-manifest.json")).unwrap(), manifest);
 }
+
+#[tokio::test]
+async fn a_read_in_a_cancelled_scripts_context_ends_at_once() {
+    if !node_or_skip("server-everything") {
+        return;
+    }
+    let p = Project::with_servers(&everything_yaml("everything"));
+    let (manager, bridge) = bridge_with_cap(&p, 16 << 20).await;
+    let ep = bridge.endpoint().clone();
+    manager.start_servers(&["everything".to_string()]).await;
+    let read = json!({"server": "everything", "uri": DOC}).to_string();
+    // The context `serve` gives a script whose request its client cancelled.
+    let cancel = tokio_util::sync::CancellationToken::new();
+    cancel.cancel();
+    bridge.set_context(Some(agent::mcp::CallContext { cancel: Some(cancel), ..Default::default() }));
+    let (status, answer) = raw(&ep.socket, "POST", "/resources/read", Some(&ep.token), read.clone()).await;
+    assert_eq!(status, 502, "{answer}");
+    assert!(answer["error"]["message"].as_str().unwrap().ends_with("cancelled"), "{answer}");
+    let (status, answer) = raw(&ep.socket, "POST", "/prompts", Some(&ep.token), "{}").await;
+    assert_eq!(status, 502, "{answer}");
+    // The next script's context is not cancelled: the same read answers.
+    bridge.set_context(None);
+    let (status, answer) = raw(&ep.socket, "POST", "/resources/read", Some(&ep.token), read).await;
+    assert_eq!(status, 200, "{answer}");
+    bridge.stop().await;
+    manager.shutdown().await;
+}
