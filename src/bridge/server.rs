@@ -334,27 +334,40 @@ fn list_servers(state: &State, request: &ListRequest) -> Result<Vec<String>, Mcp
     }
 }
 
-/// `POST /resources`: the resources and templates of one server or of every enabled one (a
-/// server that fails is then left out, as a search leaves it out).
+/// The lists of `POST /resources` or `POST /prompts` (`what`), by server: of the one the
+/// request names, or of every enabled one (a server that fails is then left out, as a search
+/// leaves it out, unless the script was cancelled). `Err` is the answer to send instead.
+async fn listed<T, Fut>(
+    req: Request<Incoming>,
+    state: &State,
+    what: &str,
+    list: impl Fn(String) -> Fut,
+) -> Result<Vec<(String, T)>, Resp>
+where
+    Fut: Future<Output = Result<T, McpError>>,
+{
+    let request: ListRequest = read_json(req, "{\"server\"?: \"...\"}").await?;
+    let servers = list_servers(state, &request).map_err(mcp_error)?;
+    let mut out = Vec::with_capacity(servers.len());
+    for server in servers {
+        match in_context(state, &server, what, list(server.clone())).await {
+            Ok(l) => out.push((server, l)),
+            Err(e) if request.server.is_some() || cancelled(state) => return Err(mcp_error(e)),
+            Err(e) => tracing::info!("`{what}` leaves out `{server}`: {e}"),
+        }
+    }
+    Ok(out)
+}
+
+/// `POST /resources`: the resources and templates of one server or of every enabled one.
 async fn list_resources(req: Request<Incoming>, state: &State) -> Resp {
-    let request: ListRequest = match read_json(req, "{\"server\"?: \"...\"}").await {
-        Ok(r) => r,
+    let manager = &state.manager;
+    let lists = match listed(req, state, "resources/list", |s| async move { manager.resources(&s).await }).await {
+        Ok(l) => l,
         Err(resp) => return resp,
     };
-    let servers = match list_servers(state, &request) {
-        Ok(s) => s,
-        Err(e) => return mcp_error(e),
-    };
     let mut out = ResourceList::default();
-    for server in &servers {
-        let listed = match in_context(state, server, "resources/list", state.manager.resources(server)).await {
-            Ok(l) => l,
-            Err(e) if request.server.is_some() || cancelled(state) => return mcp_error(e),
-            Err(e) => {
-                tracing::info!("listResources leaves out `{server}`: {e}");
-                continue;
-            }
-        };
+    for (server, listed) in lists {
         out.resources.extend(listed.resources.iter().map(|r| ResourceInfo {
             server: server.clone(),
             uri: r.uri.clone(),
@@ -378,24 +391,13 @@ async fn list_resources(req: Request<Incoming>, state: &State) -> Resp {
 
 /// `POST /prompts`: the prompts of one server or of every enabled one.
 async fn list_prompts(req: Request<Incoming>, state: &State) -> Resp {
-    let request: ListRequest = match read_json(req, "{\"server\"?: \"...\"}").await {
-        Ok(r) => r,
+    let manager = &state.manager;
+    let lists = match listed(req, state, "prompts/list", |s| async move { manager.prompts(&s).await }).await {
+        Ok(l) => l,
         Err(resp) => return resp,
     };
-    let servers = match list_servers(state, &request) {
-        Ok(s) => s,
-        Err(e) => return mcp_error(e),
-    };
     let mut out = Vec::new();
-    for server in &servers {
-        let listed = match in_context(state, server, "prompts/list", state.manager.prompts(server)).await {
-            Ok(l) => l,
-            Err(e) if request.server.is_some() || cancelled(state) => return mcp_error(e),
-            Err(e) => {
-                tracing::info!("listPrompts leaves out `{server}`: {e}");
-                continue;
-            }
-        };
+    for (server, listed) in lists {
         out.extend(listed.iter().map(|p| {
             PromptInfo {
                 server: server.clone(),

@@ -3,18 +3,15 @@
 //! npm's server-everything, their errors, the result cap, the bridge endpoints' token and body
 //! fences, the tree's README and `searchTools` finding them.
 
+use crate::bridge::raw;
 use crate::support;
 
-use std::path::Path;
 use std::sync::Arc;
 
 use agent::bridge::BridgeServer;
 use agent::mcp::McpManager;
 use agent::runtime::{ExecRequest, Executor, Limits, Script};
 use bytes::Bytes;
-use http_body_util::{BodyExt, Full};
-use hyper_util::client::legacy::Client;
-use hyperlocal::UnixClientExt;
 use serde_json::{Value, json};
 use support::{Project, everything_yaml, fixture_stdio_yaml, node_or_skip};
 
@@ -248,22 +245,6 @@ async fn a_resource_over_max_result_bytes_fails_that_read_naming_the_limit_and_t
     assert!(v["small"].as_str().unwrap().starts_with("Resource 1:"), "{v}");
     bridge.stop().await;
     manager.shutdown().await;
-}
-
-/// One raw HTTP request over the socket: (status, JSON body).
-async fn raw(socket: &Path, method: &str, path: &str, token: Option<&str>, body: impl Into<Bytes>) -> (u16, Value) {
-    let client: Client<hyperlocal::UnixConnector, Full<Bytes>> = Client::unix();
-    let mut req = hyper::Request::builder()
-        .method(method)
-        .uri(hyper::Uri::from(hyperlocal::Uri::new(socket, path)))
-        .header("content-type", "application/json");
-    if let Some(t) = token {
-        req = req.header("authorization", format!("Bearer {t}"));
-    }
-    let resp = client.request(req.body(Full::new(body.into())).unwrap()).await.unwrap();
-    let status = resp.status().as_u16();
-    let bytes = resp.into_body().collect().await.unwrap().to_bytes();
-    (status, serde_json::from_slice(&bytes).unwrap_or(Value::Null))
 }
 
 #[tokio::test]
