@@ -1,7 +1,8 @@
 //! The ops under the bootstrap JS: the whole surface script code can ever reach (indirectly,
 //! through the functions `runtime-js/bootstrap.js` builds on them; the ops themselves are not
-//! reachable from scripts). Tool calls, resource and prompt requests, catalog look-ups, captured output, URL parsing, UTF-8 validation, and the
-//! registration of the bootstrap's private "settle the default export" function.
+//! reachable from scripts). Tool calls, resource and prompt requests, catalog look-ups, captured
+//! output, URL parsing, UTF-8 validation, and the registration of the bootstrap's private "settle
+//! the default export" function.
 //!
 //! Per-execution state lives in the `OpState` as [`JobState`], put there when a job starts.
 
