@@ -21,6 +21,9 @@
 //! 7. Where a fresh isolate's time goes: the runner's steps for a trivial script timed one by
 //!    one (`agent::runtime::phase_profile`): runtime creation with the snapshot restored, our
 //!    finalize step, transpile, module load, evaluation, dispose. Medians and p95 per step.
+//! 8. Per-read overhead of a resource: `readResource` in the isolate → bridge socket → manager,
+//!    vs `McpManager::read_resource` from Rust, sequential, the same small text resource of npm's
+//!    server-everything (skipped when npm cannot install it). Same target as 3: ≤ 1.3×.
 //!
 //! Set BENCH_QUICK=1 for fewer iterations.
 
@@ -36,6 +39,8 @@ use agent::runtime::{ExecRequest, Executor, Isolation, Limits, Script};
 use serde_json::json;
 
 const TSX: (&str, &str) = ("tsx", "4.23.15");
+/// The version the tests use (tests/it/support).
+const SERVER_EVERYTHING: (&str, &str) = ("@modelcontextprotocol/server-everything", "2026.8.31");
 const TRIVIAL: &str = "const greeting: string = 'hello';\nconsole.log(`${greeting} ${1 + 1}`);\n";
 
 fn main() {
@@ -74,6 +79,9 @@ fn main() {
     if run("7") {
         phases(if quick { 30 } else { 200 });
     }
+    if run("8") {
+        tokio.block_on(read_overhead(dir.path(), if quick { 200 } else { 1000 }));
+    }
 }
 
 /// Section 7: the steps of a fresh isolate, each timed on its own.
@@ -100,6 +108,66 @@ fn phases(n: usize) {
         ms(p50),
         ms(p95)
     );
+}
+
+/// Section 8: `readResource` from a script vs `McpManager::read_resource`, per read, sequential.
+async fn read_overhead(dir: &Path, n: usize) {
+    println!("\n-- 8. per-read overhead of a resource, server-everything ({n} sequential reads per measurement)");
+    let Some(bin) = npm_dir(SERVER_EVERYTHING, "mcp-server-everything") else {
+        println!("skipped (npm or {} is not available)", SERVER_EVERYTHING.0);
+        return;
+    };
+    let bin = bin.join("node_modules/.bin/mcp-server-everything");
+    let yaml = format!(
+        "mcp:\n  servers:\n    everything:\n      command: {:?}\n      args: [\"stdio\"]\n      connect_timeout: 60s\n",
+        bin.display().to_string()
+    );
+    std::fs::write(dir.join("agent.yaml"), yaml).expect("agent.yaml");
+    let opts = LoadOptions { project_dir: Some(dir.to_path_buf()), skip_user_config: true, ..Default::default() };
+    let mut config = Config::load_with_env(&opts, &Default::default()).expect("config");
+    config.mcp.code_execution.workspace_dir = dir.join(".kodelet/mcp");
+    let manager = Arc::new(McpManager::new(&config));
+    let bridge = BridgeServer::start(manager.clone()).await.expect("bridge");
+    let executor = Executor::new();
+    let uri = "demo://resource/dynamic/text/1";
+    for _ in 0..50 {
+        manager.read_resource("everything", uri).await.expect("direct read");
+    }
+    let script = format!(
+        "const t = performance.now();\n\
+         for (let i = 0; i < {n}; i++) await readResource('everything', {uri:?});\n\
+         export default performance.now() - t;\n"
+    );
+    let run_script = || {
+        let req = request(dir, &script, Some(bridge.endpoint().clone()));
+        let executor = &executor;
+        async move {
+            let o = executor.execute(req).await;
+            assert!(o.error.is_none(), "{:?}", o.error);
+            o.value.and_then(|v| v.as_f64()).expect("elapsed ms")
+        }
+    };
+    run_script().await;
+    let (mut direct_ms, mut script_ms) = (f64::INFINITY, f64::INFINITY);
+    for _ in 0..3 {
+        let start = Instant::now();
+        for _ in 0..n {
+            manager.read_resource("everything", uri).await.expect("direct read");
+        }
+        direct_ms = direct_ms.min(start.elapsed().as_secs_f64() * 1000.0);
+        script_ms = script_ms.min(run_script().await);
+    }
+    let per = |total: f64| format!("{:>6.0} reads/s ({:.3} ms/read)", n as f64 / total * 1000.0, total / n as f64);
+    println!("sequential");
+    println!("  direct McpManager::read_resource        {}", per(direct_ms));
+    println!(
+        "  readResource in the isolate via bridge  {}   {:.2}x direct; target <= 1.3x: {}",
+        per(script_ms),
+        script_ms / direct_ms,
+        verdict(script_ms / direct_ms <= 1.3)
+    );
+    bridge.stop().await;
+    manager.shutdown().await;
 }
 
 /// Milliseconds per call of `n` sequential `profile` calls.
@@ -261,21 +329,27 @@ fn ms(d: Duration) -> String {
 
 /// Installs tsx once into `<target>/node-tools` (like the tests do for npm packages).
 fn tsx_dir() -> Option<PathBuf> {
+    npm_dir(TSX, "tsx")
+}
+
+/// Installs the npm package `pkg` once into `<target>/node-tools`, the directory of its
+/// `node_modules` (`None` when npm cannot).
+fn npm_dir(pkg: (&str, &str), bin: &str) -> Option<PathBuf> {
     let target = std::env::var_os("CARGO_TARGET_DIR")
         .map(PathBuf::from)
         .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("target"));
-    let dir = target.join("node-tools").join(format!("{}@{}", TSX.0, TSX.1));
-    if dir.join("node_modules/.bin/tsx").exists() {
+    let dir = target.join("node-tools").join(format!("{}@{}", pkg.0.replace('/', "+"), pkg.1));
+    if dir.join("node_modules/.bin").join(bin).exists() {
         return Some(dir);
     }
     std::fs::create_dir_all(&dir).ok()?;
     let status = Command::new("npm")
         .args(["install", "--no-audit", "--no-fund", "--loglevel=error", "--prefix"])
         .arg(&dir)
-        .arg(format!("{}@{}", TSX.0, TSX.1))
+        .arg(format!("{}@{}", pkg.0, pkg.1))
         .status()
         .ok()?;
-    (status.success() && dir.join("node_modules/.bin/tsx").exists()).then_some(dir)
+    (status.success() && dir.join("node_modules/.bin").join(bin).exists()).then_some(dir)
 }
 
 fn cold_start(dir: &Path, script: &Path, n: usize) {

@@ -1,6 +1,6 @@
 // The code-mode bootstrap, the extension's ESM entry point. It installs the globals a script may
 // use (console, timers, TextEncoder/Decoder, URL, structuredClone, callMCPTool, searchTools,
-// describeTool) on top of the raw deno_core ops, keeping the ops in this module's closure. It
+// describeTool, listResources, readResource, listPrompts, getPrompt, decodeBase64) on top of the raw deno_core ops, keeping the ops in this module's closure. It
 // runs once to build the runtime snapshot (or once per isolate when there is none); finalize.js
 // then runs in every isolate before any script and removes every path to the ops (`Deno`,
 // `__bootstrap`) from the global object. Everything a script can reach is defined here.
@@ -16,6 +16,7 @@ import { decodeResult, MCPToolError } from "ext:agent_runtime/result.js";
 const core = globalThis.Deno.core;
 const {
   op_agent_call_tool,
+  op_agent_bridge_post,
   op_agent_bridge_get,
   op_agent_write,
   op_agent_url_parse,
@@ -726,6 +727,8 @@ class BridgeError extends ErrorCtor {
     this.suggestions = detail.suggestions ?? [];
     this.server = detail.server;
     this.tool = detail.tool;
+    if (detail.uri !== undefined) this.uri = detail.uri;
+    if (detail.prompt !== undefined) this.prompt = detail.prompt;
   }
 }
 
@@ -750,10 +753,10 @@ function encodeCall(server, tool, args) {
 
 // The op answers "1<CallToolResult JSON>" or "0<error JSON>"; the latter throws a BridgeError
 // whose stack starts at `caller`.
-function decodeAnswer(answer, server, tool, caller) {
+function decodeAnswer(answer, server, tool, caller, extra = undefined) {
   const payload = JSONParse(call(StringPrototypeSlice, answer, 1));
   if (answer[0] === "1") return payload;
-  const err = new BridgeError(payload.message, { ...payload, server, tool });
+  const err = new BridgeError(payload.message, { ...payload, ...extra, server, tool });
   ErrorCaptureStackTrace(err, caller);
   throw err;
 }
@@ -818,7 +821,103 @@ async function describeTool(name, tool = undefined) {
   return decodeAnswer(answer, server, tool, describeTool).typescript;
 }
 
+// MCP's other primitives: resources (and templates) and prompts. Each is one POST through the
+// bridge (op_agent_bridge_post, fenced like a tool call: counted, under the cap on calls in
+// flight, dropped with the script); failures reject with BridgeError as callMCPTool's do.
+const LIST_RESOURCES = 0;
+const READ_RESOURCE = 1;
+const LIST_PROMPTS = 2;
+const GET_PROMPT = 3;
+
+function nonEmpty(fn, what, value) {
+  if (typeof value !== "string" || value === "") {
+    const err = new TypeErrorCtor(`${fn}: \`${what}\` must be a non-empty string`);
+    ErrorCaptureStackTrace(err, nonEmpty);
+    throw err;
+  }
+}
+
+function listBody(fn, server) {
+  if (server === undefined || server === null) return "{}";
+  nonEmpty(fn, "server", server);
+  return JSONStringify({ server });
+}
+
+// { resources: [{server, uri, name, ...}], resourceTemplates: [{server, uriTemplate, name, ...}] }
+async function listResources(server = undefined) {
+  const answer = await op_agent_bridge_post(LIST_RESOURCES, listBody("listResources", server));
+  return decodeAnswer(answer, server, undefined, listResources);
+}
+
+// The MCP ReadResourceResult: { contents: [{uri, mimeType?, text} | {uri, mimeType?, blob}] },
+// `blob` in base64 (decodeBase64 turns it into bytes).
+async function readResource(server, uri) {
+  nonEmpty("readResource", "server", server);
+  nonEmpty("readResource", "uri", uri);
+  const answer = await op_agent_bridge_post(READ_RESOURCE, JSONStringify({ server, uri }));
+  return decodeAnswer(answer, server, undefined, readResource, { uri });
+}
+
+// [{server, name, title?, description?, arguments: [{name, description?, required}]}]
+async function listPrompts(server = undefined) {
+  const answer = await op_agent_bridge_post(LIST_PROMPTS, listBody("listPrompts", server));
+  return decodeAnswer(answer, server, undefined, listPrompts);
+}
+
+// The MCP GetPromptResult: { description?, messages: [{role, content}] }.
+async function getPrompt(server, name, args = undefined) {
+  nonEmpty("getPrompt", "server", server);
+  nonEmpty("getPrompt", "name", name);
+  if (args === undefined || args === null) args = {};
+  if (typeof args !== "object" || ArrayIsArray(args)) {
+    throw new TypeErrorCtor(`getPrompt(${JSONStringify(server)}, ${JSONStringify(name)}): arguments must be an object`);
+  }
+  let body;
+  try {
+    body = JSONStringify({ server, name, arguments: args });
+  } catch (e) {
+    throw new TypeErrorCtor(`getPrompt: arguments are not JSON-serialisable: ${safeString(e?.message)}`);
+  }
+  const answer = await op_agent_bridge_post(GET_PROMPT, body);
+  return decodeAnswer(answer, server, undefined, getPrompt, { prompt: name });
+}
+
+// Base64 (a resource's `blob`, an image block's `data`) to bytes; throws on anything else.
+const B64 = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+const B64_VALUES = new Uint8ArrayCtor(128).fill(255);
+for (let i = 0; i < 64; i++) B64_VALUES[call(StringPrototypeCharCodeAt, B64, i)] = i;
+B64_VALUES[45] = 62; // "-" and "_": the URL-safe alphabet
+B64_VALUES[95] = 63;
+
+function decodeBase64(text) {
+  if (typeof text !== "string") throw new TypeErrorCtor("decodeBase64: expected a base64 string");
+  let end = text.length;
+  while (end > 0 && text[end - 1] === "=") end--;
+  if (text.length - end > 2 || end % 4 === 1) throw new TypeErrorCtor("decodeBase64: not base64 (bad length)");
+  const out = new Uint8ArrayCtor((end * 3) >> 2);
+  let acc = 0;
+  let bits = 0;
+  let o = 0;
+  for (let i = 0; i < end; i++) {
+    const c = call(StringPrototypeCharCodeAt, text, i);
+    const v = c < 128 ? B64_VALUES[c] : 255;
+    if (v === 255) throw new TypeErrorCtor(`decodeBase64: not base64 (character ${i})`);
+    acc = ((acc << 6) | v) & 0xffffff;
+    bits += 6;
+    if (bits >= 8) {
+      bits -= 8;
+      out[o++] = (acc >> bits) & 0xff;
+    }
+  }
+  return out;
+}
+
 defineGlobal("__agentCallTool", agentCallTool, false);
+defineGlobal("listResources", listResources, false);
+defineGlobal("readResource", readResource, false);
+defineGlobal("listPrompts", listPrompts, false);
+defineGlobal("getPrompt", getPrompt, false);
+defineGlobal("decodeBase64", decodeBase64, false);
 defineGlobal("searchTools", searchTools, false);
 defineGlobal("describeTool", describeTool, false);
 defineGlobal("callMCPTool", callMCPTool, false);

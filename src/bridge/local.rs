@@ -1,5 +1,6 @@
 //! The bridge client of one script run: what the isolate's `callMCPTool` op sends through (and
-//! `searchTools`/`describeTool`, through `GET`s).
+//! `listResources`/`readResource`/`listPrompts`/`getPrompt` through `POST`s beside it,
+//! `searchTools`/`describeTool` through `GET`s).
 //!
 //! Same protocol and same socket as [`BridgeClient`](super::BridgeClient) (hyper's HTTP/1 client
 //! over a connection opened by hyperlocal's Unix connector), built for a single-threaded owner:
@@ -65,9 +66,16 @@ impl LocalBridgeClient {
     /// `POST /call` with a pre-encoded JSON body, answering the raw JSON bytes of the result
     /// (including `isError: true` results); any other answer becomes a [`BridgeError`].
     pub async fn call_bytes(&self, body: Bytes) -> Result<Bytes, BridgeError> {
+        self.post_bytes("/call", body).await
+    }
+
+    /// A `POST` of a pre-encoded JSON body to `path` (`/call`, `/resources`, `/resources/read`,
+    /// `/prompts`, `/prompts/get`), answering the raw JSON bytes of a 2xx answer; any other
+    /// answer becomes a [`BridgeError`].
+    pub async fn post_bytes(&self, path: &'static str, body: Bytes) -> Result<Bytes, BridgeError> {
         let req = Request::builder()
             .method(Method::POST)
-            .uri("/call")
+            .uri(path)
             .header(hyper::header::HOST, "bridge")
             .header(hyper::header::AUTHORIZATION, self.authorization.clone())
             .header(hyper::header::CONTENT_TYPE, "application/json")

@@ -6,10 +6,24 @@
 //!   error is still a 200 with `isError: true`.
 //! - `GET /tools` → 200 `[ToolInfo...]` of the servers started so far (`?server=S` starts S).
 //! - `GET /search?q=QUERY&limit=N&server=S` → 200 `[SearchResult...]`, best first: the tool
-//!   catalog of every enabled server (`agent mcp search --json` records); `limit` 1..=100
-//!   (default 10), `server` (repeatable) narrows it.
+//!   catalog of every enabled server (`agent mcp search --json` records), with their resources,
+//!   resource templates and prompts (records with a `kind` and a `uri` for resources; their
+//!   `signature` is the `readResource(...)`/`getPrompt(...)` call); `limit` 1..=100 (default 10),
+//!   `server` (repeatable) narrows it.
 //! - `GET /tools/<server>/<tool>` → 200 [`ToolDescription`] (its TypeScript declaration and doc);
 //!   an unknown server or tool is a 404 with suggestions. Both parts are percent-encoded.
+//! - `POST /resources` `{"server"?}` → 200 [`ResourceList`]: the resources and resource templates
+//!   of `server`, or of every enabled server (those that fail to start are left out).
+//! - `POST /resources/read` `{"server", "uri"}` → 200 the MCP `ReadResourceResult`
+//!   (`{"contents": [{"uri", "mimeType"?, "text" | "blob"}]}`, `blob` in base64).
+//! - `POST /prompts` `{"server"?}` → 200 `[PromptInfo...]`, like `/resources`.
+//! - `POST /prompts/get` `{"server", "name", "arguments"?}` → 200 the MCP `GetPromptResult`
+//!   (`{"description"?, "messages": [{"role", "content"}]}`); argument values that are not
+//!   strings are sent as their JSON text.
+//! - The four answer errors like `POST /call`: `unknown_server`, `unknown_resource` and
+//!   `unknown_prompt` (404, with suggestions), `not_offered` (404: the server declares no such
+//!   capability), `invalid_arguments` (a required prompt argument missing), `timeout`,
+//!   `server_error` (also an answer over `mcp.max_result_bytes`, the limit named).
 //! - `GET /health` → 200 `{"ok": true}` (no token needed).
 //! - Every request except `/health` needs `Authorization: Bearer <token>`.
 //! - Errors: `{"error": {"code", "message", "suggestions"?}}` with the status of [`ErrorCode`].
@@ -25,6 +39,95 @@ pub struct CallRequest {
     pub tool: String,
     #[serde(default)]
     pub arguments: Map<String, Value>,
+}
+
+/// Body of `POST /resources` and `POST /prompts`: one server, or every enabled one.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ListRequest {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server: Option<String>,
+}
+
+/// Body of `POST /resources/read`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ReadRequest {
+    pub server: String,
+    pub uri: String,
+}
+
+/// Body of `POST /prompts/get`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PromptRequest {
+    pub server: String,
+    pub name: String,
+    #[serde(default)]
+    pub arguments: Map<String, Value>,
+}
+
+/// Answer of `POST /resources`: every listed resource and template, each naming its server.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ResourceList {
+    pub resources: Vec<ResourceInfo>,
+    #[serde(rename = "resourceTemplates")]
+    pub templates: Vec<TemplateInfo>,
+}
+
+/// One resource of `POST /resources`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ResourceInfo {
+    pub server: String,
+    pub uri: String,
+    pub name: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mime_type: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub size: Option<u64>,
+}
+
+/// One resource template of `POST /resources` (RFC 6570 `uriTemplate`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TemplateInfo {
+    pub server: String,
+    pub uri_template: String,
+    pub name: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mime_type: Option<String>,
+}
+
+/// One prompt of `POST /prompts`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PromptInfo {
+    pub server: String,
+    pub name: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    #[serde(default)]
+    pub arguments: Vec<PromptArgument>,
+}
+
+/// One argument of a prompt.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PromptArgument {
+    pub name: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    #[serde(default)]
+    pub required: bool,
 }
 
 /// Answer of `GET /tools/<server>/<tool>`.
@@ -113,6 +216,12 @@ pub enum ErrorCode {
     UnknownServer,
     /// 404: no such tool on the server (suggestions included).
     UnknownTool,
+    /// 404: no such prompt on the server (suggestions included).
+    UnknownPrompt,
+    /// 404: the server could not read a URI it does not list (suggestions included).
+    UnknownResource,
+    /// 404: the server does not offer resources (or prompts) at all.
+    NotOffered,
     /// 404: no such endpoint.
     NotFound,
     /// 405: wrong method for the endpoint.
@@ -130,7 +239,12 @@ impl ErrorCode {
         match self {
             ErrorCode::BadRequest | ErrorCode::InvalidArguments => 400,
             ErrorCode::Unauthorized => 401,
-            ErrorCode::UnknownServer | ErrorCode::UnknownTool | ErrorCode::NotFound => 404,
+            ErrorCode::UnknownServer
+            | ErrorCode::UnknownTool
+            | ErrorCode::UnknownPrompt
+            | ErrorCode::UnknownResource
+            | ErrorCode::NotOffered
+            | ErrorCode::NotFound => 404,
             ErrorCode::MethodNotAllowed => 405,
             ErrorCode::PayloadTooLarge => 413,
             ErrorCode::ServerError => 502,
@@ -145,6 +259,9 @@ impl ErrorCode {
             ErrorCode::Unauthorized => "unauthorized",
             ErrorCode::UnknownServer => "unknown_server",
             ErrorCode::UnknownTool => "unknown_tool",
+            ErrorCode::UnknownPrompt => "unknown_prompt",
+            ErrorCode::UnknownResource => "unknown_resource",
+            ErrorCode::NotOffered => "not_offered",
             ErrorCode::NotFound => "not_found",
             ErrorCode::MethodNotAllowed => "method_not_allowed",
             ErrorCode::PayloadTooLarge => "payload_too_large",

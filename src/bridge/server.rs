@@ -20,10 +20,11 @@ use hyper_util::rt::TokioIo;
 use tokio_util::sync::CancellationToken;
 
 use super::protocol::{
-    CallRequest, DEFAULT_SEARCH_LIMIT, ErrorBody, ErrorCode, ErrorDetail, MAX_REQUEST_BYTES, MAX_SEARCH_LIMIT,
+    CallRequest, DEFAULT_SEARCH_LIMIT, ErrorBody, ErrorCode, ErrorDetail, ListRequest, MAX_REQUEST_BYTES,
+    MAX_SEARCH_LIMIT, PromptArgument, PromptInfo, PromptRequest, ReadRequest, ResourceInfo, ResourceList, TemplateInfo,
     ToolDescription, decode_component, query_pairs,
 };
-use crate::mcp::catalog::signature;
+use crate::mcp::catalog::{Primitive, signature};
 use crate::mcp::{CallContext, McpError, McpManager, ToolInfo};
 
 /// Renders a tool's TypeScript for `GET /tools/<server>/<tool>`, given the tool and every tool of
@@ -225,19 +226,26 @@ async fn handle(req: Request<Incoming>, state: Arc<State>) -> Result<Resp, Infal
     }
     Ok(match (req.method().clone(), path.as_str()) {
         (Method::POST, "/call") => call(req, &state).await,
+        (Method::POST, "/resources") => list_resources(req, &state).await,
+        (Method::POST, "/resources/read") => read_resource(req, &state).await,
+        (Method::POST, "/prompts") => list_prompts(req, &state).await,
+        (Method::POST, "/prompts/get") => get_prompt(req, &state).await,
         (Method::GET, "/tools") => tools(req, &state).await,
         (Method::GET, "/search") => search(req, &state).await,
         (Method::GET, p) if p.starts_with("/tools/") => describe(p, &state).await,
-        (_, "/call" | "/tools" | "/search") => {
-            error(ErrorCode::MethodNotAllowed, "use POST /call, GET /tools, GET /search", Vec::new())
-        }
+        (_, "/call" | "/tools" | "/search" | "/resources" | "/resources/read" | "/prompts" | "/prompts/get") => error(
+            ErrorCode::MethodNotAllowed,
+            "use POST /call, POST /resources, POST /resources/read, POST /prompts, POST /prompts/get, GET /tools, GET /search",
+            Vec::new(),
+        ),
         (_, p) if p.starts_with("/tools/") => {
             error(ErrorCode::MethodNotAllowed, "use GET /tools/<server>/<tool>", Vec::new())
         }
         _ => error(
             ErrorCode::NotFound,
             format!(
-                "no endpoint {path}; use POST /call, GET /tools, GET /tools/<server>/<tool>, GET /search, GET /health"
+                "no endpoint {path}; use POST /call, POST /resources, POST /resources/read, POST /prompts, \
+                 POST /prompts/get, GET /tools, GET /tools/<server>/<tool>, GET /search, GET /health"
             ),
             Vec::new(),
         ),
@@ -249,29 +257,11 @@ fn authorized(req: &Request<Incoming>, token: &str) -> bool {
 }
 
 async fn call(req: Request<Incoming>, state: &State) -> Resp {
-    if let Some(len) =
-        req.headers().get(hyper::header::CONTENT_LENGTH).and_then(|v| v.to_str().ok()?.parse::<usize>().ok())
-        && len > MAX_REQUEST_BYTES
-    {
-        return too_large();
-    }
-    let body = match Limited::new(req.into_body(), MAX_REQUEST_BYTES).collect().await {
-        Ok(b) => b.to_bytes(),
-        Err(e) if e.downcast_ref::<http_body_util::LengthLimitError>().is_some() => return too_large(),
-        Err(e) => return error(ErrorCode::BadRequest, format!("cannot read the request body: {e}"), Vec::new()),
-    };
-    let request: CallRequest = match serde_json::from_slice(&body) {
-        Ok(r) => r,
-        Err(e) => {
-            return error(
-                ErrorCode::BadRequest,
-                format!(
-                    "invalid request body: {e}; expected {{\"server\": \"...\", \"tool\": \"...\", \"arguments\": {{...}}}}"
-                ),
-                Vec::new(),
-            );
-        }
-    };
+    let request: CallRequest =
+        match read_json(req, "{\"server\": \"...\", \"tool\": \"...\", \"arguments\": {...}}").await {
+            Ok(r) => r,
+            Err(resp) => return resp,
+        };
     state.calls.fetch_add(1, Ordering::Relaxed);
     let cx = state.context.read().ok().and_then(|c| c.clone()).unwrap_or_default();
     match state.manager.call_tool_with(&request.server, &request.tool, request.arguments, &cx).await {
@@ -281,6 +271,178 @@ async fn call(req: Request<Incoming>, state: &State) -> Resp {
             let result = rmcp::model::CallToolResult::error(vec![rmcp::model::ContentBlock::text(e.to_string())]);
             json_response(StatusCode::OK, &crate::mcp::tools::result_json(&result))
         }
+        Err(e) => mcp_error(e),
+    }
+}
+
+/// The JSON body of a request, under [`MAX_REQUEST_BYTES`]; `Err` is the answer to send
+/// instead (413 over the cap, 400 naming `expected` when it is not that shape).
+async fn read_json<T: serde::de::DeserializeOwned>(req: Request<Incoming>, expected: &str) -> Result<T, Resp> {
+    if let Some(len) =
+        req.headers().get(hyper::header::CONTENT_LENGTH).and_then(|v| v.to_str().ok()?.parse::<usize>().ok())
+        && len > MAX_REQUEST_BYTES
+    {
+        return Err(too_large());
+    }
+    let body = match Limited::new(req.into_body(), MAX_REQUEST_BYTES).collect().await {
+        Ok(b) => b.to_bytes(),
+        Err(e) if e.downcast_ref::<http_body_util::LengthLimitError>().is_some() => return Err(too_large()),
+        Err(e) => {
+            return Err(error(ErrorCode::BadRequest, format!("cannot read the request body: {e}"), Vec::new()));
+        }
+    };
+    serde_json::from_slice(&body).map_err(|e| {
+        error(ErrorCode::BadRequest, format!("invalid request body: {e}; expected {expected}"), Vec::new())
+    })
+}
+
+/// Runs one manager request other than a tool call under the running script's context: it ends
+/// (as a failed request) when that context is cancelled, like a tool call would.
+async fn in_context<T>(
+    state: &State,
+    server: &str,
+    what: &str,
+    fut: impl Future<Output = Result<T, McpError>>,
+) -> Result<T, McpError> {
+    let Some(cancel) = cancel_token(state) else { return fut.await };
+    tokio::select! {
+        r = fut => r,
+        _ = cancel.cancelled() => Err(McpError::Request {
+            server: server.to_string(),
+            what: what.to_string(),
+            reason: "cancelled".to_string(),
+        }),
+    }
+}
+
+/// The token that cancels the running script's requests, if it has one.
+fn cancel_token(state: &State) -> Option<CancellationToken> {
+    state.context.read().ok().and_then(|c| c.as_ref().and_then(|cx| cx.cancel.clone()))
+}
+
+/// Whether the running script's requests were cancelled (a list over every server then stops
+/// instead of leaving the rest out).
+fn cancelled(state: &State) -> bool {
+    cancel_token(state).is_some_and(|c| c.is_cancelled())
+}
+
+/// The servers a list request covers: the one named (checked), or every enabled one.
+fn list_servers(state: &State, request: &ListRequest) -> Result<Vec<String>, McpError> {
+    match &request.server {
+        Some(s) => state.manager.check_server(s).map(|()| vec![s.clone()]),
+        None => Ok(state.manager.server_names()),
+    }
+}
+
+/// The lists of `POST /resources` or `POST /prompts` (`what`), by server: of the one the
+/// request names, or of every enabled one (a server that fails is then left out, as a search
+/// leaves it out, unless the script was cancelled). `Err` is the answer to send instead.
+async fn listed<T, Fut>(
+    req: Request<Incoming>,
+    state: &State,
+    what: &str,
+    list: impl Fn(String) -> Fut,
+) -> Result<Vec<(String, T)>, Resp>
+where
+    Fut: Future<Output = Result<T, McpError>>,
+{
+    let request: ListRequest = read_json(req, "{\"server\"?: \"...\"}").await?;
+    let servers = list_servers(state, &request).map_err(mcp_error)?;
+    let mut out = Vec::with_capacity(servers.len());
+    for server in servers {
+        match in_context(state, &server, what, list(server.clone())).await {
+            Ok(l) => out.push((server, l)),
+            Err(e) if request.server.is_some() || cancelled(state) => return Err(mcp_error(e)),
+            Err(e) => tracing::info!("`{what}` leaves out `{server}`: {e}"),
+        }
+    }
+    Ok(out)
+}
+
+/// `POST /resources`: the resources and templates of one server or of every enabled one.
+async fn list_resources(req: Request<Incoming>, state: &State) -> Resp {
+    let manager = &state.manager;
+    let lists = match listed(req, state, "resources/list", |s| async move { manager.resources(&s).await }).await {
+        Ok(l) => l,
+        Err(resp) => return resp,
+    };
+    let mut out = ResourceList::default();
+    for (server, listed) in lists {
+        out.resources.extend(listed.resources.iter().map(|r| ResourceInfo {
+            server: server.clone(),
+            uri: r.uri.clone(),
+            name: r.name.clone(),
+            title: r.title.clone(),
+            description: r.description.clone(),
+            mime_type: r.mime_type.clone(),
+            size: r.size,
+        }));
+        out.templates.extend(listed.templates.iter().map(|t| TemplateInfo {
+            server: server.clone(),
+            uri_template: t.uri_template.clone(),
+            name: t.name.clone(),
+            title: t.title.clone(),
+            description: t.description.clone(),
+            mime_type: t.mime_type.clone(),
+        }));
+    }
+    json_response(StatusCode::OK, &out)
+}
+
+/// `POST /prompts`: the prompts of one server or of every enabled one.
+async fn list_prompts(req: Request<Incoming>, state: &State) -> Resp {
+    let manager = &state.manager;
+    let lists = match listed(req, state, "prompts/list", |s| async move { manager.prompts(&s).await }).await {
+        Ok(l) => l,
+        Err(resp) => return resp,
+    };
+    let mut out = Vec::new();
+    for (server, listed) in lists {
+        out.extend(listed.iter().map(|p| {
+            PromptInfo {
+                server: server.clone(),
+                name: p.name.clone(),
+                title: p.title.clone(),
+                description: p.description.clone(),
+                arguments: p
+                    .arguments
+                    .iter()
+                    .flatten()
+                    .map(|a| PromptArgument {
+                        name: a.name.clone(),
+                        description: a.description.clone(),
+                        required: a.required == Some(true),
+                    })
+                    .collect(),
+            }
+        }));
+    }
+    json_response(StatusCode::OK, &out)
+}
+
+/// `POST /resources/read`: one resource's contents (the MCP `ReadResourceResult`).
+async fn read_resource(req: Request<Incoming>, state: &State) -> Resp {
+    let request: ReadRequest = match read_json(req, "{\"server\": \"...\", \"uri\": \"...\"}").await {
+        Ok(r) => r,
+        Err(resp) => return resp,
+    };
+    let (server, uri) = (&request.server, &request.uri);
+    match in_context(state, server, "resources/read", state.manager.read_resource(server, uri)).await {
+        Ok(result) => json_response(StatusCode::OK, &result),
+        Err(e) => mcp_error(e),
+    }
+}
+
+/// `POST /prompts/get`: one prompt's messages (the MCP `GetPromptResult`).
+async fn get_prompt(req: Request<Incoming>, state: &State) -> Resp {
+    let request: PromptRequest =
+        match read_json(req, "{\"server\": \"...\", \"name\": \"...\", \"arguments\"?: {...}}").await {
+            Ok(r) => r,
+            Err(resp) => return resp,
+        };
+    let PromptRequest { server, name, arguments } = request;
+    match in_context(state, &server, "prompts/get", state.manager.get_prompt(&server, &name, arguments)).await {
+        Ok(result) => json_response(StatusCode::OK, &result),
         Err(e) => mcp_error(e),
     }
 }
@@ -298,15 +460,14 @@ pub fn mcp_error(e: McpError) -> Resp {
         McpError::UnknownTool { suggestions, .. } => error(ErrorCode::UnknownTool, message, suggestions),
         McpError::InvalidArguments { .. } => error(ErrorCode::InvalidArguments, message, Vec::new()),
         McpError::Timeout { .. } => error(ErrorCode::Timeout, message, Vec::new()),
-        McpError::UnknownPrompt { suggestions, .. } | McpError::UnknownResource { suggestions, .. } => {
-            error(ErrorCode::UnknownTool, message, suggestions)
-        }
+        McpError::UnknownPrompt { suggestions, .. } => error(ErrorCode::UnknownPrompt, message, suggestions),
+        McpError::UnknownResource { suggestions, .. } => error(ErrorCode::UnknownResource, message, suggestions),
+        McpError::NotOffered { .. } => error(ErrorCode::NotOffered, message, Vec::new()),
         McpError::Start { .. }
         | McpError::Call { .. }
         | McpError::ResultTooLarge { .. }
         | McpError::TooLarge { .. }
         | McpError::Request { .. }
-        | McpError::NotOffered { .. }
         | McpError::NeedsSignIn { .. } => error(ErrorCode::ServerError, message, Vec::new()),
     }
 }
@@ -361,11 +522,34 @@ async fn search(req: Request<Incoming>, state: &State) -> Resp {
             return mcp_error(e);
         }
     }
-    let (results, failed) = state.manager.search(&state.manager.server_names(), &query, limit, &servers).await;
+    let (catalog, failed) = state.manager.catalog_of(&state.manager.server_names()).await;
     for (name, e) in &failed {
         tracing::info!("search leaves out `{name}`: {e}");
     }
-    json_response(StatusCode::OK, &results)
+    let catalogs = state.manager.catalogs();
+    let catalog = catalogs.with_primitives(catalog, primitives_of(state, &failed).await).await;
+    json_response(StatusCode::OK, &catalogs.search(&catalog, &query, limit, &servers).await)
+}
+
+/// The resources, templates and prompts of every enabled server that started (kept per
+/// connection by the manager, so listed once; a server offering none is asked nothing).
+async fn primitives_of(state: &State, failed: &crate::mcp::catalog::LeftOut) -> Vec<Primitive> {
+    let mut out = Vec::new();
+    for server in state.manager.server_names() {
+        if failed.iter().any(|(f, _)| *f == server) {
+            continue;
+        }
+        let resources = state.manager.resources(&server).await.unwrap_or_else(|e| {
+            tracing::info!("search leaves out the resources of `{server}`: {e}");
+            Default::default()
+        });
+        let prompts = state.manager.prompts(&server).await.unwrap_or_else(|e| {
+            tracing::info!("search leaves out the prompts of `{server}`: {e}");
+            Default::default()
+        });
+        out.extend(Primitive::of_server(&server, &resources.resources, &resources.templates, &prompts));
+    }
+    out
 }
 
 /// `GET /tools/<server>/<tool>`: one tool's TypeScript declaration and doc.

@@ -427,7 +427,12 @@ fn example_value(e: Option<&Example>) -> Value {
     }
 }
 
-pub fn readme(servers: &[ServerEntry], example: Option<&Example>, skills: &[Skill]) -> anyhow::Result<String> {
+pub fn readme(
+    servers: &[ServerEntry],
+    example: Option<&Example>,
+    skills: &[Skill],
+    primitives: &super::primitives::Primitives,
+) -> anyhow::Result<String> {
     // Skill names are validated kebab-case and exports identifiers (skills::exports_of);
     // descriptions are anyone's text.
     let skills: Vec<Value> = skills
@@ -453,8 +458,22 @@ pub fn readme(servers: &[ServerEntry], example: Option<&Example>, skills: &[Skil
             servers => server_values(servers),
             example => example_value(example),
             skills => skills,
+            primitives => primitive_values(primitives),
         },
     )
+}
+
+/// Per server offering resources or prompts: its name and the README lines
+/// (`ServerPrimitives::readme_lines`, built from escaped text only).
+fn primitive_values(primitives: &super::primitives::Primitives) -> Vec<Value> {
+    primitives
+        .iter()
+        .filter(|(_, p)| !p.is_empty())
+        .map(|(server, p)| {
+            let lines: Vec<Value> = p.readme_lines(server).into_iter().map(safe).collect();
+            context! { name => safe(super::primitives::md_code(server)), lines => lines }
+        })
+        .collect()
 }
 
 /// `example.ts`; `call` is a read-only tool without required arguments that it may call.

@@ -598,3 +598,55 @@ fn a_manifest_with_plaintext_enum_candidates_is_written_again_without_them() {
     assert!(!text.contains("Zed-Secret-Value-4711"), "{text}");
     assert!(learned_for_tree(&dir, &registry).1.is_empty(), "once rewritten, nothing to do");
 }
+
+/// server-everything's kind of listing: a resource, a template and a prompt with arguments.
+fn offered() -> Primitives {
+    let mut resource = rmcp::model::Resource::new("demo://doc/a.md", "a.md");
+    resource.description = Some("The first document.\nMore.".into());
+    let template = rmcp::model::ResourceTemplate::new("demo://item/{id}", "item");
+    let mut prompt = rmcp::model::Prompt::new("greet", Some("Greets someone `by name`"), None);
+    let mut who = rmcp::model::PromptArgument::new("who");
+    who.required = Some(true);
+    prompt.arguments = Some(vec![who, rmcp::model::PromptArgument::new("tone")]);
+    BTreeMap::from([("alpha".to_string(), ServerPrimitives::from_lists(&[resource], &[template], &[prompt]))])
+}
+
+#[test]
+fn the_readme_lists_resources_and_prompts_only_for_servers_that_offer_them_and_keeps_them() {
+    let dir = tempfile::tempdir().unwrap();
+    generate(&sample(), &opts(dir.path())).unwrap();
+    let tool_only = snapshot(dir.path());
+    // Nothing offered: byte for byte the tree of tools only (README and manifest included).
+    let r = generate_with(&sample(), &opts(dir.path()), Some(&Primitives::new())).unwrap();
+    assert_eq!(r.files_written, 0);
+    assert_eq!(snapshot(dir.path()), tool_only);
+    let readme = String::from_utf8(tool_only["README.md"].clone()).unwrap();
+    assert!(!readme.contains("Resources and prompts") && !readme.contains("readResource("), "{readme}");
+
+    generate_with(&sample(), &opts(dir.path()), Some(&offered())).unwrap();
+    let with = snapshot(dir.path());
+    let changed: Vec<&String> = with.keys().filter(|k| tool_only.get(*k) != with.get(*k)).collect();
+    assert_eq!(changed, [".agent-manifest.json", "README.md"], "tool files do not change");
+    let readme = String::from_utf8(with["README.md"].clone()).unwrap();
+    let expected = [
+        "`alpha`:",
+        "- resource `readResource(\"alpha\", \"demo://doc/a.md\")` (a.md): The first document.",
+        "- template `readResource(\"alpha\", \"demo://item/{id}\")` (item)",
+        "- prompt `getPrompt(\"alpha\", \"greet\", { \"who\": string, \"tone\"?: string })`: Greets someone \\`by name\\`",
+    ];
+    for line in expected {
+        assert!(readme.lines().any(|l| l == line), "{line:?} missing from\n{readme}");
+    }
+    assert_eq!(generated_primitives(dir.path()), offered());
+
+    // Kept by everything that renders the tree again without asking the servers.
+    assert!(refresh_readme(dir.path()).unwrap());
+    generate(&sample(), &opts(dir.path())).unwrap();
+    let only_beta = GenerateOptions { only_servers: Some(vec!["beta".into()]), ..opts(dir.path()) };
+    generate_with(&sample(), &only_beta, Some(&Primitives::new())).unwrap();
+    assert_eq!(snapshot(dir.path()), with);
+    // A server that stops offering them loses its lines.
+    let only_alpha = GenerateOptions { only_servers: Some(vec!["alpha".into()]), ..opts(dir.path()) };
+    generate_with(&sample(), &only_alpha, Some(&Primitives::new())).unwrap();
+    assert_eq!(snapshot(dir.path()), tool_only);
+}

@@ -33,7 +33,7 @@ pub fn string_literal(s: &str) -> String {
 
 /// Characters never written raw into a generated file: C0/C1 controls, DEL, line/paragraph
 /// separators, bidi controls, BOM / zero-width no-break space.
-fn needs_unicode_escape(c: char) -> bool {
+pub(crate) fn needs_unicode_escape(c: char) -> bool {
     matches!(c,
         '\u{0}'..='\u{1f}' | '\u{7f}'..='\u{9f}'
         | '\u{2028}' | '\u{2029}'

@@ -161,9 +161,10 @@ impl CodeMode {
     }
 
     /// The configured servers that `source` (run as `entry`) and its workspace imports refer
-    /// to, by their directory under `servers/` or by name in a `callMCPTool` call.
-    /// A script that uses `searchTools` or `describeTool` searches every enabled server, so it
-    /// gets them all.
+    /// to, by their directory under `servers/` or by name in a `callMCPTool` call (or a
+    /// `readResource`, `getPrompt`, `listResources`, `listPrompts` call). A script that uses
+    /// `searchTools` or `describeTool`, or lists resources or prompts without naming a server,
+    /// reaches every enabled server, so it gets them all.
     pub fn servers_for_script(config: &Config, source: &str, entry: &Path, workspace: &Path) -> Vec<String> {
         let refs = scan::scan(source, entry, workspace);
         if refs.uses_catalog {
@@ -209,13 +210,24 @@ impl CodeMode {
         if let Ok(mut f) = self.failed.lock() {
             f.extend(started.failed.iter().cloned());
         }
-        let regenerated = if self.options.regenerate { self.refresh_tree(&started.ok, &started.tools)? } else { None };
+        let regenerated = if self.options.regenerate {
+            let primitives = primitives_of(&self.manager, &started.ok).await;
+            self.refresh_tree(&started.ok, &started.tools, &primitives)?
+        } else {
+            None
+        };
         Ok(Prepared { started: started.ok, failed: started.failed, tools: started.tools, regenerated })
     }
 
-    /// Regenerates the tree for the `ok` servers when their tools differ from the manifest's
-    /// (the generator itself leaves unchanged files alone).
-    fn refresh_tree(&self, ok: &[String], tools: &[ToolInfo]) -> anyhow::Result<Option<GenerateReport>> {
+    /// Regenerates the tree for the `ok` servers when their tools (or their resources and
+    /// prompts, which the README lists) differ from the manifest's (the generator itself leaves
+    /// unchanged files alone).
+    fn refresh_tree(
+        &self,
+        ok: &[String],
+        tools: &[ToolInfo],
+        primitives: &codegen::Primitives,
+    ) -> anyhow::Result<Option<GenerateReport>> {
         if ok.is_empty() {
             return Ok(None);
         }
@@ -230,7 +242,9 @@ impl CodeMode {
         });
         let (learned, raised) = codegen::learned_for_tree(workspace, &self.registry());
         let raised_here = raised.iter().any(|k| now.iter().any(|t| &crate::types::key(&t.server, &t.name) == k));
-        if before.as_ref() == Some(&now) && !raised_here {
+        let listed = codegen::generated_primitives(workspace);
+        let same_primitives = ok.iter().all(|s| listed.get(s) == primitives.get(s));
+        if before.as_ref() == Some(&now) && !raised_here && same_primitives {
             tracing::info!("the tree in {} is up to date for {ok:?}", workspace.display());
             return Ok(None);
         }
@@ -240,7 +254,7 @@ impl CodeMode {
             only_servers: Some(ok.to_vec()),
             learned,
         };
-        let report = codegen::generate(&now, &opts)
+        let report = codegen::generate_with(&now, &opts, Some(primitives))
             .with_context(|| format!("cannot generate the TypeScript API in {}", workspace.display()))?;
         tracing::info!(
             "regenerated {} tools in {} ({} files written)",
@@ -350,6 +364,28 @@ impl CodeMode {
             bridge.stop().await;
         }
     }
+}
+
+/// The resources, templates and prompts of `servers` for the tree's README: one list of each per
+/// server (the manager keeps them per connection), none asked of a server that offers neither.
+/// A server whose lists fail is listed without them.
+pub async fn primitives_of(manager: &McpManager, servers: &[String]) -> codegen::Primitives {
+    let mut out = codegen::Primitives::new();
+    for server in servers {
+        let resources = manager.resources(server).await.unwrap_or_else(|e| {
+            tracing::info!("the tree leaves out the resources of `{server}`: {e}");
+            Default::default()
+        });
+        let prompts = manager.prompts(server).await.unwrap_or_else(|e| {
+            tracing::info!("the tree leaves out the prompts of `{server}`: {e}");
+            Default::default()
+        });
+        let p = codegen::ServerPrimitives::from_lists(&resources.resources, &resources.templates, &prompts);
+        if !p.is_empty() {
+            out.insert(server.clone(), p);
+        }
+    }
+    out
 }
 
 /// The outcome of a script that did not type-check: not run; the message counts the errors,

@@ -45,7 +45,9 @@ pub fn description(l: &LimitsText) -> String {
          - Limits: {} wall-clock, {} MB memory, {} of output (the rest is cut).\n\
          - Uncaught errors and limits come back as an error result with message and stack.\n\
          - `searchTools(query, {{ limit }})` ranks the tools of every server; `describeTool(\"server.tool\")` \
-         shows one's TypeScript.",
+         shows one's TypeScript.\n\
+         - Resources and prompts: `listResources(server?)`, `readResource(server, uri)` (`.contents[i].text`, \
+         or base64 `.blob`: `decodeBase64`), `listPrompts(server?)`, `getPrompt(server, name, args)`.",
         l.timeout, l.memory_mb, l.max_output
     )
 }

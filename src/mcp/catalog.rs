@@ -3,6 +3,11 @@
 //! the bridge's `GET /search` (code mode's `searchTools`) and progressive mode share, so all three
 //! rank and print tools the same way. [`Catalogs`] is the manager's cache of them: it keeps the
 //! last one built and builds again only when a tool list changed.
+//!
+//! A catalog can also hold a server's resources, resource templates and prompts ([`Primitive`],
+//! [`Catalogs::with_primitives`]), each found by its name, title, description, arguments, URI
+//! and kind, and answered with its [`Kind`] and how to use it (`readResource("s", "uri")`,
+//! `getPrompt("s", "name", {...})`). A catalog of tools only is exactly the tool catalog.
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -19,17 +24,146 @@ use crate::search::embed::{self, Embedder};
 use crate::search::{Doc, Index, RRF_K, fuse};
 
 /// One ranked tool: the `agent mcp search --json` record, also what `GET /search` answers.
+/// A resource, resource template or prompt found beside the tools has the same record with its
+/// `kind` (absent for a tool, so tool records stay as they were) and, for resources, its `uri`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SearchResult {
     pub server: String,
-    /// The MCP tool name.
+    /// The MCP tool name (or the resource's, template's or prompt's name).
     pub tool: String,
     /// Comparable within one query only (rounded to 3 decimals).
     pub score: f64,
-    /// `server.tool(a: string, b?: number)`.
+    /// How to use it: `server.tool(a: string, b?: number)` for a tool,
+    /// `readResource("server", "uri")` for a resource or template, and
+    /// `getPrompt("server", "name", { city: string, state?: string })` for a prompt.
     pub signature: String,
     /// The first sentence of the description.
     pub description: String,
+    #[serde(default, skip_serializing_if = "Kind::is_tool")]
+    pub kind: Kind,
+    /// The URI (or URI template) of a resource.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub uri: Option<String>,
+}
+
+/// What a catalog entry is.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Kind {
+    #[default]
+    #[serde(rename = "tool")]
+    Tool,
+    #[serde(rename = "resource")]
+    Resource,
+    #[serde(rename = "resource template")]
+    ResourceTemplate,
+    #[serde(rename = "prompt")]
+    Prompt,
+}
+
+impl Kind {
+    pub fn is_tool(&self) -> bool {
+        *self == Kind::Tool
+    }
+
+    /// The word records and output use (`tool`, `resource`, `resource template`, `prompt`).
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Kind::Tool => "tool",
+            Kind::Resource => "resource",
+            Kind::ResourceTemplate => "resource template",
+            Kind::Prompt => "prompt",
+        }
+    }
+}
+
+/// A resource, resource template or prompt of a server, as a catalog holds it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Primitive {
+    pub server: String,
+    pub kind: Kind,
+    pub name: String,
+    pub title: Option<String>,
+    pub description: Option<String>,
+    /// The URI of a resource, the URI template of a template; `None` for a prompt.
+    pub uri: Option<String>,
+    /// A prompt's arguments: name, description, required.
+    pub arguments: Vec<(String, String, bool)>,
+}
+
+impl Primitive {
+    /// The entries of one server's resources, templates and prompts.
+    pub fn of_server(
+        server: &str,
+        resources: &[rmcp::model::Resource],
+        templates: &[rmcp::model::ResourceTemplate],
+        prompts: &[rmcp::model::Prompt],
+    ) -> Vec<Primitive> {
+        let entry =
+            |kind, name: &str, title: &Option<String>, description: &Option<String>, uri: Option<&str>| Primitive {
+                server: server.to_string(),
+                kind,
+                name: name.to_string(),
+                title: title.clone(),
+                description: description.clone(),
+                uri: uri.map(str::to_string),
+                arguments: Vec::new(),
+            };
+        let mut out: Vec<Primitive> = resources
+            .iter()
+            .map(|r| entry(Kind::Resource, &r.name, &r.title, &r.description, Some(&r.uri)))
+            .chain(
+                templates
+                    .iter()
+                    .map(|t| entry(Kind::ResourceTemplate, &t.name, &t.title, &t.description, Some(&t.uri_template))),
+            )
+            .collect();
+        out.extend(prompts.iter().map(|p| {
+            Primitive {
+                arguments: p
+                    .arguments
+                    .iter()
+                    .flatten()
+                    .map(|a| (a.name.clone(), a.description.clone().unwrap_or_default(), a.required == Some(true)))
+                    .collect(),
+                ..entry(Kind::Prompt, &p.name, &p.title, &p.description, None)
+            }
+        }));
+        out
+    }
+
+    /// Its index document: the kind and URI as low-weight words beside the name, title,
+    /// description and (for a prompt) the arguments.
+    pub fn doc(&self) -> Doc {
+        let mut annotations = vec![self.kind.as_str().to_string()];
+        annotations.extend(self.uri.clone());
+        Doc {
+            server: self.server.clone(),
+            tool: self.name.clone(),
+            title: self.title.clone().unwrap_or_default(),
+            description: self.description.clone().unwrap_or_default(),
+            params: self.arguments.iter().map(|(n, d, _)| (n.clone(), d.clone())).collect(),
+            annotations,
+        }
+    }
+
+    /// How a script uses it: `readResource("s", "uri")` or `getPrompt("s", "name", {...})`.
+    pub fn usage(&self) -> String {
+        let lit = |s: &str| serde_json::to_string(s).unwrap_or_default();
+        match self.kind {
+            Kind::Prompt if self.arguments.is_empty() => {
+                format!("getPrompt({}, {})", lit(&self.server), lit(&self.name))
+            }
+            Kind::Prompt => {
+                let args: Vec<String> = self
+                    .arguments
+                    .iter()
+                    .map(|(n, _, required)| format!("{}{}: string", lit(n), if *required { "" } else { "?" }))
+                    .collect();
+                format!("getPrompt({}, {}, {{ {} }})", lit(&self.server), lit(&self.name), args.join(", "))
+            }
+            _ => format!("readResource({}, {})", lit(&self.server), lit(self.uri.as_deref().unwrap_or_default())),
+        }
+    }
 }
 
 /// The index document of a tool: parameter descriptions carry their enum values (a `method`
@@ -93,6 +227,8 @@ pub fn first_sentence(description: Option<&str>) -> String {
 #[derive(Debug, Clone)]
 pub struct Catalog {
     tools: Vec<ToolInfo>,
+    /// Resources, templates and prompts: documents `tools.len()..` of the index.
+    primitives: Vec<Primitive>,
     index: Index,
     vectors: Option<Vec<Vec<f32>>>,
 }
@@ -112,7 +248,26 @@ impl Catalog {
     /// Indexes `tools` with the shipped ranking and no usage prior.
     pub fn build(tools: Vec<ToolInfo>) -> Catalog {
         let index = Index::build(tools.iter().map(doc_for).collect());
-        Catalog { tools, index, vectors: None }
+        Catalog { tools, primitives: Vec::new(), index, vectors: None }
+    }
+
+    /// Indexes `tools` and `primitives` together (no usage prior, no vectors).
+    pub fn build_with(tools: Vec<ToolInfo>, primitives: Vec<Primitive>) -> Catalog {
+        let docs = tools.iter().map(doc_for).chain(primitives.iter().map(Primitive::doc)).collect();
+        Catalog { tools, primitives, index: Index::build(docs), vectors: None }
+    }
+
+    /// The resources, templates and prompts it holds besides the tools.
+    pub fn primitives(&self) -> &[Primitive] {
+        &self.primitives
+    }
+
+    /// The server of document `i`.
+    fn server_of(&self, i: usize) -> &str {
+        match self.tools.get(i) {
+            Some(t) => &t.server,
+            None => self.primitives.get(i - self.tools.len()).map(|p| p.server.as_str()).unwrap_or_default(),
+        }
     }
 
     /// Embeds the tools (cached by their text) for semantic ranking.
@@ -137,7 +292,7 @@ impl Catalog {
         let Some(vectors) = &self.vectors else { return self.search(query, limit, servers) };
         let pool = (limit * 4).max(50);
         let lexical: Vec<usize> = self.index.search(query, pool, servers).into_iter().map(|h| h.doc).collect();
-        let eligible = |i: usize| servers.is_empty() || servers.contains(&self.tools[i].server);
+        let eligible = |i: usize| servers.is_empty() || servers.iter().any(|s| s == self.server_of(i));
         let semantic: Vec<usize> =
             embed::rank(vectors, query_vector, eligible, pool).into_iter().map(|h| h.doc).collect();
         fuse(&[lexical, semantic], RRF_K).into_iter().take(limit).map(|h| self.result(h.doc, h.score)).collect()
@@ -162,15 +317,29 @@ impl Catalog {
         self.index.search(query, limit, servers).into_iter().map(|h| self.result(h.doc, h.score)).collect()
     }
 
-    /// The record of tool `i` (a position in [`Catalog::tools`]) with a score.
+    /// The record of document `i` (a position in [`Catalog::tools`], then in
+    /// [`Catalog::primitives`]) with a score.
     pub fn result(&self, i: usize, score: f32) -> SearchResult {
-        let t = &self.tools[i];
+        if let Some(t) = self.tools.get(i) {
+            return SearchResult {
+                server: t.server.clone(),
+                tool: t.name.clone(),
+                score: round(score),
+                signature: signature(t),
+                description: first_sentence(t.description.as_deref()),
+                kind: Kind::Tool,
+                uri: None,
+            };
+        }
+        let p = &self.primitives[i - self.tools.len()];
         SearchResult {
-            server: t.server.clone(),
-            tool: t.name.clone(),
+            server: p.server.clone(),
+            tool: p.name.clone(),
             score: round(score),
-            signature: signature(t),
-            description: first_sentence(t.description.as_deref()),
+            signature: p.usage(),
+            description: first_sentence(p.description.as_deref()),
+            kind: p.kind,
+            uri: p.uri.clone(),
         }
     }
 }
@@ -202,6 +371,9 @@ pub async fn search_with(
 /// A catalog and the tool lists it was built from (kept, so their pointers identify them).
 type Built = (Vec<Arc<Vec<ToolInfo>>>, Arc<Catalog>);
 
+/// A tool catalog with primitives added, the tool catalog it was made from and those primitives.
+type WithPrimitives = (Arc<Catalog>, Vec<Primitive>, Arc<Catalog>);
+
 /// The servers left out of a catalog, and why.
 pub type LeftOut = Vec<(String, McpError)>;
 
@@ -216,6 +388,7 @@ pub struct Catalogs {
     embedder: Option<Embedder>,
     embeddings_failed: AtomicBool,
     extra: Mutex<Vec<ToolInfo>>,
+    with_primitives: Mutex<Option<WithPrimitives>>,
 }
 
 impl Catalogs {
@@ -228,6 +401,7 @@ impl Catalogs {
             embedder: embedder(config),
             embeddings_failed: AtomicBool::new(false),
             extra: Mutex::new(Vec::new()),
+            with_primitives: Mutex::new(None),
         }
     }
 
@@ -264,6 +438,33 @@ impl Catalogs {
         let catalog = Arc::new(catalog);
         if let Ok(mut cache) = self.built.lock() {
             *cache = Some((lists, catalog.clone()));
+        }
+        catalog
+    }
+
+    /// `base` (a tool catalog of [`Catalogs::of_lists`]) with `primitives` added, with the same
+    /// usage prior and embeddings; `base` itself when there are none, so a catalog of tools only
+    /// ranks exactly as before. The last one is kept and reused for the same inputs.
+    pub async fn with_primitives(&self, base: Arc<Catalog>, primitives: Vec<Primitive>) -> Arc<Catalog> {
+        if primitives.is_empty() {
+            return base;
+        }
+        if let Ok(cache) = self.with_primitives.lock()
+            && let Some((from, prims, catalog)) = cache.as_ref()
+            && Arc::ptr_eq(from, &base)
+            && *prims == primitives
+        {
+            return catalog.clone();
+        }
+        let mut catalog = Catalog::build_with(base.tools.clone(), primitives.clone()).with_usage(self.usage.earlier());
+        if let Some(embedder) = self.embedder()
+            && let Err(e) = catalog.embed(embedder).await
+        {
+            self.embeddings_failed(&e);
+        }
+        let catalog = Arc::new(catalog);
+        if let Ok(mut cache) = self.with_primitives.lock() {
+            *cache = Some((base, primitives, catalog.clone()));
         }
         catalog
     }
@@ -340,5 +541,57 @@ mod tests {
         assert!(catalog.search("job logs", 5, &["other".to_string()]).is_empty());
         let none = ToolInfo { input_schema: json!({"type": "object"}), ..t };
         assert_eq!(signature(&none), "github.get_job_logs()");
+    }
+
+    #[test]
+    fn primitives_are_found_with_their_kind_and_usage_and_leave_tool_records_alone() {
+        let tool = |name: &str, d: &str| ToolInfo {
+            server: "s".into(),
+            name: name.into(),
+            title: None,
+            description: Some(d.into()),
+            input_schema: json!({"type": "object"}),
+            output_schema: None,
+            annotations: None,
+        };
+        let tools = vec![tool("echo", "Echoes the message back."), tool("add", "Adds two numbers.")];
+        let mut doc = rmcp::model::Resource::new("demo://doc/architecture.md", "architecture.md");
+        doc.description = Some("How the server is built.".into());
+        let template = rmcp::model::ResourceTemplate::new("demo://blob/{id}", "blob");
+        let mut city = rmcp::model::PromptArgument::new("city");
+        city.required = Some(true);
+        let prompt = rmcp::model::Prompt::new("weather", Some("Asks for the weather of a city"), Some(vec![city]));
+        let prims = Primitive::of_server("s", &[doc], &[template], &[prompt]);
+        assert_eq!(
+            prims.iter().map(|p| p.kind).collect::<Vec<_>>(),
+            [Kind::Resource, Kind::ResourceTemplate, Kind::Prompt]
+        );
+        let plain = Catalog::build(tools.clone());
+        let both = Catalog::build_with(tools, prims);
+        let found = both.search("weather of a city", 1, &[]);
+        assert_eq!(found[0].kind, Kind::Prompt);
+        assert_eq!(found[0].signature, "getPrompt(\"s\", \"weather\", { \"city\": string })");
+        let found = both.search("how is the server built", 1, &[]);
+        assert_eq!((found[0].kind, found[0].uri.as_deref()), (Kind::Resource, Some("demo://doc/architecture.md")));
+        assert_eq!(found[0].signature, "readResource(\"s\", \"demo://doc/architecture.md\")");
+        assert_eq!(both.search("blob template", 1, &[])[0].kind, Kind::ResourceTemplate);
+        assert!(both.search("weather", 5, &["other".to_string()]).is_empty());
+        // A tool's record has no `kind` or `uri`: the same JSON as a catalog of tools only.
+        let echo = plain.search("echo message", 1, &[]);
+        assert_eq!(serde_json::to_value(&echo[0]).unwrap().as_object().unwrap().len(), 5);
+        assert_eq!(echo[0].tool, "echo");
+    }
+
+    #[tokio::test]
+    async fn a_catalog_without_primitives_is_the_tool_catalog_itself() {
+        let config = crate::config::Config::default();
+        let catalogs = Catalogs::new(&config, Arc::new(Usage::default()));
+        let base = Arc::new(Catalog::build(Vec::new()));
+        assert!(Arc::ptr_eq(&catalogs.with_primitives(base.clone(), Vec::new()).await, &base));
+        let prompt = rmcp::model::Prompt::new("p", Some("a prompt"), None);
+        let prims = Primitive::of_server("s", &[], &[], &[prompt]);
+        let first = catalogs.with_primitives(base.clone(), prims.clone()).await;
+        assert_eq!(first.primitives().len(), 1);
+        assert!(Arc::ptr_eq(&catalogs.with_primitives(base.clone(), prims).await, &first), "kept for the same input");
     }
 }

@@ -129,7 +129,7 @@ pub struct ExecOutcome {
     /// there is no default export or it is `undefined`.
     pub value: Option<serde_json::Value>,
     pub error: Option<ExecFailure>,
-    /// Tool calls the script made (successful or not).
+    /// Tool calls the script made (successful or not), resource and prompt requests included.
     pub tool_calls: u64,
     /// Wall-clock time of the script itself (module loading included, isolate creation not).
     pub duration_ms: f64,

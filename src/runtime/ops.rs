@@ -1,7 +1,8 @@
 //! The ops under the bootstrap JS: the whole surface script code can ever reach (indirectly,
 //! through the functions `runtime-js/bootstrap.js` builds on them; the ops themselves are not
-//! reachable from scripts). Tool calls and catalog look-ups, captured output, URL parsing, UTF-8 validation, and the
-//! registration of the bootstrap's private "settle the default export" function.
+//! reachable from scripts). Tool calls, resource and prompt requests, catalog look-ups, captured
+//! output, URL parsing, UTF-8 validation, and the registration of the bootstrap's private "settle
+//! the default export" function.
 //!
 //! Per-execution state lives in the `OpState` as [`JobState`], put there when a job starts.
 
@@ -66,6 +67,7 @@ deno_core::extension!(
     agent_runtime,
     ops = [
         op_agent_call_tool,
+        op_agent_bridge_post,
         op_agent_bridge_get,
         op_agent_write,
         op_agent_register,
@@ -117,6 +119,27 @@ pub(crate) fn extension(with_bootstrap: bool) -> deno_core::Extension {
 #[op2]
 #[string]
 async fn op_agent_call_tool(state: Rc<RefCell<OpState>>, #[string] body: String) -> String {
+    bridge_post(state, "/call", body).await
+}
+
+/// The bridge endpoints of MCP's other primitives, by the number the bootstrap passes:
+/// `listResources`, `readResource`, `listPrompts`, `getPrompt`.
+const PRIMITIVE_PATHS: [&str; 4] = ["/resources", "/resources/read", "/prompts", "/prompts/get"];
+
+/// A resource or prompt request through the bridge (`PRIMITIVE_PATHS[endpoint]`), fenced exactly
+/// like a tool call: counted with the script's calls, under the same cap on calls in flight and
+/// on the request bytes held, dropped with the script. Answers like [`op_agent_call_tool`].
+#[op2]
+#[string]
+async fn op_agent_bridge_post(state: Rc<RefCell<OpState>>, #[smi] endpoint: u32, #[string] body: String) -> String {
+    let Some(path) = PRIMITIVE_PATHS.get(endpoint as usize) else {
+        return error_answer("bad_request", None, "no such bridge endpoint", &[]);
+    };
+    bridge_post(state, path, body).await
+}
+
+/// One `POST` through the bridge on behalf of the script: the body of both ops above.
+async fn bridge_post(state: Rc<RefCell<OpState>>, path: &'static str, body: String) -> String {
     let (bridge, slots, in_flight, _held) = {
         let mut s = state.borrow_mut();
         let job = s.borrow_mut::<JobState>();
@@ -136,7 +159,7 @@ async fn op_agent_call_tool(state: Rc<RefCell<OpState>>, #[string] body: String)
     // The semaphore is never closed, so acquiring only waits for a free slot.
     let _slot = slots.acquire().await;
     let _counted = in_flight.start();
-    match bridge.call_bytes(Bytes::from(body)).await {
+    match bridge.post_bytes(path, Bytes::from(body)).await {
         Ok(bytes) => ok_answer(&bytes),
         Err(e) => error_answer(e.code_str(), e.status, &e.message, &e.suggestions),
     }

@@ -1,7 +1,9 @@
 //! Which MCP servers a script refers to, found without running it: imports of
 //! `servers/<dir>/...` inside the workspace (followed through the script's own relative imports),
-//! and literal `callMCPTool("<server>", ...)` / `__agentCallTool("<server>", ...)` calls; and
-//! whether it uses the tool catalog (`searchTools`, `describeTool`), which spans every server.
+//! and literal `callMCPTool("<server>", ...)` / `__agentCallTool("<server>", ...)` calls and their
+//! resource and prompt peers (`readResource`, `getPrompt`, `listResources`, `listPrompts`); and
+//! whether it uses something that spans every server: the tool catalog (`searchTools`,
+//! `describeTool`) or `listResources()` / `listPrompts()` without a server.
 //!
 //! This is a text scan, deliberately forgiving: a match inside a comment only starts a server
 //! that was not needed, and a server named at run time is still started on demand by the bridge.
@@ -23,9 +25,11 @@ const MAX_FILE_BYTES: u64 = 16 * 1024 * 1024;
 pub struct ScriptRefs {
     /// Directory names under `<workspace>/servers/` the script imports from.
     pub server_dirs: BTreeSet<String>,
-    /// Server names in literal `callMCPTool("...")` / `__agentCallTool("...")` calls.
+    /// Server names in literal `callMCPTool("...")` / `__agentCallTool("...")` calls (and
+    /// `readResource`, `getPrompt`, `listResources`, `listPrompts`).
     pub called_servers: BTreeSet<String>,
-    /// The script calls `searchTools(` or `describeTool(` (the catalog of every enabled server).
+    /// The script calls `searchTools(` or `describeTool(` (the catalog of every enabled server),
+    /// or `listResources()` / `listPrompts()` with no server (the lists of every enabled server).
     pub uses_catalog: bool,
 }
 
@@ -41,7 +45,7 @@ pub fn scan(source: &str, entry_path: &Path, workspace: &Path) -> ScriptRefs {
         for name in called_servers(&text) {
             refs.called_servers.insert(name);
         }
-        refs.uses_catalog |= uses_catalog(&text);
+        refs.uses_catalog |= uses_catalog(&text) || lists_every_server(&text);
         let base = path.parent().map(Path::to_path_buf).unwrap_or_else(|| root.clone());
         for spec in import_specifiers(&text) {
             if !(spec.starts_with("./") || spec.starts_with("../") || spec.starts_with('/')) {
@@ -98,11 +102,16 @@ fn import_specifiers(text: &str) -> Vec<String> {
     out
 }
 
-/// Server names in `callMCPTool("server"` and `__agentCallTool("server"` (a type argument such
+/// The globals whose first argument names the server they reach.
+const SERVER_FUNCTIONS: [&str; 6] =
+    ["callMCPTool", "__agentCallTool", "readResource", "getPrompt", "listResources", "listPrompts"];
+
+/// Server names in `callMCPTool("server"`, `__agentCallTool("server"`, `readResource("server"`,
+/// `getPrompt("server"`, `listResources("server"` and `listPrompts("server"` (a type argument such
 /// as `callMCPTool<Out>("server"` is skipped).
 fn called_servers(text: &str) -> Vec<String> {
     let mut out = Vec::new();
-    for func in ["callMCPTool", "__agentCallTool"] {
+    for func in SERVER_FUNCTIONS {
         let mut at = 0;
         while let Some(pos) = text[at..].find(func) {
             let start = at + pos;
@@ -131,6 +140,17 @@ fn uses_catalog(text: &str) -> bool {
             let before = text[..start].chars().next_back().is_some_and(is_ident);
             let rest = text[start + func.len()..].trim_start();
             !before && (rest.starts_with('(') || rest.starts_with('<'))
+        })
+    })
+}
+
+/// Whether `text` calls `listResources()` or `listPrompts()` with no argument (every server).
+fn lists_every_server(text: &str) -> bool {
+    ["listResources", "listPrompts"].iter().any(|func| {
+        text.match_indices(func).any(|(start, _)| {
+            let before = text[..start].chars().next_back().is_some_and(is_ident);
+            let rest = text[start + func.len()..].trim_start();
+            !before && rest.strip_prefix('(').is_some_and(|args| args.trim_start().starts_with(')'))
         })
     })
 }
@@ -182,6 +202,27 @@ mod tests {
         assert!(uses_catalog("const r = await searchTools (\"logs\", { limit: 3 });"));
         assert!(uses_catalog("console.log(await describeTool('a.b'))"));
         assert!(!uses_catalog("mySearchTools('x'); const describeTools = 1; searchToolsX()"));
+    }
+
+    #[test]
+    fn resource_and_prompt_globals_name_their_server_or_every_server() {
+        let src = r#"
+            const r = await readResource("docs", "file:///a.md");
+            const p = await getPrompt('prompts', "greet", { who: "x" });
+            await listResources("listed");
+            await listPrompts(`plisted`);
+            myReadResource("nope", "x");
+        "#;
+        let mut called = called_servers(src);
+        called.sort();
+        assert_eq!(called, vec!["docs", "listed", "plisted", "prompts"]);
+        assert!(!lists_every_server(src));
+        assert!(lists_every_server("const all = await listResources();"));
+        assert!(lists_every_server("await listPrompts( )"));
+        assert!(!lists_every_server("await myListPrompts(); listResources(name)"));
+        let dir = tempfile::tempdir().unwrap();
+        let refs = scan("console.log(await listPrompts());", &dir.path().join("main.ts"), dir.path());
+        assert!(refs.uses_catalog && refs.called_servers.is_empty());
     }
 
     #[test]

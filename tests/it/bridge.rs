@@ -45,7 +45,13 @@ impl Setup {
 }
 
 /// One raw HTTP request over the socket: (status, JSON body).
-async fn raw(socket: &Path, method: &str, path: &str, token: Option<&str>, body: impl Into<Bytes>) -> (u16, Value) {
+pub(crate) async fn raw(
+    socket: &Path,
+    method: &str,
+    path: &str,
+    token: Option<&str>,
+    body: impl Into<Bytes>,
+) -> (u16, Value) {
     let client: Client<hyperlocal::UnixConnector, Full<Bytes>> = Client::unix();
     let mut req = hyper::Request::builder()
         .method(method)

@@ -11,6 +11,7 @@ mod auth;
 mod auto;
 mod bridge;
 mod call;
+mod codemode_resources;
 mod completions;
 mod conformance;
 mod doctor;
