@@ -400,10 +400,15 @@ fn at_handler_line(message: &str, offset: usize) -> String {
     .into_owned()
 }
 
-/// Shadows the tool-call globals with ones that fail with [`TOOL_CALLS_OFF`].
+/// Shadows the globals that reach servers (tool calls, resources, prompts) with ones that fail
+/// with [`TOOL_CALLS_OFF`].
 fn tool_calls_off_prelude() -> String {
     let msg = serde_json::to_string(TOOL_CALLS_OFF).unwrap_or_default();
-    format!("const callMCPTool = async () => {{ throw new Error({msg}); }}; const __agentCallTool = callMCPTool; ")
+    let mut prelude = format!("const callMCPTool = async () => {{ throw new Error({msg}); }}; ");
+    for name in ["__agentCallTool", "listResources", "readResource", "listPrompts", "getPrompt"] {
+        prelude.push_str(&format!("const {name} = callMCPTool; "));
+    }
+    prelude
 }
 
 /// The value a handler sees as `tool_output`: the value a script's `callMCPTool` gets for the
@@ -544,6 +549,11 @@ mod tests {
             .unwrap();
         let e = r.apply(&js, "s", "t", &raw).await.unwrap_err();
         assert!(e.contains(TOOL_CALLS_OFF), "{e}");
+        let js = r
+            .compile(&Handler { language: Language::JavaScript, script: "await readResource('s', 'x://y')".into() })
+            .unwrap();
+        let e = r.apply(&js, "s", "t", &raw).await.unwrap_err();
+        assert!(e.contains(TOOL_CALLS_OFF), "resources are off with tool calls: {e}");
         let js =
             r.compile(&Handler { language: Language::JavaScript, script: "tool_output.nope.deeper".into() }).unwrap();
         let e = r.apply(&js, "srv", "tl", &raw).await.unwrap_err();
