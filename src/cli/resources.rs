@@ -14,7 +14,7 @@ use base64::Engine as _;
 use clap::Args;
 use rmcp::model::{ReadResourceResult, ResourceContents};
 
-use super::output::{for_stderr, terminal_line, write_stdout};
+use super::output::{for_stderr, write_stdout};
 use super::{Context, EXIT_FAILURE, EXIT_OK, ServerFilter, usage};
 use crate::mcp::primitives::Resources;
 use crate::mcp::{McpError, McpManager};
@@ -169,6 +169,14 @@ pub fn attachment(server: Option<&str>, uri: &str, text: &str) -> String {
     format!("--- resource {name} ---\n{text}{nl}--- end of resource {name} ---")
 }
 
+/// `text` on one line for a listing: carriage returns dropped, newlines and tabs become spaces
+/// (as `output::terminal_line` has them). Nothing else changes:
+/// `output::write_stdout` makes the whole listing safe on a terminal and leaves it byte-exact
+/// in a pipe.
+pub fn one_line(text: &str) -> String {
+    text.replace('\r', "").replace(['\n', '\t'], " ")
+}
+
 /// `n thing` / `n things`.
 pub fn count(n: usize, thing: &str) -> String {
     format!("{n} {thing}{}", if n == 1 { "" } else { "s" })
@@ -231,7 +239,7 @@ fn human_resources(offering: &[&(String, Arc<Resources>)], none: &[&str], failed
             let mime = res.mime_type.as_deref().map(|m| format!(" ({m})")).unwrap_or_default();
             let desc = first_line(res.description.as_deref());
             let desc = if desc.is_empty() { desc } else { format!(": {desc}") };
-            s.push_str(&format!("  {:width$}  {}\n", res.uri, terminal_line(&format!("{label}{mime}{desc}"))));
+            s.push_str(&format!("  {:width$}  {}\n", one_line(&res.uri), one_line(&format!("{label}{mime}{desc}"))));
         }
         if !r.templates.is_empty() {
             s.push_str("  templates:\n");
@@ -240,7 +248,11 @@ fn human_resources(offering: &[&(String, Arc<Resources>)], none: &[&str], failed
                 let label = t.title.as_deref().unwrap_or(&t.name);
                 let desc = first_line(t.description.as_deref());
                 let desc = if desc.is_empty() { desc } else { format!(": {desc}") };
-                s.push_str(&format!("  {:width$}  {}\n", t.uri_template, terminal_line(&format!("{label}{desc}"))));
+                s.push_str(&format!(
+                    "  {:width$}  {}\n",
+                    one_line(&t.uri_template),
+                    one_line(&format!("{label}{desc}"))
+                ));
             }
         }
         s.push('\n');
@@ -354,7 +366,7 @@ fn print_contents(server: &str, read: &ReadResourceResult) -> anyhow::Result<u8>
         let part = part(content);
         if several {
             let mime = part.mime.map(|m| format!(" ({m})")).unwrap_or_default();
-            out.push_str(&format!("--- {}\n", terminal_line(&format!("{}{mime}", part.uri))));
+            out.push_str(&format!("--- {}\n", one_line(&format!("{}{mime}", part.uri))));
         }
         match part.body {
             Body::Text(text) => {
@@ -368,7 +380,7 @@ fn print_contents(server: &str, read: &ReadResourceResult) -> anyhow::Result<u8>
                 let mime = part.mime.unwrap_or("application/octet-stream");
                 out.push_str(&format!(
                     "[binary: {}, {}; save it with --output FILE]\n",
-                    terminal_line(mime),
+                    one_line(mime),
                     human_bytes(size)
                 ));
             }

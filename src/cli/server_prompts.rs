@@ -9,7 +9,7 @@ use rmcp::model::{ContentBlock, GetPromptResult, PromptMessage, Role};
 use serde_json::Value;
 
 use super::output::{terminal_line, write_stdout};
-use super::resources::{Body, Part, attachment, command_error, count, first_line, gather, part, start_one};
+use super::resources::{Body, Part, attachment, command_error, count, first_line, gather, one_line, part, start_one};
 use super::{Context, EXIT_FAILURE, EXIT_OK, ServerFilter, usage};
 use crate::mcp::McpManager;
 use crate::mcp::primitives::CompletionRef;
@@ -156,13 +156,13 @@ pub async fn run_prompts(ctx: Context, args: &PromptsArgs) -> anyhow::Result<u8>
                         .flatten()
                         .map(|a| format!("{}{}", a.name, if a.required == Some(true) { "*" } else { "" }))
                         .collect();
-                    terminal_line(&format!("{}({})", p.name, args.join(", "))).into_owned()
+                    one_line(&format!("{}({})", p.name, args.join(", ")))
                 })
                 .collect();
             let width = sigs.iter().map(|g| g.chars().count()).max().unwrap_or(0).min(50);
             for (p, sig) in prompts.iter().zip(&sigs) {
                 let desc = first_line(p.description.as_deref().or(p.title.as_deref()));
-                s.push_str(&format!("  {sig:width$}  {}\n", terminal_line(&desc)));
+                s.push_str(&format!("  {sig:width$}  {}\n", one_line(&desc)));
             }
             s.push('\n');
         }
@@ -247,19 +247,19 @@ fn b64_size(data: &str) -> String {
 fn content_text(content: &ContentBlock) -> String {
     match content {
         ContentBlock::Text(t) => t.text.clone(),
-        ContentBlock::Image(i) => format!("[image: {}, {}]", terminal_line(&i.mime_type), b64_size(&i.data)),
-        ContentBlock::Audio(a) => format!("[audio: {}, {}]", terminal_line(&a.mime_type), b64_size(&a.data)),
+        ContentBlock::Image(i) => format!("[image: {}, {}]", one_line(&i.mime_type), b64_size(&i.data)),
+        ContentBlock::Audio(a) => format!("[audio: {}, {}]", one_line(&a.mime_type), b64_size(&a.data)),
         ContentBlock::Resource(r) => {
             let p = part(&r.resource);
-            let mime = p.mime.map(|m| format!(", {}", terminal_line(m))).unwrap_or_default();
+            let mime = p.mime.map(|m| format!(", {}", one_line(m))).unwrap_or_default();
             let size = match p.body {
                 Body::Text(text) => format!("{} of text", human_bytes(text.len() as u64)),
                 Body::Blob(blob) => b64_size(blob),
                 Body::Unknown => "unknown content".into(),
             };
-            format!("[resource: {}{mime}, {size}]", terminal_line(p.uri))
+            format!("[resource: {}{mime}, {size}]", one_line(p.uri))
         }
-        ContentBlock::ResourceLink(l) => format!("[resource link: {}]", terminal_line(&l.uri)),
+        ContentBlock::ResourceLink(l) => format!("[resource link: {}]", one_line(&l.uri)),
         _ => "[content of a kind this version does not know]".into(),
     }
 }
@@ -268,7 +268,7 @@ fn content_text(content: &ContentBlock) -> String {
 pub fn messages_text(got: &GetPromptResult) -> String {
     let mut s = String::new();
     if let Some(d) = got.description.as_deref().filter(|d| !d.trim().is_empty()) {
-        s.push_str(&format!("# {}\n\n", terminal_line(d.trim())));
+        s.push_str(&format!("# {}\n\n", one_line(d.trim())));
     }
     for (i, m) in got.messages.iter().enumerate() {
         if i > 0 {
@@ -346,7 +346,7 @@ pub async fn run_complete(ctx: Context, args: &CompleteArgs) -> anyhow::Result<u
     }
     let mut s = String::new();
     for v in &done.values {
-        s.push_str(&terminal_line(v));
+        s.push_str(&one_line(v));
         s.push('\n');
     }
     write_stdout(&s)?;
