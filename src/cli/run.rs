@@ -237,11 +237,12 @@ pub struct ResourceRef {
 }
 
 /// The `@SERVER:URI` tokens of `task`, each once, in order. A token starts the task or follows
-/// whitespace; the URI carries its scheme (`@everything:demo://x`, `@files:file:///a.txt`), so
+/// whitespace (or an opening bracket or quote); the URI carries its scheme (`@everything:demo://x`, `@files:file:///a.txt`), so
 /// `@10:30` or a mail address is no token; sentence punctuation after it is not part of it.
 pub fn resource_refs(task: &str) -> Vec<ResourceRef> {
     let mut refs: Vec<ResourceRef> = Vec::new();
     for word in task.split_whitespace() {
+        let word = word.trim_start_matches(['(', '[', '"', '\'']);
         let Some(rest) = word.strip_prefix('@') else { continue };
         let Some((server, uri)) = rest.split_once(':') else { continue };
         let uri = uri.trim_end_matches(['.', ',', ';', '!', '?', ')', '\'', '"']);
@@ -273,7 +274,7 @@ async fn attachments(manager: &crate::mcp::McpManager, task: &str) -> anyhow::Re
         let read = match manager.read_resource(&r.server, &r.uri).await {
             Ok(read) => read,
             Err(e @ crate::mcp::McpError::TooLarge { .. }) => {
-                return Err(usage(format!("cannot attach {token}: {e} (mcp.max_result_bytes)")));
+                return Err(usage(format!("cannot attach {token}: {e}")));
             }
             Err(e) => return Err(command_error(e).context(format!("cannot attach {token}"))),
         };
@@ -564,5 +565,25 @@ impl Observer for Printer {
         };
         // The tool's name comes from the model, its error from a server.
         eprintln!("{}", self.dim(&super::output::terminal_line(&line)));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{ResourceRef, resource_refs};
+
+    fn r(server: &str, uri: &str) -> ResourceRef {
+        ResourceRef { server: server.into(), uri: uri.into() }
+    }
+
+    #[test]
+    fn at_tokens_need_a_server_and_a_uri_with_its_scheme() {
+        assert_eq!(
+            resource_refs("Compare @docs:file:///a.txt, and (@everything:demo://x/1). Again @docs:file:///a.txt"),
+            [r("docs", "file:///a.txt"), r("everything", "demo://x/1")]
+        );
+        // No token: a time, a mail address, a bare mention, a URI without a scheme.
+        assert!(resource_refs("at @10:30 mail me@host:demo://x or @alice, see @s:plain @s:1x:y").is_empty());
+        assert_eq!(resource_refs("@s:a:b"), [r("s", "a:b")]);
     }
 }
