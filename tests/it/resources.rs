@@ -339,3 +339,13 @@ fn read_output_replaces_a_planted_link_and_never_writes_through_it() {
         .collect();
     assert!(names.is_empty(), "{names:?}");
 }
+
+#[test]
+fn read_completes_server_names_like_the_other_server_arguments() {
+    let p = Project::with_fixture();
+    let script = p.write("agent.bash", &p.run(&["completions", "bash"]).stdout);
+    assert_eq!(crate::completions::bash_complete(&p, &script, &["agent", "mcp", "read", "fi"]), ["fixture"]);
+    assert_eq!(crate::completions::bash_complete(&p, &script, &["agent", "mcp", "reso"]), ["resources"]);
+    let fish = p.run(&["completions", "fish"]).stdout;
+    assert!(fish.contains("__fish_seen_subcommand_from get remove enable disable login logout read"), "{fish}");
+}
