@@ -138,7 +138,7 @@ impl ServerLogs {
                     ev = rx.recv() => match ev {
                         Ok(ev) => print(ev),
                         Err(tokio::sync::broadcast::error::RecvError::Lagged(n)) => {
-                            eprintln!("{clear}warning: {n} server log messages were dropped");
+                            eprintln!("{clear}warning: {n} server events were dropped (log messages among them)");
                         }
                         Err(_) => break,
                     },
