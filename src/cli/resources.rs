@@ -95,10 +95,11 @@ pub struct Gathered<T> {
 
 /// Opens a session, starts the servers of `filter` under a spinner, asks each with `ask`,
 /// closes the session. Failures are said on stderr as they come. `Err(code)` when a signal
-/// stopped it (the exit code to return) or nothing is configured (0).
+/// stopped it (the exit code to return) or nothing is configured (0; `json`: `[]` printed).
 pub async fn gather<T, Fut>(
     ctx: &Context,
     filter: &ServerFilter,
+    json: bool,
     ask: impl Fn(Arc<McpManager>, String) -> Fut,
 ) -> anyhow::Result<Result<Gathered<T>, u8>>
 where
@@ -110,6 +111,9 @@ where
     if servers.is_empty() {
         eprintln!("no MCP servers configured: add some under `mcp.servers` (see config.sample.yaml) or in .mcp.json");
         session.close().await;
+        if json {
+            write_stdout("[]\n")?;
+        }
         return Ok(Err(EXIT_OK));
     }
     let work = async {
@@ -190,14 +194,9 @@ pub fn first_line(text: Option<&str>) -> String {
 }
 
 pub async fn run_resources(ctx: Context, args: &ResourcesArgs) -> anyhow::Result<u8> {
-    let gathered = match gather(&ctx, &args.filter, |m, s| async move { m.resources(&s).await }).await? {
+    let gathered = match gather(&ctx, &args.filter, args.json, |m, s| async move { m.resources(&s).await }).await? {
         Ok(g) => g,
-        Err(code) => {
-            if args.json && code == EXIT_OK {
-                write_stdout("[]\n")?;
-            }
-            return Ok(code);
-        }
+        Err(code) => return Ok(code),
     };
     let (offering, none): (Vec<_>, Vec<_>) =
         gathered.answers.iter().partition(|(_, r)| !r.resources.is_empty() || !r.templates.is_empty());
@@ -205,20 +204,17 @@ pub async fn run_resources(ctx: Context, args: &ResourcesArgs) -> anyhow::Result
     if !none.is_empty() {
         tracing::info!("no resources on: {}", none.join(", "));
     }
-    let text = if args.json {
+    if args.json {
         let doc: Vec<serde_json::Value> = offering
             .iter()
             .map(|(server, r)| {
                 serde_json::json!({"server": server, "resources": r.resources, "resourceTemplates": r.templates})
             })
             .collect();
-        let mut s = serde_json::to_string_pretty(&doc).context("cannot serialise the resources")?;
-        s.push('\n');
-        s
+        print_json(&doc)?;
     } else {
-        human_resources(&offering, &none, &gathered.failed)
-    };
-    write_stdout(&text)?;
+        write_stdout(&human_resources(&offering, &none, &gathered.failed))?;
+    }
     Ok(if gathered.failed.is_empty() { EXIT_OK } else { EXIT_FAILURE })
 }
 
@@ -273,30 +269,52 @@ fn human_resources(offering: &[&(String, Arc<Resources>)], none: &[&str], failed
     s
 }
 
-pub async fn run_read(ctx: Context, args: &ReadArgs) -> anyhow::Result<u8> {
+/// Pretty JSON of `value` on stdout.
+pub fn print_json(value: &impl serde::Serialize) -> anyhow::Result<()> {
+    let mut s = serde_json::to_string_pretty(value).context("cannot serialise the answer as JSON")?;
+    s.push('\n');
+    write_stdout(&s)
+}
+
+/// One request to one server inside a session (the server started under a spinner first),
+/// raced against signals: `Err(code)` after a signal. Manager errors as [`command_error`].
+pub async fn one_request<T, Fut>(
+    ctx: &Context,
+    server: &str,
+    ask: impl FnOnce(Arc<McpManager>) -> Fut,
+) -> anyhow::Result<Result<T, u8>>
+where
+    Fut: Future<Output = Result<T, McpError>>,
+{
     let session = super::session::Session::open(&ctx.config)?;
     let manager = session.manager().clone();
-    if let Err(e) = manager.check_server(&args.server) {
+    if let Err(e) = manager.check_server(server) {
         session.close().await;
         return Err(command_error(e));
     }
     let work = async {
-        start_one(&manager, &args.server).await?;
-        manager.read_resource(&args.server, &args.uri).await
+        start_one(&manager, server).await?;
+        ask(manager.clone()).await
     };
     let outcome = tokio::select! {
         r = work => Ok(r),
         signal = ctx.signals.received() => Err(signal),
     };
     session.close().await;
-    let read = match outcome {
-        Ok(r) => r.map_err(command_error)?,
-        Err(signal) => return Ok(super::signal::exit_after(signal)),
+    match outcome {
+        Ok(r) => Ok(Ok(r.map_err(command_error)?)),
+        Err(signal) => Ok(Err(super::signal::exit_after(signal))),
+    }
+}
+
+pub async fn run_read(ctx: Context, args: &ReadArgs) -> anyhow::Result<u8> {
+    let (server, uri) = (args.server.clone(), args.uri.clone());
+    let read = match one_request(&ctx, &args.server, |m| async move { m.read_resource(&server, &uri).await }).await? {
+        Ok(read) => read,
+        Err(code) => return Ok(code),
     };
     if args.json {
-        let mut s = serde_json::to_string_pretty(&read).context("cannot serialise the resource")?;
-        s.push('\n');
-        write_stdout(&s)?;
+        print_json(&read)?;
         return Ok(EXIT_OK);
     }
     match &args.output {

@@ -3,13 +3,12 @@
 //! messages, and argument completions for a prompt or a resource template. `prompt_task` turns
 //! a prompt into `agent run`'s task.
 
-use anyhow::Context as _;
 use clap::Args;
 use rmcp::model::{ContentBlock, GetPromptResult, PromptMessage, Role};
 use serde_json::Value;
 
 use super::output::{terminal_line, write_stdout};
-use super::resources::{Body, Part, attachment, command_error, count, first_line, gather, one_line, part, start_one};
+use super::resources::{Body, Part, attachment, count, first_line, gather, one_line, one_request, part, print_json};
 use super::{Context, EXIT_FAILURE, EXIT_OK, ServerFilter, usage};
 use crate::mcp::McpManager;
 use crate::mcp::primitives::CompletionRef;
@@ -121,27 +120,22 @@ pub fn split_prompt(target: &str) -> anyhow::Result<(&str, &str)> {
 }
 
 pub async fn run_prompts(ctx: Context, args: &PromptsArgs) -> anyhow::Result<u8> {
-    let gathered = match gather(&ctx, &args.filter, |m, s| async move { m.prompts(&s).await }).await? {
+    let gathered = match gather(&ctx, &args.filter, args.json, |m, s| async move { m.prompts(&s).await }).await? {
         Ok(g) => g,
-        Err(code) => {
-            if args.json && code == EXIT_OK {
-                write_stdout("[]\n")?;
-            }
-            return Ok(code);
-        }
+        Err(code) => return Ok(code),
     };
     let (offering, none): (Vec<_>, Vec<_>) = gathered.answers.iter().partition(|(_, p)| !p.is_empty());
     let none: Vec<&str> = none.iter().map(|(s, _)| s.as_str()).collect();
     if !none.is_empty() {
         tracing::info!("no prompts on: {}", none.join(", "));
     }
-    let text = if args.json {
+    if args.json {
         let doc: Vec<Value> =
             offering.iter().map(|(server, p)| serde_json::json!({"server": server, "prompts": p.as_slice()})).collect();
-        let mut s = serde_json::to_string_pretty(&doc).context("cannot serialise the prompts")?;
-        s.push('\n');
-        s
-    } else {
+        print_json(&doc)?;
+        return Ok(if gathered.failed.is_empty() { EXIT_OK } else { EXIT_FAILURE });
+    }
+    let text = {
         let mut s = String::new();
         let mut total = 0;
         for (server, prompts) in &offering {
@@ -180,36 +174,6 @@ pub async fn run_prompts(ctx: Context, args: &PromptsArgs) -> anyhow::Result<u8>
     Ok(if gathered.failed.is_empty() { EXIT_OK } else { EXIT_FAILURE })
 }
 
-/// One request to one server inside a session, raced against signals: `Err(code)` after a signal.
-async fn one_request<T, Fut>(
-    ctx: &Context,
-    server: &str,
-    ask: impl FnOnce(std::sync::Arc<McpManager>) -> Fut,
-) -> anyhow::Result<Result<T, u8>>
-where
-    Fut: Future<Output = Result<T, crate::mcp::McpError>>,
-{
-    let session = super::session::Session::open(&ctx.config)?;
-    let manager = session.manager().clone();
-    if let Err(e) = manager.check_server(server) {
-        session.close().await;
-        return Err(command_error(e));
-    }
-    let work = async {
-        start_one(&manager, server).await?;
-        ask(manager.clone()).await
-    };
-    let outcome = tokio::select! {
-        r = work => Ok(r),
-        signal = ctx.signals.received() => Err(signal),
-    };
-    session.close().await;
-    match outcome {
-        Ok(r) => Ok(Ok(r.map_err(command_error)?)),
-        Err(signal) => Ok(Err(super::signal::exit_after(signal))),
-    }
-}
-
 pub async fn run_prompt(ctx: Context, args: &PromptArgs) -> anyhow::Result<u8> {
     let (server, name) = split_prompt(&args.target)?;
     let arguments = super::call::parse_args(&args.args)?;
@@ -222,9 +186,7 @@ pub async fn run_prompt(ctx: Context, args: &PromptArgs) -> anyhow::Result<u8> {
             Err(code) => return Ok(code),
         };
     if args.json {
-        let mut s = serde_json::to_string_pretty(&got).context("cannot serialise the prompt")?;
-        s.push('\n');
-        write_stdout(&s)?;
+        print_json(&got)?;
     } else {
         write_stdout(&messages_text(&got))?;
     }
@@ -339,9 +301,7 @@ pub async fn run_complete(ctx: Context, args: &CompleteArgs) -> anyhow::Result<u
         Err(code) => return Ok(code),
     };
     if args.json {
-        let mut s = serde_json::to_string_pretty(&done).context("cannot serialise the completion")?;
-        s.push('\n');
-        write_stdout(&s)?;
+        print_json(&done)?;
         return Ok(EXIT_OK);
     }
     let mut s = String::new();
