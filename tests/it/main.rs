@@ -27,6 +27,7 @@ mod mcp;
 mod primitives;
 mod project;
 mod resource_tools;
+mod resources;
 mod run;
 mod search;
 mod serve;
