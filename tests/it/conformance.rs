@@ -288,11 +288,11 @@ pub(crate) mod server {
     /// The scenarios that cannot pass against the fixture for a reason outside it, with the
     /// reason. Empty: every scenario passes. `server_suite_passes_against_the_fixture` fails
     /// when a listed one passes, so the list stays true.
-    const EXPECTED_FAILURES: &[(&str, &str)] = &[];
+    pub(crate) const EXPECTED_FAILURES: &[(&str, &str)] = &[];
 
     /// The `WARNING` checks the fixture gets (`scenario`, `check`, why); any other warning fails
     /// the test, and so does a listed one that is no longer given.
-    const EXPECTED_WARNINGS: &[(&str, &str, &str)] = &[(
+    pub(crate) const EXPECTED_WARNINGS: &[(&str, &str, &str)] = &[(
         "server-sse-polling",
         "server-sse-disconnect-resume",
         "the fixture has no `test_reconnection` tool: rmcp gives a handler no way to close its own \
@@ -341,7 +341,8 @@ pub(crate) mod server {
         for entry in std::fs::read_dir(&results).unwrap_or_else(|e| panic!("no results ({e}):\n{output}")) {
             let dir = entry.unwrap().path();
             let name = dir.file_name().unwrap().to_string_lossy().into_owned();
-            // `server-NAME-2026-11-27T09-30-09-976Z`: the suite's directory per scenario.
+            // `server-NAME-<time>`: the suite's directory per scenario, the time being an ISO
+            // timestamp with `-` for `:` and `.` (always 24 characters).
             let stamp = "-2026-11-27T09-30-09-976Z".len();
             let scenario = name
                 .strip_prefix("server-")
