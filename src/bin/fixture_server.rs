@@ -44,7 +44,8 @@
 //! completes), the prompts `summarize` and `greet` (its `language` completes), logging
 //! (`logging/setLevel`; each `resources/read` and `prompts/get` logs `read URI` / `prompt NAME`
 //! at `info`), `resources/subscribe` and the tool `touch` (bumps `fixture://counter`'s revision
-//! and sends `notifications/resources/updated` to a session that subscribed); with `--hostile`
+//! and sends `notifications/resources/updated` to a session that subscribed, or on 2026-07-28 to
+//! each `subscriptions/listen` that names the resource); with `--hostile`
 //! also a resource whose URI, name and text carry the `--hostile` sequences
 //! (`fixture_server/resources.rs`). `--conformance` implies `--resources` and adds what the MCP
 //! conformance suite's server scenarios ask for: the `test_*` tools and `json_schema_2020_12_tool`
@@ -806,6 +807,17 @@ impl ServerHandler for Fixture {
         _cx: RequestContext<RoleServer>,
     ) -> Result<(), McpError> {
         self.resources.unsubscribe(&request.uri)
+    }
+
+    fn accepted_subscription_filter(
+        &self,
+        requested: &rmcp::model::SubscriptionFilter,
+    ) -> Option<rmcp::model::SubscriptionFilter> {
+        self.resources.accepted(requested)
+    }
+
+    async fn listen(&self, context: rmcp::service::SubscriptionContext) -> Result<(), McpError> {
+        self.resources.listen(context).await
     }
 
     async fn list_prompts(

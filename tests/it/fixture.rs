@@ -1,7 +1,8 @@
 //! The fixture server's `--resources` set (resources, a template, prompts, completions, logging,
 //! subscriptions) as a client sees it on the wire: raw JSON-RPC lines over stdio on a 2025-11-25
 //! session, so what other tests rely on (exact contents, which notifications arrive and when,
-//! error codes, the capabilities without the flag) is pinned here. The `--conformance` set is
+//! error codes, the capabilities without the flag) is pinned here, and a 2026-07-28
+//! `subscriptions/listen` through rmcp's client. The `--conformance` set is
 //! checked by the conformance suite itself (`conformance::server`).
 
 use crate::support;
@@ -282,4 +283,37 @@ fn the_hostile_resource_carries_terminal_sequences_raw() {
     assert_eq!(hostile["description"], HOSTILE);
     let read = s.ok("resources/read", json!({"uri": uri}));
     assert_eq!(read["contents"][0]["text"], HOSTILE);
+}
+
+/// 2026-07-28 has no session to subscribe in: `subscriptions/listen` names the resources, and
+/// `touch` reaches the listener with `notifications/resources/updated` for the one it named that
+/// exists (a URI that names nothing is left out of the acknowledgment).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_2026_subscription_hears_of_touch_for_the_resources_it_named() {
+    use rmcp::model::{CallToolRequestParams, ProtocolVersion, SubscriptionFilter};
+    use rmcp::service::{ClientLifecycleMode, ClientServiceExt};
+
+    let mut cmd = tokio::process::Command::new(support::fixture_bin());
+    cmd.arg("--resources").stderr(Stdio::null());
+    let transport = rmcp::transport::TokioChildProcess::new(cmd).unwrap();
+    let lifecycle = ClientLifecycleMode::Discover { preferred_versions: vec![ProtocolVersion::V_2026_07_28] };
+    let service = ().serve_with_lifecycle(transport, lifecycle).await.unwrap();
+    let filter = SubscriptionFilter::builder()
+        .resource_subscription("fixture://counter")
+        .resource_subscription("fixture://nothing")
+        .build();
+    let mut sub = service.peer().listen(filter).await.unwrap();
+    assert_eq!(sub.acknowledged().resource_subscriptions, Some(vec!["fixture://counter".to_string()]));
+    let touched = service.peer().call_tool(CallToolRequestParams::new("touch")).await.unwrap();
+    assert_eq!(serde_json::to_value(&touched.content).unwrap()[0]["text"], "revision 1");
+    let note = tokio::time::timeout(Duration::from_secs(10), sub.next())
+        .await
+        .expect("no notification in 10 s")
+        .unwrap()
+        .expect("the subscription ended");
+    let note = serde_json::to_value(&note).unwrap();
+    assert_eq!(note["method"], "notifications/resources/updated", "{note}");
+    assert_eq!(note["params"]["uri"], "fixture://counter", "{note}");
+    sub.cancel().await.unwrap();
+    service.cancel().await.unwrap();
 }

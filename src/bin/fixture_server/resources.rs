@@ -17,9 +17,9 @@ use std::sync::{Arc, Mutex};
 use rmcp::model::{
     CompleteRequestParams, CompleteResult, ErrorCode, GetPromptResult, ListPromptsResult, ListResourceTemplatesResult,
     ListResourcesResult, LoggingLevel, LoggingMessageNotificationParam, ReadResourceResult, Reference,
-    ServerCapabilities,
+    ServerCapabilities, SubscriptionFilter,
 };
-use rmcp::service::RequestContext;
+use rmcp::service::{RequestContext, SubscriptionContext};
 use rmcp::{ErrorData as McpError, RoleServer};
 use serde_json::{Value, json};
 
@@ -49,12 +49,19 @@ struct Session {
 }
 
 /// The state behind the resource handlers; `for_session` gives each HTTP session its own
-/// level and subscriptions while the watched resource's revision stays per process.
-#[derive(Clone, Default)]
+/// level and subscriptions while the watched resource's revision, and the channel that tells
+/// every `subscriptions/listen` of a change, stay per process.
+#[derive(Clone)]
 pub(crate) struct State {
     pub extras: Extras,
     revision: Arc<AtomicU64>,
     session: Arc<Session>,
+    /// The URIs `touch` changed, for 2026-07-28 subscriptions (which have no session).
+    updates: tokio::sync::broadcast::Sender<String>,
+    /// Receivers of `updates` taken when a subscription is accepted, oldest first: rmcp sends
+    /// the acknowledgment before it starts `listen`, and a `touch` in between must not be lost.
+    /// `listen` takes the oldest, which is never younger than its own acknowledgment.
+    pending: Arc<Mutex<std::collections::VecDeque<tokio::sync::broadcast::Receiver<String>>>>,
 }
 
 /// The resources whose content `touch` changes.
@@ -75,7 +82,8 @@ fn not_found(method: &'static str) -> McpError {
 
 impl State {
     pub fn new(extras: Extras) -> Self {
-        Self { extras, ..Default::default() }
+        let (updates, _) = tokio::sync::broadcast::channel(16);
+        Self { extras, revision: Arc::default(), session: Arc::default(), updates, pending: Arc::default() }
     }
 
     /// The same server state with a fresh session (log level, subscriptions).
@@ -213,7 +221,46 @@ impl State {
         for uri in subscribed {
             let _ = cx.peer.notify_resource_updated(rmcp::model::ResourceUpdatedNotificationParam::new(uri)).await;
         }
+        for uri in WATCHED {
+            // No listener is no error.
+            let _ = self.updates.send(uri.to_string());
+        }
         n
+    }
+
+    /// `subscriptions/listen` (2026-07-28): the resources of `requested` that exist; no
+    /// list-changed categories (the fixture's lists do not change). `None` without a set.
+    pub fn accepted(&self, requested: &SubscriptionFilter) -> Option<SubscriptionFilter> {
+        self.on("subscriptions/listen").ok()?;
+        let uris: Vec<String> =
+            requested.resource_subscriptions.iter().flatten().filter(|u| self.known(u)).cloned().collect();
+        if let Ok(mut p) = self.pending.lock() {
+            p.push_back(self.updates.subscribe());
+        }
+        Some(SubscriptionFilter::builder().resource_subscriptions(uris).build())
+    }
+
+    /// Runs one subscription: `notifications/resources/updated` for each accepted URI `touch`
+    /// changes, until the client cancels it or goes away.
+    pub async fn listen(&self, cx: SubscriptionContext) -> Result<(), McpError> {
+        use tokio::sync::broadcast::error::RecvError;
+        let taken = self.pending.lock().ok().and_then(|mut p| p.pop_front());
+        let mut changes = taken.unwrap_or_else(|| self.updates.subscribe());
+        let wanted = cx.accepted().resource_subscriptions.clone().unwrap_or_default();
+        loop {
+            tokio::select! {
+                () = cx.cancelled() => return Ok(()),
+                change = changes.recv() => match change {
+                    Ok(uri) if wanted.contains(&uri) => {
+                        if cx.sink().notify_resource_updated(uri).await.is_err() {
+                            return Ok(());
+                        }
+                    }
+                    Ok(_) | Err(RecvError::Lagged(_)) => {}
+                    Err(RecvError::Closed) => return Ok(()),
+                },
+            }
+        }
     }
 
     fn prompts(&self) -> Vec<Value> {
