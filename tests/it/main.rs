@@ -17,6 +17,7 @@ mod conformance;
 mod doctor;
 mod examples;
 mod exec;
+mod fixture;
 mod generate;
 mod handlers;
 mod host;
