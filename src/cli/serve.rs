@@ -10,6 +10,7 @@ use std::sync::Arc;
 use clap::Args;
 
 use super::{Context, EXIT_OK, usage};
+use crate::config::ServeNames;
 use crate::serve::http::{HttpServer, Limits, parse_addr};
 use crate::serve::{Expose, Server, StartReporter, token};
 
@@ -55,6 +56,11 @@ pub struct ServeArgs {
     /// Scripts that may run at once (default: CPUs, 2 to 8).
     #[arg(long, value_name = "N")]
     pub workers: Option<usize>,
+    /// How upstream names reach clients: prefixed (`<server>_<name>`, the default) or bare
+    /// (upstream's own names; refused when two enabled servers share one). Default:
+    /// `serve.names`.
+    #[arg(long, value_name = "MODE", value_parser = ["prefixed", "bare"])]
+    pub names: Option<String>,
 }
 
 /// The token HTTP wants: given in the environment, generated (written to a file once the port
@@ -92,11 +98,17 @@ pub async fn run(ctx: Context, args: &ServeArgs) -> anyhow::Result<u8> {
         Some(n) => n,
         None => std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2).clamp(2, 8),
     };
+    let mut config = ctx.config.clone();
+    match args.names.as_deref() {
+        Some("bare") => config.serve.names = ServeNames::Bare,
+        Some("prefixed") => config.serve.names = ServeNames::Prefixed,
+        _ => {}
+    }
     let session = super::session::Session::headless(&ctx.config)?;
     let manager = session.manager().clone();
     // A client cannot pass `--yes` to serve; only serve's own configuration can allow the call.
     manager.set_no_terminal_fix("set mcp.approvals in the configuration `agent mcp serve` runs with");
-    let server = match Server::start(&ctx.config, manager, session.recorder().clone(), expose, workers).await {
+    let server = match Server::start(&config, manager, session.recorder().clone(), expose, workers).await {
         Ok(server) => server,
         Err(e) => {
             session.close().await;
@@ -114,7 +126,32 @@ pub async fn run(ctx: Context, args: &ServeArgs) -> anyhow::Result<u8> {
         let server = server.clone();
         async move { server.bring_up(report).await }
     });
-    let limits = Limits::from_config(&ctx.config.serve);
+    // Bare mode stands in for its servers under their own names: two servers sharing one
+    // cannot both be reached, so serve does not start (servers still starting after
+    // `serve.startup_wait` are not waited for).
+    if config.serve.names == ServeNames::Bare {
+        let clashes = tokio::select! {
+            c = server.clashes() => c,
+            signal = ctx.signals.received() => {
+                up.abort();
+                server.stop().await;
+                session.close().await;
+                return Ok(super::signal::exit_after(signal));
+            }
+        };
+        if !clashes.is_empty() {
+            up.abort();
+            server.stop().await;
+            session.close().await;
+            let said: Vec<String> =
+                clashes.iter().map(|c| super::output::terminal_line(&c.to_string()).into_owned()).collect();
+            return Err(usage(format!(
+                "--names bare: {}; use --names prefixed, or disable one of them",
+                said.join("; ")
+            )));
+        }
+    }
+    let limits = Limits::from_config(&config.serve);
     let mut token_file = None;
     let outcome = tokio::select! {
         r = serve(server.clone(), addr, auth, limits, &mut token_file) => Ok(r),
