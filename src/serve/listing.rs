@@ -152,9 +152,13 @@ impl Listing {
         let mut taken = HashSet::new();
         for u in upstream {
             let Some(prompts) = u.prompts else { continue };
-            let mut sorted: Vec<&Prompt> = prompts.iter().collect();
-            sorted.sort_by(|a, b| a.name.cmp(&b.name));
-            for p in sorted {
+            // Prefixed names are given in name order (so a `_2` is stable); bare mode keeps
+            // the server's own order.
+            let mut ordered: Vec<&Prompt> = prompts.iter().collect();
+            if mode == ServeNames::Prefixed {
+                ordered.sort_by(|a, b| a.name.cmp(&b.name));
+            }
+            for p in ordered {
                 let name = match mode {
                     ServeNames::Prefixed => unique_name("", u.server, &p.name, &mut taken),
                     ServeNames::Bare => {

@@ -175,8 +175,16 @@ async def main():
         prefix = "" if sys.argv[2] == "-" else sys.argv[2]
         params = StdioServerParameters(command=sys.argv[4], args=sys.argv[5:], cwd=sys.argv[3])
         heard = Heard()
+
+        # Declares elicitation, as many clients do (server-everything offers its elicitation
+        # tools only to a client that declares it).
+        async def decline(context, params):
+            return types.ElicitResult(action="decline")
+
         async with stdio_client(params) as (read, write):
-            async with ClientSession(read, write, logging_callback=heard.on_log, message_handler=heard.on_message) as s:
+            async with ClientSession(
+                read, write, logging_callback=heard.on_log, message_handler=heard.on_message, elicitation_callback=decline
+            ) as s:
                 out = await everything(s, heard, prefix)
     elif mode == "isolation":
         out = await isolation(sys.argv[3], "" if sys.argv[2] == "-" else sys.argv[2])
