@@ -87,7 +87,7 @@ fn level_of(level: rmcp::model::LoggingLevel) -> Option<LogLevel> {
 }
 
 impl Server {
-    fn session_id(&self) -> u64 {
+    pub(super) fn session_id(&self) -> u64 {
         self.session.as_ref().map(|s| s.id).unwrap_or(0)
     }
 

@@ -30,6 +30,7 @@ mod conns;
 mod gateway;
 pub mod http;
 pub mod listing;
+mod sampling;
 pub mod scrub;
 mod sessions;
 pub mod stdio;
@@ -255,6 +256,8 @@ struct Inner {
     last_info: Mutex<Option<ServerConfig>>,
     /// Each live session's peer, log level and subscriptions.
     sessions: Mutex<BTreeMap<u64, gateway::SessionState>>,
+    /// Proxied calls and scripts in flight, by server: who an upstream sampling request asks.
+    in_flight: Arc<sampling::InFlight>,
     next_session: AtomicU64,
     forwarder: Mutex<Option<tokio::task::JoinHandle<()>>>,
     /// The enabled upstream servers and where each is.
@@ -361,6 +364,7 @@ impl Server {
             listing: Mutex::new(None),
             last_info: Mutex::new(None),
             sessions: Mutex::new(BTreeMap::new()),
+            in_flight: Arc::default(),
             next_session: AtomicU64::new(1),
             forwarder: Mutex::new(None),
             upstream: tokio::sync::watch::Sender::new(upstream),
@@ -371,6 +375,11 @@ impl Server {
             workspace: options.workspace.clone(),
             scrubber: scrub::Scrubber::new(&options.workspace, home.as_deref()),
         });
+        // Upstream sampling (where a server's policy allows it) asks serve's own client.
+        let host = inner.manager.host();
+        if host.sampler().is_none() {
+            host.set_sampler(Arc::new(sampling::Forward(inner.in_flight.clone())));
+        }
         let server = Server { inner, session: None };
         server.forward_events();
         Ok(server)
@@ -784,6 +793,7 @@ impl Server {
         let bare = self.inner.names_mode == ServeNames::Bare;
         let runner = (self.inner.handlers_enabled && !bare).then_some(&self.inner.handlers);
         let source = if runner.is_some() { Source::Argument } else { Source::None };
+        let _asking = peer.map(|p| self.inner.in_flight.enter(server, self.session_id(), p.clone()));
         let (cx, forwarding) = call_context(ct, progress, peer);
         let called = handler::call(runner, &self.inner.manager, server, tool, args, source, &cx).await;
         drop(cx);
@@ -811,6 +821,10 @@ impl Server {
         let workspace = &self.inner.workspace;
         let uses = CodeMode::servers_for_script(&self.inner.config, code, &workspace.join("main.ts"), workspace);
         self.settled(&uses, None).await;
+        let _asking: Vec<_> = match peer {
+            Some(p) => uses.iter().map(|s| self.inner.in_flight.enter(s, self.session_id(), p.clone())).collect(),
+            None => Vec::new(),
+        };
         let guard = pool.acquire().await;
         let Some(mode) = guard.as_ref() else { return error_result("the server is stopping") };
         // The script's tool calls: cancelled with this request, eliciting through its client

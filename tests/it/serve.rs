@@ -1254,7 +1254,8 @@ fn bare_mode_with_one_server_looks_like_that_server() {
         "updated",
     ] {
         if let (Some(a), Some(b)) = (served[key].as_object(), direct[key].as_object()) {
-            let sorted = |m: &serde_json::Map<String, Value>| m.keys().cloned().collect::<std::collections::BTreeSet<_>>();
+            let sorted =
+                |m: &serde_json::Map<String, Value>| m.keys().cloned().collect::<std::collections::BTreeSet<_>>();
             assert_eq!(sorted(a), sorted(b), "{key} differs through serve");
             for (k, v) in a {
                 assert_eq!(v, &b[k], "{key}.{k} differs through serve");
@@ -1267,6 +1268,28 @@ fn bare_mode_with_one_server_looks_like_that_server() {
     assert!(served["tools"].get("trigger-elicitation-request").is_some(), "{served}");
     assert!(served["logs"].as_array().unwrap().iter().all(|l| l.get("logger").is_none_or(|g| g.is_null())), "{served}");
     assert!(served["structured"].is_object(), "{served}");
+}
+
+/// An upstream server's sampling request during a proxied call goes to the client that made the
+/// call when it declared sampling (its answer goes upstream); a client without it gets the
+/// refusal, and no other client is asked.
+#[test]
+fn an_upstream_sampling_request_goes_to_the_client_of_the_call() {
+    let Some(python) = python_mcp_or_skip("serve forwards sampling") else { return };
+    if !node_or_skip("server-everything behind serve") {
+        return;
+    }
+    let p = project_waiting_for(&format!("{}      sampling: allow\n", everything_yaml("everything")));
+    let dir = p.path().display().to_string();
+    let agent = agent_bin().display().to_string();
+    let out = py_primitives(&python, &p, &["sampling", &dir, &agent, "mcp", "serve"]);
+    let with = &out["with_callback"];
+    assert_eq!(with["is_error"], false, "{out}");
+    assert!(with["text"].as_str().unwrap().contains("sampled by the client"), "{out}");
+    assert!(with["asked"][0].as_str().unwrap().contains("what is 2 + 2?"), "{out}");
+    let without = &out["without_callback"];
+    assert!(!without["text"].as_str().unwrap().contains("sampled by the client"), "{out}");
+    assert!(without["text"].as_str().unwrap().contains("did not declare sampling"), "{out}");
 }
 
 /// Another remote client on the same HTTP serve (the attacker) neither subscribes nor sets a log
@@ -1296,7 +1319,8 @@ fn a_session_hears_no_other_sessions_resource_updates_or_log_messages() {
 #[test]
 fn prefixed_mode_reads_each_resource_from_the_server_that_listed_it() {
     let Some(python) = python_mcp_or_skip("serve with two resource servers") else { return };
-    let p = project_waiting_for(&format!("{}{}", py_server_yaml(&python, "a", false), py_server_yaml(&python, "b", false)));
+    let p =
+        project_waiting_for(&format!("{}{}", py_server_yaml(&python, "a", false), py_server_yaml(&python, "b", false)));
     let dir = p.path().display().to_string();
     let agent = agent_bin().display().to_string();
     let out = py_primitives(&python, &p, &["two", &dir, &agent, "mcp", "serve"]);
@@ -1346,7 +1370,8 @@ fn bare_mode_refuses_two_servers_with_the_same_tool_names() {
         let mcp = s.client();
         let session = mcp.initialize().await.unwrap();
         let list = mcp.post(r#"{"jsonrpc":"2.0","id":2,"method":"tools/list"}"#, Some(&session)).await.json();
-        let names: Vec<&str> = list["result"]["tools"].as_array().unwrap().iter().filter_map(|t| t["name"].as_str()).collect();
+        let names: Vec<&str> =
+            list["result"]["tools"].as_array().unwrap().iter().filter_map(|t| t["name"].as_str()).collect();
         assert!(names.contains(&"one_add") && names.contains(&"two_add"), "{names:?}");
     });
 }
@@ -1356,8 +1381,11 @@ fn bare_mode_refuses_two_servers_with_the_same_tool_names() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_client_cannot_read_a_resource_of_a_disabled_server() {
     let Some(python) = python_mcp_or_skip("serve hides disabled servers' resources") else { return };
-    let p =
-        project_waiting_for(&format!("{}{}", py_server_yaml(&python, "a", false), py_server_yaml(&python, "hidden", true)));
+    let p = project_waiting_for(&format!(
+        "{}{}",
+        py_server_yaml(&python, "a", false),
+        py_server_yaml(&python, "hidden", true)
+    ));
     let client = rmcp_client(&p, Recorder::default()).await;
     let read = |uri: &'static str| {
         let peer = client.peer().clone();

@@ -4,12 +4,15 @@
 usage: py_primitives.py everything PREFIX CWD CMD [ARGS...]   (stdio; PREFIX is "-" for none)
        py_primitives.py isolation PREFIX URL                    (HTTP, two sessions; MCP_BEARER)
        py_primitives.py two CWD CMD [ARGS...]                   (stdio; two py_resource_server.py)
+       py_primitives.py sampling CWD CMD [ARGS...]              (stdio; server-everything, sampling allowed)
 
 `everything`: server-everything behind serve: resources (text, blob), templates, subscribe and
 an update, prompts, completion, logging (set the level, receive a message), the tools as listed.
 `isolation`: session A subscribes, sets a level and turns on server-everything's simulated
 updates and logging; session B (the other remote client) does neither and must hear nothing.
 `two`: two servers listing the same URI; each rewritten URI is read from its own server.
+`sampling`: server-everything's sampling request during a proxied call, from a session whose
+client samples (it answers) and from one whose client does not declare sampling.
 """
 import asyncio
 import base64
@@ -169,6 +172,30 @@ async def two(session):
     return out
 
 
+async def sampling(params):
+    out = {}
+    asked = []
+
+    async def sample(context, p):
+        asked.append(p.messages[0].content.text)
+        return types.CreateMessageResult(
+            role="assistant", content=types.TextContent(type="text", text="sampled by the client"), model="client-model"
+        )
+
+    args = {"prompt": "what is 2 + 2?", "maxTokens": 10}
+    async with stdio_client(params) as (read, write):
+        async with ClientSession(read, write, sampling_callback=sample) as s:
+            await s.initialize()
+            r = await s.call_tool("everything_trigger-sampling-request", args)
+            out["with_callback"] = {"text": "\n".join(c.text for c in r.content if c.type == "text"), "is_error": bool(r.is_error), "asked": asked}
+    async with stdio_client(params) as (read, write):
+        async with ClientSession(read, write) as s:
+            await s.initialize()
+            r = await s.call_tool("everything_trigger-sampling-request", args)
+            out["without_callback"] = {"text": "\n".join(c.text for c in r.content if c.type == "text"), "is_error": bool(r.is_error)}
+    return out
+
+
 async def main():
     mode = sys.argv[1]
     if mode == "everything":
@@ -186,6 +213,8 @@ async def main():
                 read, write, logging_callback=heard.on_log, message_handler=heard.on_message, elicitation_callback=decline
             ) as s:
                 out = await everything(s, heard, prefix)
+    elif mode == "sampling":
+        out = await sampling(StdioServerParameters(command=sys.argv[3], args=sys.argv[4:], cwd=sys.argv[2]))
     elif mode == "isolation":
         out = await isolation(sys.argv[3], "" if sys.argv[2] == "-" else sys.argv[2])
     else:
