@@ -1,4 +1,4 @@
-//! `agent mcp serve [--stdio | --http ADDR]`: flags, start-up messages on stderr, racing the
+//! `agent mcp serve [--stdio | --http ADDR] [--names prefixed|bare]`: flags, start-up messages on stderr, racing the
 //! server against signals and stdin close, then stopping every upstream server. Serve answers
 //! at once; upstream servers start in the background and are reported as they come up. Over
 //! HTTP a bearer token is always required unless `--no-auth`: from `--token-env`, or generated
@@ -24,7 +24,13 @@ Examples:
 Tools: every enabled server's tools as <server>_<tool> (each with an optional `result_handler`,
 see docs/handlers.md), `execute_code` (TypeScript as in `agent exec`), `search_tools` and
 `describe_tool`. Upstream servers start in the background; clients hear tools/list_changed as
-each comes up.
+each comes up. Resources, resource templates, prompts (<server>_<prompt>), completions,
+subscriptions, logging and sampling pass through too; a URI two servers could answer becomes
+agent:<server>/<uri>.
+
+--names bare keeps upstream's names and URIs (tools without `result_handler`) and refuses to
+start (exit 2) when two enabled servers share a tool, prompt, resource URI or template; with
+one server and --expose proxy a client sees that server (docs/serve.md).
 
 HTTP wants `Authorization: Bearer <token>` on every request (401 otherwise): the token is read
 from --token-env VAR, or generated at start and written (mode 0600) to

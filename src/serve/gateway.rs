@@ -42,6 +42,15 @@ pub(super) struct SessionState {
     pub subscriptions: BTreeMap<(String, String), String>,
 }
 
+/// What one server that is up offers, with its resource and prompt lists (`None`: not offered,
+/// or not listed).
+struct Offered {
+    server: String,
+    offers: Offers,
+    resources: Option<Arc<Resources>>,
+    prompts: Option<Arc<Vec<Prompt>>>,
+}
+
 /// The lists a listing was built from, by pointer (a list is a new `Arc` when it changed).
 pub(super) type ListingKey = Vec<(String, usize, usize)>;
 
@@ -109,7 +118,7 @@ impl Server {
     }
 
     /// What each server that is up offers, with its resource and prompt lists.
-    async fn upstream_lists(&self) -> Vec<(String, Offers, Option<Arc<Resources>>, Option<Arc<Vec<Prompt>>>)> {
+    async fn upstream_lists(&self) -> Vec<Offered> {
         let (up, _) = self.up_servers().await;
         let manager = &self.inner.manager;
         let mut out = Vec::new();
@@ -135,7 +144,7 @@ impl Server {
                 },
                 false => None,
             };
-            out.push((server, offers, resources, prompts));
+            out.push(Offered { server, offers, resources, prompts });
         }
         out
     }
@@ -146,11 +155,11 @@ impl Server {
         let ptr = |a: Option<usize>| a.unwrap_or(0);
         let key: ListingKey = lists
             .iter()
-            .map(|(s, _, r, p)| {
+            .map(|o| {
                 (
-                    s.clone(),
-                    ptr(r.as_ref().map(|r| Arc::as_ptr(r) as usize)),
-                    ptr(p.as_ref().map(|p| Arc::as_ptr(p) as usize)),
+                    o.server.clone(),
+                    ptr(o.resources.as_ref().map(|r| Arc::as_ptr(r) as usize)),
+                    ptr(o.prompts.as_ref().map(|p| Arc::as_ptr(p) as usize)),
                 )
             })
             .collect();
@@ -162,7 +171,11 @@ impl Server {
         }
         let upstream: Vec<Lists<'_>> = lists
             .iter()
-            .map(|(s, _, r, p)| Lists { server: s, resources: r.as_deref(), prompts: p.as_ref().map(|p| p.as_slice()) })
+            .map(|o| Lists {
+                server: &o.server,
+                resources: o.resources.as_deref(),
+                prompts: o.prompts.as_ref().map(|p| p.as_slice()),
+            })
             .collect();
         let listing = Arc::new(Listing::build(self.inner.names_mode, &upstream));
         for c in &listing.clashes {
@@ -191,7 +204,7 @@ impl Server {
         let manager = &self.inner.manager;
         let mut caps = json!({"tools": {"listChanged": true}});
         let mut any = Offers::default();
-        for (_, o, _, _) in &lists {
+        for o in lists.iter().map(|l| &l.offers) {
             any.resources |= o.resources;
             any.subscribe |= o.subscribe;
             any.prompts |= o.prompts;
@@ -217,7 +230,7 @@ impl Server {
         let single = manager.server_names().len() == 1 && lists.len() == 1;
         if self.inner.names_mode == ServeNames::Bare
             && single
-            && let Ok(Some(info)) = manager.server_info(&lists[0].0).await
+            && let Ok(Some(info)) = manager.server_info(&lists[0].server).await
         {
             // Stand in for the one server: its capabilities for what it offers, its identity.
             let theirs = serde_json::to_value(&info.capabilities).unwrap_or_default();
@@ -344,8 +357,7 @@ impl Server {
     pub(super) async fn complete(&self, request: CompleteRequestParams) -> Result<CompleteResult, ErrorData> {
         let listing = self.listing().await;
         let lists = self.upstream_lists().await;
-        let completing: Vec<&str> =
-            lists.iter().filter(|(_, o, _, _)| o.completions).map(|(s, ..)| s.as_str()).collect();
+        let completing: Vec<&str> = lists.iter().filter(|l| l.offers.completions).map(|l| l.server.as_str()).collect();
         let only = |name: &str| match completing.as_slice() {
             [one] => Some((one.to_string(), name.to_string())),
             _ => None,

@@ -15,9 +15,16 @@
 //! own [`CallContext`]: upstream progress reaches the downstream request that asked for it, an
 //! upstream elicitation goes to the downstream client when it declared `elicitation` (else the
 //! server's policy answers), and a downstream cancellation cancels the upstream request.
+//! Upstream sampling, where the server's policy allows it, asks the client of the calls in
+//! flight ([`sampling`]).
+//!
+//! Resources, templates, prompts, completions, subscriptions and logging pass through
+//! ([`gateway`]) under the naming mode (`--names prefixed|bare`, [`listing`], [`uris`]); in
+//! `bare` mode proxied tools are upstream's exactly, and with one server serve answers
+//! `initialize` as that server.
 //!
 //! Serve answers at once: upstream servers start in the background ([`Server::bring_up`]);
-//! `tools/list` and `search_tools` wait for them at most `serve.startup_wait` after start, then
+//! `initialize`, the lists and `search_tools` wait for them at most `serve.startup_wait` after start, then
 //! answer with those that are up, and each server that comes up later is announced with
 //! `notifications/tools/list_changed`; `execute_code` waits for the servers its script uses.
 //! Texts serve writes itself carry no absolute path of the machine ([`scrub`]).

@@ -19,10 +19,18 @@ use serde_json::{Value, json};
 
 use crate::mcp::host::{SampleAnswer, SampleRequest, Sampler};
 
-/// Proxied calls in flight: (call, server, session, the session's peer).
+/// One proxied call (or script) in flight to a server, and the session it came from.
+struct Call {
+    id: u64,
+    server: String,
+    session: u64,
+    peer: Peer<RoleServer>,
+}
+
+/// Proxied calls in flight.
 #[derive(Default)]
 pub(super) struct InFlight {
-    calls: Mutex<Vec<(u64, String, u64, Peer<RoleServer>)>>,
+    calls: Mutex<Vec<Call>>,
     next: AtomicU64,
 }
 
@@ -35,7 +43,7 @@ pub(super) struct Entered {
 impl Drop for Entered {
     fn drop(&mut self) {
         if let Ok(mut c) = self.of.calls.lock() {
-            c.retain(|(id, ..)| *id != self.id);
+            c.retain(|call| call.id != self.id);
         }
     }
 }
@@ -45,7 +53,7 @@ impl InFlight {
     pub(super) fn enter(self: &Arc<Self>, server: &str, session: u64, peer: Peer<RoleServer>) -> Entered {
         let id = self.next.fetch_add(1, Ordering::Relaxed);
         if let Ok(mut c) = self.calls.lock() {
-            c.push((id, server.to_string(), session, peer));
+            c.push(Call { id, server: server.to_string(), session, peer });
         }
         Entered { id, of: self.clone() }
     }
@@ -53,14 +61,14 @@ impl InFlight {
     /// The one session with calls to `server` in flight, or why there is none.
     fn asker_for(&self, server: &str) -> Result<Peer<RoleServer>, String> {
         let calls = self.calls.lock().map_err(|_| "serve is stopping".to_string())?;
-        let mut of_server = calls.iter().filter(|(_, s, ..)| s == server);
-        let Some((_, _, session, peer)) = of_server.next() else {
+        let mut of_server = calls.iter().filter(|c| c.server == server);
+        let Some(first) = of_server.next() else {
             return Err(format!("no call of a client of serve is in flight to `{server}`"));
         };
-        if of_server.any(|(_, _, other, _)| other != session) {
+        if of_server.any(|c| c.session != first.session) {
             return Err(format!("calls of several clients of serve are in flight to `{server}`; none is asked"));
         }
-        Ok(peer.clone())
+        Ok(first.peer.clone())
     }
 }
 
