@@ -87,6 +87,11 @@ pub(super) fn list_result<T: Serialize, R: serde::de::DeserializeOwned>(
     serde_json::from_value(Value::Object(v)).map_err(internal)
 }
 
+/// A list a server failed to give: left out of the listing, with a warning.
+fn left_out_on_error<T>(server: &str, what: &str, listed: Result<T, McpError>) -> Option<T> {
+    listed.map_err(|e| tracing::warn!("`{server}`'s {what} are left out: {e}")).ok()
+}
+
 fn internal(e: impl std::fmt::Display) -> ErrorData {
     ErrorData::internal_error(e.to_string(), None)
 }
@@ -125,23 +130,11 @@ impl Server {
         for server in up {
             let Ok(offers) = manager.offers(&server).await else { continue };
             let resources = match offers.resources {
-                true => match manager.resources(&server).await {
-                    Ok(r) => Some(r),
-                    Err(e) => {
-                        tracing::warn!("`{server}`'s resources are left out: {e}");
-                        None
-                    }
-                },
+                true => left_out_on_error(&server, "resources", manager.resources(&server).await),
                 false => None,
             };
             let prompts = match offers.prompts {
-                true => match manager.prompts(&server).await {
-                    Ok(p) => Some(p),
-                    Err(e) => {
-                        tracing::warn!("`{server}`'s prompts are left out: {e}");
-                        None
-                    }
-                },
+                true => left_out_on_error(&server, "prompts", manager.prompts(&server).await),
                 false => None,
             };
             out.push(Offered { server, offers, resources, prompts });
@@ -406,6 +399,8 @@ impl Server {
     ) -> Result<(), ErrorData> {
         let (server, upstream) = self.route(&request.uri).await?;
         let key = (server.clone(), upstream.clone());
+        // One change of the upstream subscriptions at a time: the check and the request together.
+        let _turn = self.inner.subscribing.lock().await;
         let held = self.held_elsewhere(&key);
         if !held {
             self.inner.manager.subscribe(&server, &upstream).await.map_err(|e| self.error_data(e))?;
@@ -421,6 +416,7 @@ impl Server {
     ) -> Result<(), ErrorData> {
         let (server, upstream) = self.route(&request.uri).await?;
         let key = (server.clone(), upstream.clone());
+        let _turn = self.inner.subscribing.lock().await;
         let had = self.with_session(peer, |s| s.subscriptions.remove(&key)).flatten().is_some();
         if had && !self.held_elsewhere(&key) {
             self.inner.manager.unsubscribe(&server, &upstream).await.map_err(|e| self.error_data(e))?;

@@ -263,6 +263,8 @@ struct Inner {
     last_info: Mutex<Option<ServerConfig>>,
     /// Each live session's peer, log level and subscriptions.
     sessions: Mutex<BTreeMap<u64, gateway::SessionState>>,
+    /// Held while an upstream subscription is changed for a session.
+    subscribing: tokio::sync::Mutex<()>,
     /// Proxied calls and scripts in flight, by server: who an upstream sampling request asks.
     in_flight: Arc<sampling::InFlight>,
     next_session: AtomicU64,
@@ -311,11 +313,17 @@ impl Drop for SessionMark {
         if orphaned.is_empty() {
             return;
         }
-        let manager = inner.manager.clone();
         if let Ok(rt) = tokio::runtime::Handle::try_current() {
             rt.spawn(async move {
+                let _turn = inner.subscribing.lock().await;
                 for (server, uri) in orphaned {
-                    let _ = manager.unsubscribe(&server, &uri).await;
+                    // A session may have taken it up since.
+                    let key = (server, uri);
+                    let held =
+                        inner.sessions.lock().is_ok_and(|s| s.values().any(|st| st.subscriptions.contains_key(&key)));
+                    if !held {
+                        let _ = inner.manager.unsubscribe(&key.0, &key.1).await;
+                    }
                 }
             });
         }
@@ -371,6 +379,7 @@ impl Server {
             listing: Mutex::new(None),
             last_info: Mutex::new(None),
             sessions: Mutex::new(BTreeMap::new()),
+            subscribing: tokio::sync::Mutex::new(()),
             in_flight: Arc::default(),
             next_session: AtomicU64::new(1),
             forwarder: Mutex::new(None),

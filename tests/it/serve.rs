@@ -1160,6 +1160,12 @@ fn py_primitives(python: &Path, p: &Project, args: &[&str]) -> Value {
     run_json(c)
 }
 
+/// The Python SDK's interpreter, when it and npm (for server-everything) are there.
+fn python_and_everything(what: &str) -> Option<std::path::PathBuf> {
+    let python = python_mcp_or_skip(what)?;
+    node_or_skip(what).then_some(python)
+}
+
 /// The `everything` scenario straight against server-everything, or through `agent mcp serve`
 /// with `serve_args`.
 fn everything_scenario(python: &Path, p: &Project, prefix: &str, serve_args: Option<&[&str]>) -> Value {
@@ -1179,10 +1185,7 @@ fn everything_scenario(python: &Path, p: &Project, prefix: &str, serve_args: Opt
 
 #[test]
 fn server_everythings_resources_prompts_completions_and_logs_pass_through_serve() {
-    let Some(python) = python_mcp_or_skip("serve passes MCP's other primitives through") else { return };
-    if !node_or_skip("server-everything behind serve") {
-        return;
-    }
+    let Some(python) = python_and_everything("serve passes MCP's other primitives through") else { return };
     let p = project_waiting_for(&everything_yaml("everything"));
     let out = everything_scenario(&python, &p, "everything_", Some(&[]));
     let caps = &out["capabilities"];
@@ -1223,10 +1226,7 @@ fn server_everythings_resources_prompts_completions_and_logs_pass_through_serve(
 /// templates, prompts, completions, updates and structured results as the server itself gives.
 #[test]
 fn bare_mode_with_one_server_looks_like_that_server() {
-    let Some(python) = python_mcp_or_skip("serve --names bare stands in for one server") else { return };
-    if !node_or_skip("server-everything behind serve") {
-        return;
-    }
+    let Some(python) = python_and_everything("serve --names bare stands in for one server") else { return };
     let p = project_waiting_for(&everything_yaml("everything"));
     let mut direct = everything_scenario(&python, &p, "-", None);
     // Task-augmented requests (the `tasks` capability) are not proxied, so not declared.
@@ -1275,10 +1275,7 @@ fn bare_mode_with_one_server_looks_like_that_server() {
 /// refusal, and no other client is asked.
 #[test]
 fn an_upstream_sampling_request_goes_to_the_client_of_the_call() {
-    let Some(python) = python_mcp_or_skip("serve forwards sampling") else { return };
-    if !node_or_skip("server-everything behind serve") {
-        return;
-    }
+    let Some(python) = python_and_everything("serve forwards sampling") else { return };
     let p = project_waiting_for(&format!("{}      sampling: allow\n", everything_yaml("everything")));
     let dir = p.path().display().to_string();
     let agent = agent_bin().display().to_string();
@@ -1296,10 +1293,7 @@ fn an_upstream_sampling_request_goes_to_the_client_of_the_call() {
 /// level: it hears none of the updates and log messages the first client asked for.
 #[test]
 fn a_session_hears_no_other_sessions_resource_updates_or_log_messages() {
-    let Some(python) = python_mcp_or_skip("serve keeps sessions' notifications apart") else { return };
-    if !node_or_skip("server-everything behind serve") {
-        return;
-    }
+    let Some(python) = python_and_everything("serve keeps sessions' notifications apart") else { return };
     let p = project_waiting_for(&everything_yaml("everything"));
     let s = Serving::start(&p, &[], &[]);
     let mut c = Command::new(&python);
@@ -1311,6 +1305,24 @@ fn a_session_hears_no_other_sessions_resource_updates_or_log_messages() {
     assert!(out["a"]["logs"].as_u64().unwrap() >= 1, "{out}");
     assert_eq!(out["a"]["updated"], json!(["demo://resource/static/document/architecture.md"]), "{out}");
     assert_eq!(out["b"], json!({"logs": [], "updated": []}), "{out}");
+}
+
+/// A session that ends without unsubscribing gives its upstream subscription up (server-everything
+/// acknowledges the unsubscribe in a log message another session hears).
+#[test]
+fn an_ended_session_gives_its_upstream_subscriptions_up() {
+    let Some(python) = python_and_everything("serve unsubscribes for ended sessions") else { return };
+    let p = project_waiting_for(&everything_yaml("everything"));
+    let s = Serving::start(&p, &[], &[]);
+    let mut c = Command::new(&python);
+    c.args([PY_PRIMITIVES, "cleanup", "-", &s.url])
+        .env("HOME", p.path().join("home"))
+        .env("MCP_BEARER", s.token.clone().unwrap())
+        .stdin(Stdio::null());
+    let out = run_json(c);
+    let logs = out["logs"].as_array().unwrap();
+    let said = |what: &str| logs.iter().any(|l| l.as_str().unwrap().contains(what));
+    assert!(said("Received Subscribe Resource request") && said("Received Unsubscribe Resource request"), "{out}");
 }
 
 /// Two servers list the same URI: both are rewritten (`agent:<server>/<uri>`) and each read

@@ -3,6 +3,7 @@
 
 usage: py_primitives.py everything PREFIX CWD CMD [ARGS...]   (stdio; PREFIX is "-" for none)
        py_primitives.py isolation PREFIX URL                    (HTTP, two sessions; MCP_BEARER)
+       py_primitives.py cleanup PREFIX URL                      (HTTP, two sessions; MCP_BEARER)
        py_primitives.py two CWD CMD [ARGS...]                   (stdio; two py_resource_server.py)
        py_primitives.py sampling CWD CMD [ARGS...]              (stdio; server-everything, sampling allowed)
 
@@ -10,6 +11,8 @@ usage: py_primitives.py everything PREFIX CWD CMD [ARGS...]   (stdio; PREFIX is 
 an update, prompts, completion, logging (set the level, receive a message), the tools as listed.
 `isolation`: session A subscribes, sets a level and turns on server-everything's simulated
 updates and logging; session B (the other remote client) does neither and must hear nothing.
+`cleanup`: session A subscribes and ends without unsubscribing; session B, listening to the
+log, hears server-everything acknowledge serve's unsubscribe.
 `two`: two servers listing the same URI; each rewritten URI is read from its own server.
 `sampling`: server-everything's sampling request during a proxied call, from a session whose
 client samples (it answers) and from one whose client does not declare sampling.
@@ -147,6 +150,27 @@ async def isolation(url, prefix):
     return out
 
 
+async def cleanup(url):
+    token = os.environ["MCP_BEARER"]
+    heard = Heard()
+    http = create_mcp_http_client(headers={"Authorization": "Bearer " + token})
+    async with streamable_http_client(url, http_client=http) as (read, write):
+        async with ClientSession(read, write, logging_callback=heard.on_log) as b:
+            await b.initialize()
+            await b.set_logging_level("debug")
+            http_a = create_mcp_http_client(headers={"Authorization": "Bearer " + token})
+            async with streamable_http_client(url, http_client=http_a) as (read_a, write_a):
+                async with ClientSession(read_a, write_a) as a:
+                    await a.initialize()
+                    doc = next(r.uri for r in (await a.list_resources()).resources if r.uri.endswith("architecture.md"))
+                    await a.subscribe_resource(doc)
+            # A ended (the SDK deletes its session); its subscription is given up upstream.
+            with anyio.fail_after(20):
+                while not any("Unsubscribe" in str(l["data"]) for l in heard.logs):
+                    await anyio.sleep(0.1)
+    return {"logs": [str(l["data"]) for l in heard.logs]}
+
+
 async def two(session):
     await session.initialize()
     out = {}
@@ -215,6 +239,8 @@ async def main():
                 out = await everything(s, heard, prefix)
     elif mode == "sampling":
         out = await sampling(StdioServerParameters(command=sys.argv[3], args=sys.argv[4:], cwd=sys.argv[2]))
+    elif mode == "cleanup":
+        out = await cleanup(sys.argv[3])
     elif mode == "isolation":
         out = await isolation(sys.argv[3], "" if sys.argv[2] == "-" else sys.argv[2])
     else:
