@@ -1184,6 +1184,25 @@ mod tests {
     }
 
     #[test]
+    fn bare_names_are_upstreams_and_a_shared_one_is_a_clash() {
+        let tools = [info("b", "echo"), info("a", "echo"), info("a", "search_tools"), info("a", "x.y")];
+        let names = ProxyNames::build_as(ServeNames::Bare, Expose::default(), &tools);
+        assert_eq!(names.resolve("echo"), Some(("a", "echo")), "the first server in name order keeps it");
+        assert_eq!(names.resolve("x.y"), Some(("a", "x.y")));
+        let said: Vec<String> = names.clashes.iter().map(|c| c.to_string()).collect();
+        assert_eq!(
+            said,
+            [
+                "server `a` offers the tool `search_tools`, a name serve itself uses",
+                "servers `a` and `b` both offer the tool `echo`",
+            ]
+        );
+        let proxy_only = Expose { proxy: true, code: false, search: false };
+        let names = ProxyNames::build_as(ServeNames::Bare, proxy_only, &tools);
+        assert_eq!(names.resolve("search_tools"), Some(("a", "search_tools")), "not exposed: upstream's");
+    }
+
+    #[test]
     fn expose_parses() {
         assert_eq!(Expose::parse("proxy,code,search").unwrap(), Expose::default());
         assert_eq!(Expose::parse("code").unwrap(), Expose { proxy: false, code: true, search: false });
