@@ -1289,19 +1289,24 @@ fn an_upstream_sampling_request_goes_to_the_client_of_the_call() {
     assert!(without["text"].as_str().unwrap().contains("did not declare sampling"), "{out}");
 }
 
+/// A `py_primitives.py` scenario over HTTP against a serve of server-everything.
+fn everything_over_http(python: &Path, scenario: &str, prefix: &str) -> Value {
+    let p = project_waiting_for(&everything_yaml("everything"));
+    let s = Serving::start(&p, &[], &[]);
+    let mut c = Command::new(python);
+    c.args([PY_PRIMITIVES, scenario, prefix, &s.url])
+        .env("HOME", p.path().join("home"))
+        .env("MCP_BEARER", s.token.clone().unwrap())
+        .stdin(Stdio::null());
+    run_json(c)
+}
+
 /// Another remote client on the same HTTP serve (the attacker) neither subscribes nor sets a log
 /// level: it hears none of the updates and log messages the first client asked for.
 #[test]
 fn a_session_hears_no_other_sessions_resource_updates_or_log_messages() {
     let Some(python) = python_and_everything("serve keeps sessions' notifications apart") else { return };
-    let p = project_waiting_for(&everything_yaml("everything"));
-    let s = Serving::start(&p, &[], &[]);
-    let mut c = Command::new(&python);
-    c.args([PY_PRIMITIVES, "isolation", "everything_", &s.url])
-        .env("HOME", p.path().join("home"))
-        .env("MCP_BEARER", s.token.clone().unwrap())
-        .stdin(Stdio::null());
-    let out = run_json(c);
+    let out = everything_over_http(&python, "isolation", "everything_");
     assert!(out["a"]["logs"].as_u64().unwrap() >= 1, "{out}");
     assert_eq!(out["a"]["updated"], json!(["demo://resource/static/document/architecture.md"]), "{out}");
     assert_eq!(out["b"], json!({"logs": [], "updated": []}), "{out}");
@@ -1312,14 +1317,7 @@ fn a_session_hears_no_other_sessions_resource_updates_or_log_messages() {
 #[test]
 fn an_ended_session_gives_its_upstream_subscriptions_up() {
     let Some(python) = python_and_everything("serve unsubscribes for ended sessions") else { return };
-    let p = project_waiting_for(&everything_yaml("everything"));
-    let s = Serving::start(&p, &[], &[]);
-    let mut c = Command::new(&python);
-    c.args([PY_PRIMITIVES, "cleanup", "-", &s.url])
-        .env("HOME", p.path().join("home"))
-        .env("MCP_BEARER", s.token.clone().unwrap())
-        .stdin(Stdio::null());
-    let out = run_json(c);
+    let out = everything_over_http(&python, "cleanup", "-");
     let logs = out["logs"].as_array().unwrap();
     let said = |what: &str| logs.iter().any(|l| l.as_str().unwrap().contains(what));
     assert!(said("Received Subscribe Resource request") && said("Received Unsubscribe Resource request"), "{out}");
