@@ -38,6 +38,20 @@
 //! `--oauth` (with `--token-ttl SECS`, `--refresh-delay MS`, `--as-path PATH`, `--call-scope S`, `--stingy`, `--oauth-log FILE`) protects the HTTP endpoint with an
 //! OAuth authorization server of its own (`fixture_server/oauth.rs`). `--env-tool` adds `env` (its environment variables as JSON); `--http-json` answers HTTP
 //! requests with a JSON body (stateless) instead of an SSE stream.
+//!
+//! `--resources` adds resources (`fixture://readme` Markdown, `fixture://logo.png` binary,
+//! `fixture://config.json`, `fixture://counter`), the template `fixture://items/{id}` (`id`
+//! completes), the prompts `summarize` and `greet` (its `language` completes), logging
+//! (`logging/setLevel`; each `resources/read` and `prompts/get` logs `read URI` / `prompt NAME`
+//! at `info`), `resources/subscribe` and the tool `touch` (bumps `fixture://counter`'s revision
+//! and sends `notifications/resources/updated` to a session that subscribed, or on 2026-07-28 to
+//! each `subscriptions/listen` that names the resource); with `--hostile`
+//! also a resource whose URI, name and text carry the `--hostile` sequences
+//! (`fixture_server/resources.rs`). `--conformance` implies `--resources` and adds what the MCP
+//! conformance suite's server scenarios ask for: the `test_*` tools and `json_schema_2020_12_tool`
+//! (`fixture_server/conformance.rs`), the `test://` resources and template and the `test_*`
+//! prompts; it lists every tool on one page unless `--page-size` says otherwise. Without either
+//! flag the tools and capabilities are the ones above (tools only).
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -47,7 +61,7 @@ use rmcp::handler::server::tool::{InputResponses, RequestState};
 use rmcp::handler::server::wrapper::Parameters;
 use rmcp::model::{
     CallToolResult, ContentBlock, Implementation, ListToolsResult, PaginatedRequestParams, ProgressNotificationParam,
-    ServerCapabilities, ServerConfig,
+    ServerConfig,
 };
 use rmcp::service::RequestContext;
 use rmcp::{
@@ -346,6 +360,8 @@ struct Fixture {
     justified: std::sync::Arc<std::sync::Mutex<BTreeMap<String, serde_json::Value>>>,
     /// `--protocol V`: the only protocol version offered.
     protocol: Option<rmcp::model::ProtocolVersion>,
+    /// `--resources`, `--conformance`: resources, prompts, completions and logging.
+    resources: resources::State,
 }
 
 #[derive(Debug, Deserialize, schemars::JsonSchema)]
@@ -721,10 +737,18 @@ impl Fixture {
     }
 }
 
+impl Fixture {
+    /// The fixture for one more HTTP session: the same tools and flags, its own log level and
+    /// resource subscriptions.
+    fn for_session(&self) -> Self {
+        Self { resources: self.resources.for_session(), ..self.clone() }
+    }
+}
+
 #[tool_handler(router = self.tool_router)]
 impl ServerHandler for Fixture {
     fn get_info(&self) -> ServerConfig {
-        let info = ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+        let info = ServerConfig::new(self.resources.capabilities())
             .with_server_info(Implementation::new("agent-fixture", env!("CARGO_PKG_VERSION")))
             .with_instructions("Test fixture for agent.");
         match &self.protocol {
@@ -741,6 +765,94 @@ impl ServerHandler for Fixture {
         // Tests wait for this line to know a client's cancellation arrived.
         let id = n.request_id.map(|i| i.to_string()).unwrap_or_default();
         eprintln!("fixture: cancelled {id}");
+    }
+
+    async fn list_resources(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _cx: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::ListResourcesResult, McpError> {
+        self.resources.list_resources()
+    }
+
+    async fn list_resource_templates(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _cx: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::ListResourceTemplatesResult, McpError> {
+        self.resources.list_templates()
+    }
+
+    async fn read_resource(
+        &self,
+        request: rmcp::model::ReadResourceRequestParams,
+        cx: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::ReadResourceResponse, McpError> {
+        let read = self.resources.read(&request.uri)?;
+        self.resources.info(&cx, &format!("read {}", request.uri)).await;
+        Ok(read.into())
+    }
+
+    async fn subscribe(
+        &self,
+        request: rmcp::model::SubscribeRequestParams,
+        _cx: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        self.resources.subscribe(&request.uri)
+    }
+
+    async fn unsubscribe(
+        &self,
+        request: rmcp::model::UnsubscribeRequestParams,
+        _cx: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        self.resources.unsubscribe(&request.uri)
+    }
+
+    fn accepted_subscription_filter(
+        &self,
+        requested: &rmcp::model::SubscriptionFilter,
+    ) -> Option<rmcp::model::SubscriptionFilter> {
+        self.resources.accepted(requested)
+    }
+
+    async fn listen(&self, context: rmcp::service::SubscriptionContext) -> Result<(), McpError> {
+        self.resources.listen(context).await
+    }
+
+    async fn list_prompts(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _cx: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::ListPromptsResult, McpError> {
+        self.resources.list_prompts()
+    }
+
+    async fn get_prompt(
+        &self,
+        request: rmcp::model::GetPromptRequestParams,
+        cx: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::GetPromptResponse, McpError> {
+        let prompt = self.resources.get_prompt(&request.name, &request.arguments.unwrap_or_default())?;
+        self.resources.info(&cx, &format!("prompt {}", request.name)).await;
+        Ok(prompt.into())
+    }
+
+    async fn complete(
+        &self,
+        request: rmcp::model::CompleteRequestParams,
+        _cx: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::CompleteResult, McpError> {
+        self.resources.complete(&request)
+    }
+
+    #[allow(deprecated)] // logging is legacy in rmcp (SEP-2577); the fixture still serves it
+    async fn set_level(
+        &self,
+        request: rmcp::model::SetLevelRequestParams,
+        _cx: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        self.resources.set_level(request.level)
     }
 
     fn supported_protocol_versions(&self) -> std::borrow::Cow<'static, [rmcp::model::ProtocolVersion]> {
@@ -766,7 +878,7 @@ impl ServerHandler for Fixture {
             Some(c) => c.parse::<usize>().map_err(|_| McpError::invalid_params("bad cursor", None))?,
             None => 0,
         };
-        let end = (start + self.page_size).min(all.len());
+        let end = start.saturating_add(self.page_size).min(all.len());
         let tools = all.get(start..end).map(<[_]>::to_vec).unwrap_or_default();
         Ok(ListToolsResult { tools, next_cursor: (end < all.len()).then(|| end.to_string()), ..Default::default() })
     }
@@ -775,10 +887,16 @@ impl ServerHandler for Fixture {
 #[path = "fixture_server/oauth.rs"]
 mod oauth;
 
+#[path = "fixture_server/resources.rs"]
+mod resources;
+
+#[path = "fixture_server/conformance.rs"]
+mod conformance;
+
 fn main() -> std::process::ExitCode {
     let mut args = std::env::args().skip(1);
     let mut http: Option<String> = None;
-    let mut page_size = 3usize;
+    let mut page_size: Option<usize> = None;
     let mut response_id: Option<String> = None;
     let mut relist_hangs = false;
     let mut form = false;
@@ -797,6 +915,7 @@ fn main() -> std::process::ExitCode {
     let mut stingy = false;
     let mut token_ttl = Duration::from_secs(3600);
     let mut oauth_log: Option<String> = None;
+    let mut extras = resources::Extras::default();
     while let Some(a) = args.next() {
         match a.as_str() {
             "--oauth" => oauth = Some(()),
@@ -811,7 +930,9 @@ fn main() -> std::process::ExitCode {
             "--env-tool" => env_tool = true,
             "--http-json" => http_json = true,
             "--http" => http = args.next(),
-            "--page-size" => page_size = args.next().and_then(|s| s.parse().ok()).unwrap_or(3).max(1),
+            "--page-size" => page_size = Some(args.next().and_then(|s| s.parse().ok()).unwrap_or(3).max(1)),
+            "--resources" => extras.resources = true,
+            "--conformance" => extras.conformance = true,
             "--exit-on-start" => {
                 eprintln!("fixture: refusing to start (--exit-on-start)");
                 eprintln!("fixture: second line of stderr");
@@ -829,7 +950,10 @@ fn main() -> std::process::ExitCode {
             "--tools-file" => tools_file = args.next(),
             "--echo-retires" => echo_retires = true,
             "--host-tools" => host_tools = true,
-            "--hostile" => hostile = true,
+            "--hostile" => {
+                hostile = true;
+                extras.hostile = true;
+            }
             "--protocol" => {
                 protocol = args.next().and_then(|v| serde_json::from_value(serde_json::Value::String(v)).ok())
             }
@@ -881,9 +1005,24 @@ fn main() -> std::process::ExitCode {
             .fold(tool_router, |r, t| r.with_disabled(t))
     };
     let tool_router = if hostile { tool_router + Fixture::hostile_router() } else { tool_router };
+    // `--conformance` implies `--resources`; `--hostile` alone adds no resource.
+    extras.resources |= extras.conformance;
+    extras.hostile &= extras.resources;
+    let tool_router = if extras.resources { tool_router + Fixture::resources_router() } else { tool_router };
+    let mut tool_router = if extras.conformance { tool_router + Fixture::conformance_router() } else { tool_router };
+    if extras.conformance {
+        match conformance::json_schema_route() {
+            Ok(route) => tool_router.add_route(route),
+            Err(e) => {
+                eprintln!("fixture: json_schema_2020_12_tool: {e}");
+                return std::process::ExitCode::FAILURE;
+            }
+        }
+    }
+    // The conformance suite reads the first page of tools/list only.
+    let page_size = page_size.unwrap_or(if extras.conformance { usize::MAX } else { 3 });
     // `--env-tool` adds `env` (this process's environment, to see what a server inherits);
     // `--http-json` answers HTTP requests with JSON bodies instead of SSE streams (stateless).
-    let mut tool_router = tool_router;
     if env_tool {
         tool_router.add_route(env_route());
     }
@@ -899,6 +1038,7 @@ fn main() -> std::process::ExitCode {
         retired: Default::default(),
         justified: Default::default(),
         protocol,
+        resources: resources::State::new(extras),
     };
     let result = rt.block_on(async move {
         match http {
@@ -1026,7 +1166,7 @@ async fn serve_http(
     println!("listening on http://{local}/mcp");
     std::io::stdout().flush()?;
     let service =
-        StreamableHttpService::new(move || Ok(fixture.clone()), LocalSessionManager::default().into(), config);
+        StreamableHttpService::new(move || Ok(fixture.for_session()), LocalSessionManager::default().into(), config);
     // `--oauth`: the OAuth endpoints, and a bearer check in front of the MCP service.
     let guard = oauth.map(|o| oauth::Guard::new(format!("http://{local}"), o));
     loop {

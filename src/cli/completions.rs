@@ -6,7 +6,9 @@
 //! the scripts call: server names from the configuration, `server.tool` names from the tool
 //! lists earlier commands saved (`mcp::saved`), never by starting a server. Each script wraps
 //! clap's function with one that answers for `mcp call`, `--server`/`-s` and the server argument
-//! of `mcp get/remove/enable/disable/login/logout`, and hands everything else to clap's.
+//! of `mcp get/remove/enable/disable/login/logout/read`, and hands everything else to clap's.
+//! Prompt names (`mcp prompt SERVER.NAME`) are not completed: no command saves them, and
+//! completion never starts a server to ask.
 
 use clap::{Args, CommandFactory, ValueEnum};
 use clap_complete::Shell;
@@ -22,7 +24,7 @@ Install (pick your shell):
   agent completions fish > ~/.config/fish/completions/agent.fish
 Or for the current bash session only: source <(agent completions bash)
 
-Server names (`--server`, `mcp get/remove/enable/disable/login/logout`) complete from the
+Server names (`--server`, `mcp get/remove/enable/disable/login/logout/read`) complete from the
 configuration, tool names (`mcp call SERVER.TOOL`) from the tool lists earlier commands saved
 (<workspace>/.tools_cache.json, e.g. after `agent mcp list`); no server is started.";
 
@@ -103,7 +105,7 @@ _agent_names() {
     elif (( mcp_at > 0 && COMP_CWORD == mcp_at + 2 )) && [[ "$cur" != -* ]]; then
         case "$sub" in
             call) what=tools ;;
-            get|remove|enable|disable|login|logout) what=servers ;;
+            get|remove|enable|disable|login|logout|read) what=servers ;;
         esac
     fi
     if [[ -n "$what" ]]; then
@@ -125,7 +127,7 @@ _agent_names() {
     elif (( mcp_at < CURRENT && CURRENT == mcp_at + 2 )) && [[ ${words[CURRENT]} != -* ]]; then
         case $sub in
             call) what=tools ;;
-            get|remove|enable|disable|login|logout) what=servers ;;
+            get|remove|enable|disable|login|logout|read) what=servers ;;
         esac
     fi
     if [[ -n $what ]]; then
@@ -140,7 +142,7 @@ _agent_names() {
 /// The fish lines: names for `mcp call`, `--server` and a server argument.
 const FISH_NAMES: &str = r#"
 complete -c agent -n "__fish_seen_subcommand_from call" -f -a "(agent __complete tools 2>/dev/null)"
-complete -c agent -n "__fish_seen_subcommand_from get remove enable disable login logout" -f -a "(agent __complete servers 2>/dev/null)"
+complete -c agent -n "__fish_seen_subcommand_from get remove enable disable login logout read" -f -a "(agent __complete servers 2>/dev/null)"
 complete -c agent -l server -r -f -a "(agent __complete servers 2>/dev/null)"
 "#;
 

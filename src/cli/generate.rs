@@ -63,10 +63,11 @@ pub async fn run(ctx: Context, args: &GenerateArgs) -> anyhow::Result<u8> {
     let output_dir = args.output.clone().unwrap_or_else(|| ctx.config.mcp.code_execution.workspace_dir.clone());
     let selected = &args.filter.servers;
 
-    let (tools, failed, only_servers) = match &args.from_tools {
+    // Resources and prompts come from the servers only (`--from-tools` keeps the manifest's).
+    let (tools, failed, only_servers, primitives) = match &args.from_tools {
         Some(file) => {
             let (tools, only) = tools_from_file(file, selected)?;
-            (tools, Vec::new(), only)
+            (tools, Vec::new(), only, None)
         }
         None => {
             let session = super::session::Session::open(&ctx.config)?;
@@ -79,11 +80,15 @@ pub async fn run(ctx: Context, args: &GenerateArgs) -> anyhow::Result<u8> {
                 );
             }
             let collected = tokio::select! {
-                r = super::list::collect_tools(manager, &servers) => Ok(r),
+                r = async {
+                    let (tools, failed) = super::list::collect_tools(manager, &servers).await;
+                    let up: Vec<String> = servers.iter().filter(|s| !failed.contains(s)).cloned().collect();
+                    (tools, failed, crate::codemode::primitives_of(manager, &up).await)
+                } => Ok(r),
                 signal = ctx.signals.received() => Err(signal),
             };
             session.close().await;
-            let (tools, failed) = match collected {
+            let (tools, failed, primitives) = match collected {
                 Ok(r) => r,
                 Err(signal) => return Ok(super::signal::exit_after(signal)),
             };
@@ -93,7 +98,7 @@ pub async fn run(ctx: Context, args: &GenerateArgs) -> anyhow::Result<u8> {
             } else {
                 Some(servers.iter().filter(|s| !failed.contains(s)).cloned().collect())
             };
-            (tools, failed, only)
+            (tools, failed, only, Some(primitives))
         }
     };
 
@@ -104,7 +109,7 @@ pub async fn run(ctx: Context, args: &GenerateArgs) -> anyhow::Result<u8> {
         .map(|e| ((e.server.clone(), e.tool.clone()), e))
         .collect();
     let opts = GenerateOptions { output_dir, clean: args.clean, only_servers, learned };
-    let report = tokio::task::spawn_blocking(move || codegen::generate(&tools, &opts))
+    let report = tokio::task::spawn_blocking(move || codegen::generate_with(&tools, &opts, primitives.as_ref()))
         .await
         .context("code generation stopped unexpectedly")??;
 

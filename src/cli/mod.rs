@@ -19,9 +19,11 @@ pub mod log;
 pub mod manage;
 pub mod output;
 pub mod prompt;
+pub mod resources;
 pub mod run;
 pub mod search;
 pub mod serve;
+pub mod server_prompts;
 pub mod session;
 pub mod signal;
 pub mod skill;
@@ -136,6 +138,21 @@ pub enum McpCommand {
     /// Call one MCP tool and print its result.
     #[command(after_help = call::AFTER_HELP)]
     Call(call::CallArgs),
+    /// List the resources and resource templates of the configured MCP servers.
+    #[command(after_help = resources::RESOURCES_AFTER_HELP)]
+    Resources(resources::ResourcesArgs),
+    /// Read one resource: text printed, binary written with --output or summarised.
+    #[command(after_help = resources::READ_AFTER_HELP)]
+    Read(resources::ReadArgs),
+    /// List the prompts of the configured MCP servers, with their arguments.
+    #[command(after_help = server_prompts::PROMPTS_AFTER_HELP)]
+    Prompts(server_prompts::PromptsArgs),
+    /// Get one prompt's messages, with its arguments filled in.
+    #[command(after_help = server_prompts::PROMPT_AFTER_HELP)]
+    Prompt(server_prompts::PromptArgs),
+    /// Complete an argument of a prompt or a resource template (the server's suggestions).
+    #[command(after_help = server_prompts::COMPLETE_AFTER_HELP)]
+    Complete(server_prompts::CompleteArgs),
     /// Write the TypeScript API tree for the configured MCP tools.
     #[command(after_help = generate::AFTER_HELP)]
     Generate(generate::GenerateArgs),
@@ -297,6 +314,11 @@ async fn dispatch(cli: &Cli, ctx: Context) -> anyhow::Result<u8> {
     match &cli.command {
         Command::Mcp(McpCommand::List(args)) => list::run(ctx, args).await,
         Command::Mcp(McpCommand::Call(args)) => call::run(ctx, args).await,
+        Command::Mcp(McpCommand::Resources(args)) => resources::run_resources(ctx, args).await,
+        Command::Mcp(McpCommand::Read(args)) => resources::run_read(ctx, args).await,
+        Command::Mcp(McpCommand::Prompts(args)) => server_prompts::run_prompts(ctx, args).await,
+        Command::Mcp(McpCommand::Prompt(args)) => server_prompts::run_prompt(ctx, args).await,
+        Command::Mcp(McpCommand::Complete(args)) => server_prompts::run_complete(ctx, args).await,
         Command::Mcp(McpCommand::Generate(args)) => generate::run(ctx, args).await,
         Command::Mcp(McpCommand::Search(args)) => search::run(ctx, args).await,
         Command::Mcp(McpCommand::Types(args)) => types::run(ctx, args).await,

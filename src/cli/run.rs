@@ -2,6 +2,12 @@
 //! against signals inside a command session, and what the user sees: streamed assistant text on stdout, one
 //! line per tool call on stderr, the final answer last, then a one-line summary; or the whole
 //! transcript as JSON (`--json`), or only the final answer (`--quiet`).
+//!
+//! Before the model is called, the task is completed from the servers: `--prompt SERVER.NAME`
+//! makes a server's prompt the task's text (`server_prompts::prompt_task`), and each
+//! `@SERVER:URI` token the user typed attaches that resource's text after the task
+//! ([`attachments`]). Only the user's own words are searched for tokens, never a prompt's text:
+//! a server must not make `agent` read another server's resources into the conversation.
 
 use std::io::{IsTerminal, Write};
 use std::sync::Arc;
@@ -52,8 +58,19 @@ Provider: llm.provider (anthropic | openai-compatible), llm.model, llm.base_url,
 (else ANTHROPIC_API_KEY / OPENAI_API_KEY; a custom base_url may go without a key).
 429, 5xx and network errors are retried (llm.max_retries) with backoff, honouring retry-after.
 
+Resources and prompts (docs/resources.md):
+  `@SERVER:URI` in the task (a URI with its scheme, e.g. @everything:demo://resource/...)
+  attaches that resource's text after the task, between `--- resource `SERVER:URI` ---` and
+  `--- end of resource `SERVER:URI` ---` lines. Binary resources and answers over
+  mcp.max_result_bytes are refused, as are unknown servers and URIs (with suggestions): exit 2
+  before the model is called. --prompt SERVER.NAME (with --args JSON) starts from a server's
+  prompt: its text becomes the task (several messages each under `[user]` / `[assistant]`);
+  a task given too follows it. `@` tokens are looked for only in the task you typed.
+
 Examples:
   agent run \"What is 40 + 2? Use the add tool.\"
+  agent run \"Summarise @everything:demo://resource/static/document/architecture.md\"
+  agent run --prompt everything.args-prompt --args '{\"city\": \"Oslo\"}'
   agent run --mode code \"Find the open issues labelled bug and summarise them\"
   agent run --provider openai --base-url http://localhost:11434/v1 --model qwen3 \"...\"
   echo \"long task text\" | agent run - --json > transcript.json
@@ -85,8 +102,16 @@ pub enum ProviderArg {
 
 #[derive(Debug, Args)]
 pub struct RunArgs {
-    /// The task, in words; `-` reads it from stdin.
-    pub task: String,
+    /// The task, in words; `-` reads it from stdin. `@SERVER:URI` attaches a resource's text.
+    #[arg(required_unless_present = "prompt")]
+    pub task: Option<String>,
+    /// Start from a server's prompt (SERVER.NAME): its messages become the task (the TASK
+    /// argument, when given, follows them).
+    #[arg(long, value_name = "SERVER.NAME")]
+    pub prompt: Option<String>,
+    /// The prompt's arguments: a JSON object, inline, @FILE or - for stdin.
+    #[arg(long = "args", value_name = "JSON", requires = "prompt")]
+    pub prompt_args: Option<String>,
     /// How tools reach the model (default: mcp.execution_mode).
     #[arg(long, value_enum)]
     pub mode: Option<ModeArg>,
@@ -204,10 +229,117 @@ fn read_task(arg: &str) -> anyhow::Result<String> {
     Ok(task)
 }
 
+/// An `@SERVER:URI` token of the task.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ResourceRef {
+    pub server: String,
+    pub uri: String,
+}
+
+/// The `@SERVER:URI` tokens of `task`, each once, in order. A token starts the task or follows
+/// whitespace (or an opening bracket or quote); the URI carries its scheme (`@everything:demo://x`, `@files:file:///a.txt`), so
+/// `@10:30` or a mail address is no token; sentence punctuation after it is not part of it.
+pub fn resource_refs(task: &str) -> Vec<ResourceRef> {
+    let mut refs: Vec<ResourceRef> = Vec::new();
+    for word in task.split_whitespace() {
+        let word = word.trim_start_matches(['(', '[', '"', '\'']);
+        let Some(rest) = word.strip_prefix('@') else { continue };
+        let Some((server, uri)) = rest.split_once(':') else { continue };
+        let uri = uri.trim_end_matches(['.', ',', ';', '!', '?', ')', '\'', '"']);
+        let server_ok =
+            !server.is_empty() && server.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.'));
+        let scheme_ok = uri.split_once(':').is_some_and(|(scheme, rest)| {
+            !rest.is_empty()
+                && scheme.chars().next().is_some_and(|c| c.is_ascii_alphabetic())
+                && scheme.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.'))
+        });
+        let r = ResourceRef { server: server.to_string(), uri: uri.to_string() };
+        if server_ok && scheme_ok && !refs.contains(&r) {
+            refs.push(r);
+        }
+    }
+    refs
+}
+
+/// The task with each `@SERVER:URI` token's resource text appended (`resources::attachment`).
+/// An unknown server or URI, a server without resources, binary contents, an answer over
+/// `mcp.max_result_bytes` are usage errors (exit 2): the model is not called.
+async fn attachments(manager: &crate::mcp::McpManager, task: &str) -> anyhow::Result<String> {
+    use super::resources::{Body, attachment, command_error, content_bytes, part, start_one};
+    let mut out = task.to_string();
+    for r in resource_refs(task) {
+        let token = format!("@{}:{}", r.server, r.uri);
+        manager.check_server(&r.server).map_err(|e| usage(format!("{token}: {e}")))?;
+        start_one(manager, &r.server).await.map_err(|e| command_error(e).context(format!("cannot attach {token}")))?;
+        let read = match manager.read_resource(&r.server, &r.uri).await {
+            Ok(read) => read,
+            Err(e @ crate::mcp::McpError::TooLarge { .. }) => {
+                return Err(usage(format!("cannot attach {token}: {e}")));
+            }
+            Err(e) => return Err(command_error(e).context(format!("cannot attach {token}"))),
+        };
+        if read.contents.is_empty() {
+            return Err(usage(format!("cannot attach {token}: the server sent no contents")));
+        }
+        for content in &read.contents {
+            let p = part(content);
+            match p.body {
+                Body::Text(text) => {
+                    out.push_str("\n\n");
+                    out.push_str(&attachment(Some(&r.server), p.uri, text));
+                }
+                _ => {
+                    let size = content_bytes(&r.server, &p).map(|b| human_bytes(b.len() as u64)).unwrap_or_default();
+                    let mime = p.mime.unwrap_or("application/octet-stream");
+                    return Err(usage(format!(
+                        "cannot attach {token}: it is binary ({}, {size}); only text resources can be attached \
+                         (`agent mcp read {} URI --output FILE` saves it)",
+                        super::output::terminal_line(mime),
+                        r.server
+                    )));
+                }
+            }
+        }
+        tracing::info!("attached {token}");
+    }
+    Ok(out)
+}
+
+/// The task the model gets: the prompt's text (`--prompt`), then the typed task with its
+/// attachments.
+async fn compose_task(
+    manager: &crate::mcp::McpManager,
+    prompt: Option<(&str, &str, serde_json::Map<String, serde_json::Value>)>,
+    typed: Option<&str>,
+) -> anyhow::Result<String> {
+    let mut parts = Vec::new();
+    if let Some((server, name, arguments)) = prompt {
+        manager.check_server(server).map_err(|e| usage(e.to_string()))?;
+        super::resources::start_one(manager, server).await.map_err(super::resources::command_error)?;
+        let got = manager.get_prompt(server, name, arguments).await.map_err(super::resources::command_error)?;
+        parts.push(super::server_prompts::prompt_task(&format!("{server}.{name}"), &got)?);
+    }
+    if let Some(typed) = typed {
+        parts.push(attachments(manager, typed).await?);
+    }
+    Ok(parts.join("\n\n"))
+}
+
 pub async fn run(ctx: Context, args: &RunArgs) -> anyhow::Result<u8> {
     let mut config = ctx.config;
     apply_flags(&mut config, args)?;
-    let task = read_task(&args.task)?;
+    if args.task.as_deref() == Some("-") && args.prompt_args.as_deref() == Some("-") {
+        return Err(usage("the task and --args cannot both come from stdin"));
+    }
+    let typed = args.task.as_deref().map(read_task).transpose()?;
+    let prompt = match &args.prompt {
+        Some(target) => {
+            let (server, name) = super::server_prompts::split_prompt(target)?;
+            let arguments = super::call::parse_args(args.prompt_args.as_deref().unwrap_or("{}"))?;
+            Some((server, name, arguments))
+        }
+        None => None,
+    };
     let env_key = std::env::var(key_env_var(config.llm.provider)).ok();
     let llm = crate::agent::provider_from_config(&config.llm, env_key).map_err(usage)?;
     if args.fresh_state {
@@ -222,7 +354,28 @@ pub async fn run(ctx: Context, args: &RunArgs) -> anyhow::Result<u8> {
     if args.yes {
         super::approve::approve_all(session.manager());
     }
-    let servers = super::select_servers(session.manager(), &args.filter)?;
+    let servers = match super::select_servers(session.manager(), &args.filter) {
+        Ok(s) => s,
+        Err(e) => {
+            session.close().await;
+            return Err(e);
+        }
+    };
+    let composed = tokio::select! {
+        t = compose_task(session.manager(), prompt, typed.as_deref()) => Ok(t),
+        signal = ctx.signals.received() => Err(signal),
+    };
+    let task = match composed {
+        Ok(Ok(task)) => task,
+        Ok(Err(e)) => {
+            session.close().await;
+            return Err(e);
+        }
+        Err(signal) => {
+            session.close().await;
+            return Ok(super::signal::exit_after(signal));
+        }
+    };
 
     // A signal cancels the loop (which returns what it has) or the set-up before it.
     let cancel = CancellationToken::new();
@@ -412,5 +565,25 @@ impl Observer for Printer {
         };
         // The tool's name comes from the model, its error from a server.
         eprintln!("{}", self.dim(&super::output::terminal_line(&line)));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{ResourceRef, resource_refs};
+
+    fn r(server: &str, uri: &str) -> ResourceRef {
+        ResourceRef { server: server.into(), uri: uri.into() }
+    }
+
+    #[test]
+    fn at_tokens_need_a_server_and_a_uri_with_its_scheme() {
+        assert_eq!(
+            resource_refs("Compare @docs:file:///a.txt, and (@everything:demo://x/1). Again @docs:file:///a.txt"),
+            [r("docs", "file:///a.txt"), r("everything", "demo://x/1")]
+        );
+        // No token: a time, a mail address, a bare mention, a URI without a scheme.
+        assert!(resource_refs("at @10:30 mail me@host:demo://x or @alice, see @s:plain @s:1x:y").is_empty());
+        assert_eq!(resource_refs("@s:a:b"), [r("s", "a:b")]);
     }
 }

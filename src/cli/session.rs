@@ -1,7 +1,8 @@
 //! The lifecycle of every command that starts servers, in the one right order, so no command can
 //! forget a step: [`Session::open`] makes the manager and installs, in this order, the terminal
 //! and the configured provider for the servers' elicitation and sampling requests (`host`), who
-//! approves destructive calls (`approve`), and the type recorder (`learn`); [`Session::close`]
+//! approves destructive calls (`approve`), the type recorder (`learn`), and at `-v` the servers'
+//! log messages on stderr (`log::ServerLogs`); [`Session::close`]
 //! saves the usage counts and the tool lists it got (`mcp::saved`), stops every server (process
 //! groups included) and flushes the recorder. A command stops what it started on top (code modes, `serve`'s server, handler
 //! bridges) before it closes the session; a session dropped without `close` still kills its
@@ -19,6 +20,8 @@ pub struct Session {
     manager: Arc<McpManager>,
     recorder: Option<Arc<Recorder>>,
     sampled: Arc<Mutex<Usage>>,
+    /// The servers' log messages on stderr at `-v`.
+    logs: Option<super::log::ServerLogs>,
 }
 
 impl Session {
@@ -32,7 +35,8 @@ impl Session {
         let sampled = super::host::install(&manager, config);
         super::approve::install(&manager);
         let recorder = Recorder::install(config, &manager);
-        Ok(Session { manager, recorder, sampled })
+        let logs = super::log::ServerLogs::show(&manager);
+        Ok(Session { manager, recorder, sampled, logs })
     }
 
     /// The session of a command with no one to ask (`agent mcp serve`: its stdin is the protocol
@@ -43,7 +47,8 @@ impl Session {
         super::trust::ensure(config, super::trust::Asking::Never)?;
         let manager = Arc::new(McpManager::new(config));
         let recorder = Recorder::install(config, &manager);
-        Ok(Session { manager, recorder, sampled: Default::default() })
+        let logs = super::log::ServerLogs::show(&manager);
+        Ok(Session { manager, recorder, sampled: Default::default(), logs })
     }
 
     pub fn manager(&self) -> &Arc<McpManager> {
@@ -69,6 +74,9 @@ impl Session {
             tracing::warn!("cannot save the tool lists in {}: {e}", self.manager.saved_file().display());
         }
         self.manager.shutdown().await;
+        if let Some(logs) = self.logs {
+            logs.finish().await;
+        }
         if let Some(r) = &self.recorder {
             r.finish();
         }

@@ -55,7 +55,7 @@ fn an_unknown_shell_is_a_usage_error() {
 
 /// Runs the bash completion function of `script` for `words` (the last one being completed)
 /// inside the project, and returns what it offers.
-fn bash_complete(p: &Project, script: &std::path::Path, words: &[&str]) -> Vec<String> {
+pub fn bash_complete(p: &Project, script: &std::path::Path, words: &[&str]) -> Vec<String> {
     let quoted: Vec<String> = words.iter().map(|w| format!("'{w}'")).collect();
     let cword = words.len() - 1;
     let probe = format!(

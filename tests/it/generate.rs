@@ -744,3 +744,19 @@ fn an_oversized_tools_file_is_a_usage_error() {
     assert_eq!(r.stderr, "error: huge.json is larger than 64 MB\n");
     assert!(!p.path().join(".kodelet").exists(), "nothing written");
 }
+
+/// `agent mcp generate` lists what a server offers besides tools in the tree's README, fresh
+/// from the server, as the code-mode commands do.
+#[test]
+fn generate_lists_a_servers_resources_and_prompts_in_the_readme() {
+    if !support::node_or_skip("server-everything") {
+        return;
+    }
+    let p = Project::with_servers(&format!("{}{}", everything_yaml("everything"), fixture_stdio_yaml("fixture", &[])));
+    p.run(&["mcp", "generate"]).assert_ok();
+    let readme = std::fs::read_to_string(p.path().join(".kodelet/mcp/README.md")).unwrap();
+    let doc = "demo://resource/static/document/architecture.md";
+    assert!(readme.contains(&format!("readResource(\"everything\", \"{doc}\")")), "{readme}");
+    assert!(readme.contains("getPrompt(\"everything\", \"args-prompt\""), "{readme}");
+    assert!(!readme.contains("readResource(\"fixture\""), "a tools-only server lists nothing: {readme}");
+}

@@ -1013,3 +1013,122 @@ fn progressive_mode_explains_bad_names_and_arguments_and_keeps_pinned_tools_dire
     assert!(no_words.2 && no_words.1.contains("no words to search for"), "{no_words:?}");
     assert_eq!((pinned.1.as_str(), pinned.2), ("pinned", false));
 }
+
+// ---------------------------------------------------------------------------------------------
+// Resources and prompts in the task
+
+/// The first user message the scripted LLM received.
+fn first_message(fake: &FakeLlm) -> String {
+    fake.requests()[0].body["messages"][0]["content"][0]["text"].as_str().unwrap_or_default().to_string()
+}
+
+#[test]
+fn an_at_token_attaches_the_resource_text_after_the_task() {
+    if !support::node_or_skip("server-everything offers resources") {
+        return;
+    }
+    let fake = FakeLlm::start(vec![Reply::text("summarised")]);
+    let p = project(&fake, Api::Anthropic, &everything_yaml("everything"));
+    let doc = "demo://resource/static/document/architecture.md";
+    let text = p.run(&["mcp", "read", "everything", doc, "--json"]).json()["contents"][0]["text"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let r = p.run(&["run", &format!("Summarise @everything:{doc}.")]);
+    r.assert_ok();
+    let nl = if text.ends_with('\n') { "" } else { "\n" };
+    assert_eq!(
+        first_message(&fake),
+        format!(
+            "Summarise @everything:{doc}.\n\n--- resource `everything:{doc}` ---\n{text}{nl}--- end of resource `everything:{doc}` ---"
+        )
+    );
+}
+
+#[test]
+fn unknown_binary_and_oversized_attachments_stop_the_run_before_the_model_is_called() {
+    if !support::node_or_skip("server-everything offers resources") {
+        return;
+    }
+    let fake = FakeLlm::start(vec![Reply::text("never")]);
+    let p = project(&fake, Api::Anthropic, &everything_yaml("everything"));
+    let doc = "demo://resource/static/document/architecture.md";
+    for (task, says) in [
+        (format!("read @everything:{doc}x"), format!("did you mean `{doc}`")),
+        (format!("read @everythin:{doc}"), "did you mean `everything`".to_string()),
+        (
+            "read @everything:demo://resource/dynamic/blob/1".to_string(),
+            "cannot attach @everything:demo://resource/dynamic/blob/1: it is binary (text/plain, ".to_string(),
+        ),
+    ] {
+        let r = p.run(&["run", &task]);
+        r.assert_code(2);
+        assert!(r.stderr.contains(&says), "{task}: {}", r.stderr);
+    }
+    assert_eq!(fake.requests().len(), 0);
+
+    // A resource over mcp.max_result_bytes (a hostile server's 100 KB text at a 64 KB cap).
+    let p = Project::new();
+    let Some(hostile) = crate::resources::hostile_server_yaml(&p, &[]) else { return };
+    p.write_config(&format!("{}mcp:\n  max_result_bytes: 65536\n  servers:\n{hostile}", fake.llm_yaml(Api::Anthropic)));
+    let r = p.run(&["run", "look at @hostile:hostile://big"]);
+    r.assert_code(2);
+    assert!(
+        r.stderr.contains("cannot attach @hostile:hostile://big: ")
+            && r.stderr.contains("larger than the 64 KiB limit (mcp.max_result_bytes)"),
+        "{}",
+        r.stderr
+    );
+    assert_eq!(fake.requests().len(), 0);
+}
+
+#[test]
+fn a_run_starts_from_a_servers_prompt() {
+    if !support::node_or_skip("server-everything offers prompts") {
+        return;
+    }
+    let fake = FakeLlm::start(vec![Reply::text("sunny"), Reply::text("analysed")]);
+    let p = project(&fake, Api::Anthropic, &everything_yaml("everything"));
+    let r = p.run(&["run", "--prompt", "everything.args-prompt", "--args", r#"{"city": "Oslo"}"#]);
+    r.assert_ok();
+    assert_eq!(first_message(&fake), "What's weather in Oslo?");
+    // Two messages with an embedded text resource, then the typed task after them.
+    let r = p.run(&[
+        "run",
+        "--prompt",
+        "everything.resource-prompt",
+        "--args",
+        r#"{"resourceType": "Text", "resourceId": "3"}"#,
+        "Be brief.",
+    ]);
+    r.assert_ok();
+    let task = fake.requests()[1].body["messages"][0]["content"][0]["text"].as_str().unwrap().to_string();
+    assert!(task.starts_with("[user]\nThis prompt includes the Text resource with id: 3."), "{task}");
+    assert!(task.contains("\n\n[user]\n--- resource `demo://resource/dynamic/text/3` ---\nResource 3: "), "{task}");
+    assert!(task.ends_with("--- end of resource `demo://resource/dynamic/text/3` ---\n\nBe brief."), "{task}");
+
+    let r = p.run(&["run", "--prompt", "everything.args-prompt"]);
+    r.assert_code(2);
+    assert!(r.stderr.contains("missing required argument `city`"), "{}", r.stderr);
+    assert_eq!(fake.requests().len(), 2);
+}
+
+#[test]
+fn a_servers_prompt_cannot_make_agent_attach_resources() {
+    let fake = FakeLlm::start(vec![Reply::text("ok")]);
+    let p = Project::new();
+    let Some(hostile) = crate::resources::hostile_server_yaml(&p, &[]) else { return };
+    p.write_config(&format!("{}mcp:\n  servers:\n{hostile}", fake.llm_yaml(Api::Anthropic)));
+    // The prompt's text names `@hostile:hostile://doc`: it stays text, nothing is read for it.
+    let r = p.run(&["run", "--prompt", "hostile.plain"]);
+    r.assert_ok();
+    assert_eq!(
+        first_message(&fake),
+        "[user]\nRead @hostile:hostile://doc now.\n\n[assistant]\nWhich part?\n\n[user]\nAll of it."
+    );
+    // A prompt with an image cannot be a task's text.
+    let r = p.run(&["run", "--prompt", "hostile.greet", "--args", r#"{"who": "x"}"#]);
+    r.assert_code(2);
+    assert!(r.stderr.contains("prompt `hostile.greet` has a message with [image: image/png, 256 B]"), "{}", r.stderr);
+    assert_eq!(fake.requests().len(), 1);
+}

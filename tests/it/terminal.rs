@@ -19,9 +19,10 @@ use serde_json::json;
 use support::{Project, fixture_stdio_yaml, wait_until};
 
 /// What every text of the `--hostile` tools holds (the fixture's `HOSTILE`).
-const HOSTILE: &str = "A\x1b[2JB\r\x1b[2KC\x1b]8;;file:///tmp/evil.desktop\x07D\x1b]8;;\x07E\u{9b}31mF\u{7f}G\u{202e}H";
+pub const HOSTILE: &str =
+    "A\x1b[2JB\r\x1b[2KC\x1b]8;;file:///tmp/evil.desktop\x07D\x1b]8;;\x07E\u{9b}31mF\u{7f}G\u{202e}H";
 /// [`HOSTILE`] as the terminal must show it: every control as U+FFFD, the CR dropped.
-const SHOWN: &str = "A\u{FFFD}[2JB\u{FFFD}[2KC\u{FFFD}]8;;file:///tmp/evil.desktop\u{FFFD}D\u{FFFD}]8;;\u{FFFD}E\u{FFFD}31mF\u{FFFD}G\u{FFFD}H";
+pub const SHOWN: &str = "A\u{FFFD}[2JB\u{FFFD}[2KC\u{FFFD}]8;;file:///tmp/evil.desktop\u{FFFD}D\u{FFFD}]8;;\u{FFFD}E\u{FFFD}31mF\u{FFFD}G\u{FFFD}H";
 /// The parts of [`HOSTILE`] a terminal would obey: clear the screen, return to the start of the
 /// line (the CR after `2JB`: the terminal's own `ESC [1B` is followed by CRs), open a hyperlink,
 /// ring the bell (the OSC terminator), C1 CSI, DEL, RLO.
@@ -35,7 +36,7 @@ fn as_read(s: &str) -> String {
 /// `out` (terminal output as rexpect reads it) shows [`HOSTILE`] as [`SHOWN`] and carries none
 /// of its sequences.
 #[track_caller]
-fn assert_shown_not_obeyed(what: &str, out: &str) {
+pub fn assert_shown_not_obeyed(what: &str, out: &str) {
     assert!(out.contains(&as_read(SHOWN)), "{what}: the hostile text is not shown: {out:?}");
     for seq in OBEYED {
         assert!(!out.contains(&as_read(seq)), "{what}: {seq:?} reached the terminal: {out:?}");
