@@ -916,6 +916,16 @@ impl Server {
         CallToolResult::success(vec![ContentBlock::text(text)])
     }
 
+    /// Whether `name` is one of the tools serve offers now.
+    async fn is_tool(&self, name: &str) -> bool {
+        let e = self.inner.expose;
+        match name {
+            EXECUTE_CODE if e.code => true,
+            SEARCH_TOOLS | DESCRIBE_TOOL if e.search => true,
+            _ => e.proxy && self.proxy_names().await.0.resolve(name).is_some(),
+        }
+    }
+
     fn remember_peer(&self, peer: Peer<RoleServer>) {
         let id = self.session.as_ref().map(|s| s.id).unwrap_or(0);
         if let Ok(mut p) = self.inner.sessions.lock() {
@@ -1141,6 +1151,10 @@ impl ServerHandler for Server {
         request: CallToolRequestParams,
         cx: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
+        // Bare mode answers an unknown tool as an MCP server does: a protocol error (-32602).
+        if self.inner.names_mode == ServeNames::Bare && !self.is_tool(&request.name).await {
+            return Err(ErrorData::invalid_params(format!("unknown tool `{}`", request.name.escape_debug()), None));
+        }
         let args = request.arguments.unwrap_or_default();
         let progress = cx.meta.get_progress_token().map(|token| Progress { token, peer: cx.peer.clone() });
         Ok(CallToolResponse::Complete(self.call(&request.name, args, &cx.ct, progress, Some(&cx.peer)).await))
