@@ -187,6 +187,22 @@ pub struct ServeConfig {
     /// `notifications/tools/list_changed`).
     #[serde(with = "duration")]
     pub startup_wait: Duration,
+    /// How upstream names reach serve's clients: `prefixed` (default: `<server>_<name>` for
+    /// tools and prompts, resource URIs kept unless two servers could serve one) or `bare`
+    /// (upstream names and URIs as they are; serve refuses to start when two enabled servers
+    /// offer the same one). `--names` wins.
+    pub names: ServeNames,
+}
+
+/// `serve.names`: how upstream names reach serve's clients (docs/serve.md).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ServeNames {
+    /// `<server>_<tool>`, `<server>_<prompt>`; URIs kept, or `agent:<server>/<uri>` when ambiguous.
+    #[default]
+    Prefixed,
+    /// Upstream's own names and URIs; a clash between two enabled servers refuses the start.
+    Bare,
 }
 
 impl Default for ServeConfig {
@@ -198,6 +214,7 @@ impl Default for ServeConfig {
             read_timeout: Duration::from_secs(10),
             max_message_bytes: 4 << 20,
             startup_wait: Duration::from_secs(5),
+            names: ServeNames::Prefixed,
         }
     }
 }

@@ -1,4 +1,4 @@
-//! `agent mcp serve [--stdio | --http ADDR]`: flags, start-up messages on stderr, racing the
+//! `agent mcp serve [--stdio | --http ADDR] [--names prefixed|bare]`: flags, start-up messages on stderr, racing the
 //! server against signals and stdin close, then stopping every upstream server. Serve answers
 //! at once; upstream servers start in the background and are reported as they come up. Over
 //! HTTP a bearer token is always required unless `--no-auth`: from `--token-env`, or generated
@@ -10,6 +10,7 @@ use std::sync::Arc;
 use clap::Args;
 
 use super::{Context, EXIT_OK, usage};
+use crate::config::ServeNames;
 use crate::serve::http::{HttpServer, Limits, parse_addr};
 use crate::serve::{Expose, Server, StartReporter, token};
 
@@ -23,7 +24,13 @@ Examples:
 Tools: every enabled server's tools as <server>_<tool> (each with an optional `result_handler`,
 see docs/handlers.md), `execute_code` (TypeScript as in `agent exec`), `search_tools` and
 `describe_tool`. Upstream servers start in the background; clients hear tools/list_changed as
-each comes up.
+each comes up. Resources, resource templates, prompts (<server>_<prompt>), completions,
+subscriptions, logging and sampling pass through too; a URI two servers could answer becomes
+agent:<server>/<uri>.
+
+--names bare keeps upstream's names and URIs (tools without `result_handler`) and refuses to
+start (exit 2) when two enabled servers share a tool, prompt, resource URI or template; with
+one server and --expose proxy a client sees that server (docs/serve.md).
 
 HTTP wants `Authorization: Bearer <token>` on every request (401 otherwise): the token is read
 from --token-env VAR, or generated at start and written (mode 0600) to
@@ -55,6 +62,11 @@ pub struct ServeArgs {
     /// Scripts that may run at once (default: CPUs, 2 to 8).
     #[arg(long, value_name = "N")]
     pub workers: Option<usize>,
+    /// How upstream names reach clients: prefixed (`<server>_<name>`, the default) or bare
+    /// (upstream's own names; refused when two enabled servers share one). Default:
+    /// `serve.names`.
+    #[arg(long, value_name = "MODE", value_parser = ["prefixed", "bare"])]
+    pub names: Option<String>,
 }
 
 /// The token HTTP wants: given in the environment, generated (written to a file once the port
@@ -92,11 +104,17 @@ pub async fn run(ctx: Context, args: &ServeArgs) -> anyhow::Result<u8> {
         Some(n) => n,
         None => std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2).clamp(2, 8),
     };
+    let mut config = ctx.config.clone();
+    match args.names.as_deref() {
+        Some("bare") => config.serve.names = ServeNames::Bare,
+        Some("prefixed") => config.serve.names = ServeNames::Prefixed,
+        _ => {}
+    }
     let session = super::session::Session::headless(&ctx.config)?;
     let manager = session.manager().clone();
     // A client cannot pass `--yes` to serve; only serve's own configuration can allow the call.
     manager.set_no_terminal_fix("set mcp.approvals in the configuration `agent mcp serve` runs with");
-    let server = match Server::start(&ctx.config, manager, session.recorder().clone(), expose, workers).await {
+    let server = match Server::start(&config, manager, session.recorder().clone(), expose, workers).await {
         Ok(server) => server,
         Err(e) => {
             session.close().await;
@@ -114,7 +132,32 @@ pub async fn run(ctx: Context, args: &ServeArgs) -> anyhow::Result<u8> {
         let server = server.clone();
         async move { server.bring_up(report).await }
     });
-    let limits = Limits::from_config(&ctx.config.serve);
+    // Bare mode stands in for its servers under their own names: two servers sharing one
+    // cannot both be reached, so serve does not start (servers still starting after
+    // `serve.startup_wait` are not waited for).
+    if config.serve.names == ServeNames::Bare {
+        let clashes = tokio::select! {
+            c = server.clashes() => c,
+            signal = ctx.signals.received() => {
+                up.abort();
+                server.stop().await;
+                session.close().await;
+                return Ok(super::signal::exit_after(signal));
+            }
+        };
+        if !clashes.is_empty() {
+            up.abort();
+            server.stop().await;
+            session.close().await;
+            let said: Vec<String> =
+                clashes.iter().map(|c| super::output::terminal_line(&c.to_string()).into_owned()).collect();
+            return Err(usage(format!(
+                "--names bare: {}; use --names prefixed, or disable one of them",
+                said.join("; ")
+            )));
+        }
+    }
+    let limits = Limits::from_config(&config.serve);
     let mut token_file = None;
     let outcome = tokio::select! {
         r = serve(server.clone(), addr, auth, limits, &mut token_file) => Ok(r),

@@ -31,6 +31,7 @@ pub mod error;
 pub mod handler;
 pub mod host;
 pub mod http;
+pub mod identity;
 pub mod lists;
 pub mod manager;
 pub mod naming;

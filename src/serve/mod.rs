@@ -15,9 +15,16 @@
 //! own [`CallContext`]: upstream progress reaches the downstream request that asked for it, an
 //! upstream elicitation goes to the downstream client when it declared `elicitation` (else the
 //! server's policy answers), and a downstream cancellation cancels the upstream request.
+//! Upstream sampling, where the server's policy allows it, asks the client of the calls in
+//! flight ([`sampling`]).
+//!
+//! Resources, templates, prompts, completions, subscriptions and logging pass through
+//! ([`gateway`]) under the naming mode (`--names prefixed|bare`, [`listing`], [`uris`]); in
+//! `bare` mode proxied tools are upstream's exactly, and with one server serve answers
+//! `initialize` as that server.
 //!
 //! Serve answers at once: upstream servers start in the background ([`Server::bring_up`]);
-//! `tools/list` and `search_tools` wait for them at most `serve.startup_wait` after start, then
+//! `initialize`, the lists and `search_tools` wait for them at most `serve.startup_wait` after start, then
 //! answer with those that are up, and each server that comes up later is announced with
 //! `notifications/tools/list_changed`; `execute_code` waits for the servers its script uses.
 //! Texts serve writes itself carry no absolute path of the machine ([`scrub`]).
@@ -27,21 +34,29 @@
 //! [`Server::serve_stdio`] ([`stdio`]: a line limit that answers).
 
 mod conns;
+mod gateway;
 pub mod http;
+pub mod listing;
+mod sampling;
 pub mod scrub;
 mod sessions;
 pub mod stdio;
 pub mod token;
+pub mod uris;
 
 use std::collections::{BTreeMap, HashSet};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, Weak};
+use std::sync::{Arc, Mutex, OnceLock, Weak};
 use std::time::{Duration, Instant};
 
 use futures::future::BoxFuture;
+#[allow(deprecated)] // SetLevelRequestParams (SEP-2577): clients still send logging/setLevel.
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation, JsonObject, ListToolsResult,
-    PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
+    CallToolRequestParams, CallToolResponse, CallToolResult, CompleteRequestParams, CompleteResult, ContentBlock,
+    GetPromptRequestParams, GetPromptResponse, Implementation, InitializeRequestParams, InitializeResult, JsonObject,
+    ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, PaginatedRequestParams,
+    ReadResourceRequestParams, ReadResourceResponse, ServerCapabilities, ServerConfig, SetLevelRequestParams,
+    SubscribeRequestParams, Tool, UnsubscribeRequestParams,
 };
 use rmcp::model::{ElicitRequestParams, ElicitResult};
 use rmcp::service::{NotificationContext, RequestContext};
@@ -49,7 +64,7 @@ use rmcp::{ErrorData, Peer, RoleServer, ServerHandler, ServiceExt};
 use serde_json::{Map, Value, json};
 
 use crate::codemode::{CodeMode, Options};
-use crate::config::Config;
+use crate::config::{Config, ServeNames};
 use crate::handler::{self, HandlerRunner, Source};
 use crate::mcp::handler::ClientEvent;
 use crate::mcp::naming::unique_name;
@@ -62,6 +77,10 @@ pub const EXECUTE_CODE: &str = "execute_code";
 pub const SEARCH_TOOLS: &str = "search_tools";
 /// A tool's TypeScript description.
 pub const DESCRIBE_TOOL: &str = "describe_tool";
+
+/// The `instructions` serve gives in `initialize` (unless it stands in for one server).
+pub const INSTRUCTIONS: &str =
+    "agent: the tools of every configured MCP server, code mode (execute_code) and tool search.";
 
 /// What `serve` exposes (`--expose proxy,code,search`; default all).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -102,23 +121,71 @@ impl Expose {
     }
 }
 
-/// Exposed names of proxied tools: `<server>_<tool>` with every character outside
+/// Exposed names of proxied tools. `prefixed`: `<server>_<tool>` with every character outside
 /// `[a-zA-Z0-9_-]` replaced by `_`, cut at 64 characters with a hash of the original, `_2`,
 /// `_3`, … on a collision, in (server, tool) order; never one of serve's own tool names.
+/// `bare`: the tool's own name; a name already taken (by an earlier server in name order, or
+/// by one of serve's own exposed tools) is a [`listing::Clash`] and the tool is left out.
 #[derive(Debug, Clone, Default)]
 pub struct ProxyNames {
     by_name: BTreeMap<String, (String, String)>,
     by_tool: BTreeMap<(String, String), String>,
+    /// `bare` mode: the names two servers (or a server and serve) share.
+    pub clashes: Vec<listing::Clash>,
 }
 
 impl ProxyNames {
+    /// Prefixed names (serve's own three names always taken).
     pub fn build<'a>(tools: impl IntoIterator<Item = &'a ToolInfo>) -> ProxyNames {
+        ProxyNames::build_as(ServeNames::Prefixed, Expose::default(), tools)
+    }
+
+    /// Names under `mode`; in `bare` mode only the tools `expose` offers take their names.
+    pub fn build_as<'a>(mode: ServeNames, expose: Expose, tools: impl IntoIterator<Item = &'a ToolInfo>) -> ProxyNames {
         let mut sorted: Vec<&ToolInfo> = tools.into_iter().collect();
         sorted.sort_by(|a, b| (&a.server, &a.name).cmp(&(&b.server, &b.name)));
-        let mut taken: HashSet<String> = [EXECUTE_CODE, SEARCH_TOOLS, DESCRIBE_TOOL].map(String::from).into();
+        let own: Vec<&str> = match mode {
+            ServeNames::Prefixed => vec![EXECUTE_CODE, SEARCH_TOOLS, DESCRIBE_TOOL],
+            ServeNames::Bare => {
+                let mut own = Vec::new();
+                if expose.code {
+                    own.push(EXECUTE_CODE);
+                }
+                if expose.search {
+                    own.extend([SEARCH_TOOLS, DESCRIBE_TOOL]);
+                }
+                own
+            }
+        };
+        let mut taken: HashSet<String> = own.iter().map(|s| s.to_string()).collect();
         let mut names = ProxyNames::default();
         for t in sorted {
-            let name = unique_name("", &t.server, &t.name, &mut taken);
+            let name = match mode {
+                ServeNames::Prefixed => unique_name("", &t.server, &t.name, &mut taken),
+                ServeNames::Bare => {
+                    if let Some((first, _)) = names.by_name.get(&t.name) {
+                        let clash = listing::Clash {
+                            kind: "tool",
+                            name: t.name.clone(),
+                            first: first.clone(),
+                            second: Some(t.server.clone()),
+                        };
+                        names.clashes.push(clash);
+                        continue;
+                    }
+                    if own.contains(&t.name.as_str()) {
+                        let clash = listing::Clash {
+                            kind: "tool",
+                            name: t.name.clone(),
+                            first: t.server.clone(),
+                            second: None,
+                        };
+                        names.clashes.push(clash);
+                        continue;
+                    }
+                    t.name.clone()
+                }
+            };
             names.by_name.insert(name.clone(), (t.server.clone(), t.name.clone()));
             names.by_tool.insert((t.server.clone(), t.name.clone()), name);
         }
@@ -188,8 +255,18 @@ struct Inner {
     describer: crate::bridge::server::Describer,
     /// The proxied names, and the tool lists they were made from (their pointers identify them).
     names: Mutex<Option<BuiltNames>>,
-    /// Downstream peers to tell about tool list changes, by session.
-    peers: Mutex<Vec<(u64, Peer<RoleServer>)>>,
+    /// `serve.names` (or `--names`).
+    names_mode: ServeNames,
+    /// The resource and prompt listing, and the lists it was made from.
+    listing: Mutex<Option<(gateway::ListingKey, Arc<listing::Listing>)>>,
+    /// The last `initialize` answer made, for rmcp's synchronous `get_info`.
+    last_info: Mutex<Option<ServerConfig>>,
+    /// Each live session's peer, log level and subscriptions.
+    sessions: Mutex<BTreeMap<u64, gateway::SessionState>>,
+    /// Held while an upstream subscription is changed for a session.
+    subscribing: tokio::sync::Mutex<()>,
+    /// Proxied calls and scripts in flight, by server: who an upstream sampling request asks.
+    in_flight: Arc<sampling::InFlight>,
     next_session: AtomicU64,
     forwarder: Mutex<Option<tokio::task::JoinHandle<()>>>,
     /// The enabled upstream servers and where each is.
@@ -214,18 +291,41 @@ pub struct Server {
     session: Option<Arc<SessionMark>>,
 }
 
-/// One session's mark; dropping it removes the session's peer.
+/// One session's mark; dropping it removes the session's state and gives up the upstream
+/// subscriptions no other session holds.
 struct SessionMark {
     id: u64,
     inner: Weak<Inner>,
+    /// What `initialize` told this session.
+    info: OnceLock<ServerConfig>,
 }
 
 impl Drop for SessionMark {
     fn drop(&mut self) {
-        if let Some(inner) = self.inner.upgrade()
-            && let Ok(mut p) = inner.peers.lock()
-        {
-            p.retain(|(id, _)| *id != self.id);
+        let Some(inner) = self.inner.upgrade() else { return };
+        let orphaned = match inner.sessions.lock() {
+            Ok(mut sessions) => match sessions.remove(&self.id) {
+                Some(ended) => gateway::orphaned(&ended, &sessions),
+                None => Vec::new(),
+            },
+            Err(_) => Vec::new(),
+        };
+        if orphaned.is_empty() {
+            return;
+        }
+        if let Ok(rt) = tokio::runtime::Handle::try_current() {
+            rt.spawn(async move {
+                let _turn = inner.subscribing.lock().await;
+                for (server, uri) in orphaned {
+                    // A session may have taken it up since.
+                    let key = (server, uri);
+                    let held =
+                        inner.sessions.lock().is_ok_and(|s| s.values().any(|st| st.subscriptions.contains_key(&key)));
+                    if !held {
+                        let _ = inner.manager.unsubscribe(&key.0, &key.1).await;
+                    }
+                }
+            });
         }
     }
 }
@@ -275,7 +375,12 @@ impl Server {
             code_description,
             describer,
             names: Mutex::new(None),
-            peers: Mutex::new(Vec::new()),
+            names_mode: config.serve.names,
+            listing: Mutex::new(None),
+            last_info: Mutex::new(None),
+            sessions: Mutex::new(BTreeMap::new()),
+            subscribing: tokio::sync::Mutex::new(()),
+            in_flight: Arc::default(),
             next_session: AtomicU64::new(1),
             forwarder: Mutex::new(None),
             upstream: tokio::sync::watch::Sender::new(upstream),
@@ -286,6 +391,11 @@ impl Server {
             workspace: options.workspace.clone(),
             scrubber: scrub::Scrubber::new(&options.workspace, home.as_deref()),
         });
+        // Upstream sampling (where a server's policy allows it) asks serve's own client.
+        let host = inner.manager.host();
+        if host.sampler().is_none() {
+            host.set_sampler(Arc::new(sampling::Forward(inner.in_flight.clone())));
+        }
         let server = Server { inner, session: None };
         server.forward_events();
         Ok(server)
@@ -296,7 +406,7 @@ impl Server {
         let id = self.inner.next_session.fetch_add(1, Ordering::Relaxed);
         Server {
             inner: self.inner.clone(),
-            session: Some(Arc::new(SessionMark { id, inner: Arc::downgrade(&self.inner) })),
+            session: Some(Arc::new(SessionMark { id, inner: Arc::downgrade(&self.inner), info: OnceLock::new() })),
         }
     }
 
@@ -346,8 +456,20 @@ impl Server {
             });
             listed.as_mut().map(|l| l.remove(server)).unwrap_or(true)
         };
+        if up {
+            // A level a session asked for before this server was up.
+            self.apply_upstream_level(Some(server)).await;
+        }
         if up && missed {
             self.notify_tools_changed().await;
+            if let Ok(o) = inner.manager.offers(server).await {
+                if o.resources {
+                    self.notify_list_changed(false).await;
+                }
+                if o.prompts {
+                    self.notify_list_changed(true).await;
+                }
+            }
         }
     }
 
@@ -410,33 +532,59 @@ impl Server {
 
     /// Tells every downstream peer that the tool list changed (and forgets peers that are gone).
     async fn notify_tools_changed(&self) {
-        let peers: Vec<(u64, Peer<RoleServer>)> = self.inner.peers.lock().map(|p| p.clone()).unwrap_or_default();
         let mut dead = Vec::new();
-        for (id, peer) in &peers {
+        for (id, peer) in self.peers() {
             if peer.notify_tool_list_changed().await.is_err() {
-                dead.push(*id);
+                dead.push(id);
             }
         }
         if !dead.is_empty()
-            && let Ok(mut p) = self.inner.peers.lock()
+            && let Ok(mut p) = self.inner.sessions.lock()
         {
-            p.retain(|(id, _)| !dead.contains(id));
+            for id in dead {
+                if let Some(s) = p.get_mut(&id) {
+                    s.peer = None;
+                }
+            }
         }
     }
 
-    /// Tells downstream peers when an upstream tool list changed (and refreshes the tree).
+    /// Passes upstream notifications on: tool, resource and prompt list changes to every
+    /// session (a tool list change also refreshes the tree), resource updates to the sessions
+    /// that subscribed, log messages to the sessions that set a level.
     fn forward_events(&self) {
         let mut rx = self.inner.manager.events().subscribe();
         let weak = Arc::downgrade(&self.inner);
         let handle = tokio::spawn(async move {
             loop {
-                let server = match rx.recv().await {
-                    Ok(ClientEvent::ToolsChanged { server }) => server,
-                    Ok(_) => continue,
+                let event = match rx.recv().await {
+                    Ok(e) => e,
                     Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => continue,
                     Err(_) => break,
                 };
                 let Some(inner) = weak.upgrade() else { break };
+                let this = Server { inner, session: None };
+                let server = match event {
+                    ClientEvent::ToolsChanged { server } => server,
+                    ClientEvent::ResourcesChanged { .. } => {
+                        this.notify_list_changed(false).await;
+                        continue;
+                    }
+                    ClientEvent::PromptsChanged { .. } => {
+                        this.notify_list_changed(true).await;
+                        continue;
+                    }
+                    ClientEvent::ResourceUpdated { server, uri } => {
+                        this.forward_updated(&server, &uri).await;
+                        continue;
+                    }
+                    ClientEvent::Log { server, level, logger, data } => {
+                        this.forward_log(&server, &level, logger, data).await;
+                        continue;
+                    }
+                    _ => continue,
+                };
+                let inner = this.inner;
                 // Re-read the list now so the next tools/list (and the tree) has it.
                 let _ = inner.manager.tools(&server).await;
                 if let Some(pool) = &inner.code
@@ -508,7 +656,11 @@ impl Server {
         {
             return (names.clone(), lists);
         }
-        let names = Arc::new(ProxyNames::build(lists.iter().flat_map(|l| l.iter())));
+        let names = Arc::new(ProxyNames::build_as(
+            self.inner.names_mode,
+            self.inner.expose,
+            lists.iter().flat_map(|l| l.iter()),
+        ));
         if let Ok(mut cache) = self.inner.names.lock() {
             *cache = Some((lists.clone(), names.clone()));
         }
@@ -565,6 +717,11 @@ impl Server {
     }
 
     fn proxied_tool(&self, name: &str, t: &ToolInfo) -> Tool {
+        if self.inner.names_mode == ServeNames::Bare
+            && let Some(tool) = bare_tool(t)
+        {
+            return tool;
+        }
         let mut schema = match &t.input_schema {
             Value::Object(m) => m.clone(),
             _ => JsonObject::new(),
@@ -648,8 +805,11 @@ impl Server {
             let hint = crate::util::suggest::did_you_mean(&crate::util::suggest::suggest(name, names.names()));
             return error_result(format!("unknown tool `{name}`{hint}"));
         };
-        let runner = self.inner.handlers_enabled.then_some(&self.inner.handlers);
+        // Bare mode offers upstream's tools as they are: no `result_handler` argument.
+        let bare = self.inner.names_mode == ServeNames::Bare;
+        let runner = (self.inner.handlers_enabled && !bare).then_some(&self.inner.handlers);
         let source = if runner.is_some() { Source::Argument } else { Source::None };
+        let _asking = peer.map(|p| self.inner.in_flight.enter(server, self.session_id(), p.clone()));
         let (cx, forwarding) = call_context(ct, progress, peer);
         let called = handler::call(runner, &self.inner.manager, server, tool, args, source, &cx).await;
         drop(cx);
@@ -677,6 +837,10 @@ impl Server {
         let workspace = &self.inner.workspace;
         let uses = CodeMode::servers_for_script(&self.inner.config, code, &workspace.join("main.ts"), workspace);
         self.settled(&uses, None).await;
+        let _asking: Vec<_> = match peer {
+            Some(p) => uses.iter().map(|s| self.inner.in_flight.enter(s, self.session_id(), p.clone())).collect(),
+            None => Vec::new(),
+        };
         let guard = pool.acquire().await;
         let Some(mode) = guard.as_ref() else { return error_result("the server is stopping") };
         // The script's tool calls: cancelled with this request, eliciting through its client
@@ -752,12 +916,41 @@ impl Server {
         CallToolResult::success(vec![ContentBlock::text(text)])
     }
 
-    fn remember_peer(&self, peer: Peer<RoleServer>) {
-        let id = self.session.as_ref().map(|s| s.id).unwrap_or(0);
-        if let Ok(mut p) = self.inner.peers.lock() {
-            p.push((id, peer));
+    /// Whether `name` is one of the tools serve offers now.
+    async fn is_tool(&self, name: &str) -> bool {
+        let e = self.inner.expose;
+        match name {
+            EXECUTE_CODE if e.code => true,
+            SEARCH_TOOLS | DESCRIBE_TOOL if e.search => true,
+            _ => e.proxy && self.proxy_names().await.0.resolve(name).is_some(),
         }
     }
+
+    fn remember_peer(&self, peer: Peer<RoleServer>) {
+        let id = self.session.as_ref().map(|s| s.id).unwrap_or(0);
+        if let Ok(mut p) = self.inner.sessions.lock() {
+            p.entry(id).or_default().peer = Some(peer);
+        }
+    }
+}
+
+/// Upstream's tool exactly as it declared it (name, title, description, input and output
+/// schemas, annotations): `bare` mode.
+fn bare_tool(t: &ToolInfo) -> Option<Tool> {
+    let mut v = json!({ "name": t.name, "inputSchema": t.input_schema });
+    if let Some(title) = &t.title {
+        v["title"] = json!(title);
+    }
+    if let Some(d) = &t.description {
+        v["description"] = json!(d);
+    }
+    if let Some(o) = &t.output_schema {
+        v["outputSchema"] = o.clone();
+    }
+    if let Some(a) = &t.annotations {
+        v["annotations"] = a.clone();
+    }
+    serde_json::from_value(v).ok()
 }
 
 /// Where a downstream request wants its progress notifications.
@@ -844,13 +1037,101 @@ fn error_result(text: impl Into<String>) -> CallToolResult {
     CallToolResult::error(vec![ContentBlock::text(text.into())])
 }
 
+#[allow(deprecated)] // logging/setLevel and resources/subscribe: clients of 2025-11-25 send them.
 impl ServerHandler for Server {
     fn get_info(&self) -> ServerConfig {
+        if let Some(info) = self.session.as_ref().and_then(|s| s.info.get()) {
+            return info.clone();
+        }
+        if let Some(info) = self.inner.last_info.lock().ok().and_then(|l| l.clone()) {
+            return info;
+        }
         ServerConfig::new(ServerCapabilities::builder().enable_tools().enable_tool_list_changed().build())
             .with_server_info(Implementation::new("agent", env!("CARGO_PKG_VERSION")))
-            .with_instructions(
-                "agent: the tools of every configured MCP server, code mode (execute_code) and tool search.",
-            )
+            .with_instructions(INSTRUCTIONS)
+    }
+
+    /// Answers once the upstream servers are up (at most `serve.startup_wait` after start), so
+    /// the capabilities declared are those they offer.
+    async fn initialize(
+        &self,
+        request: InitializeRequestParams,
+        cx: RequestContext<RoleServer>,
+    ) -> Result<InitializeResult, ErrorData> {
+        cx.peer.set_peer_info(request.clone());
+        let info = self.server_config().await;
+        if let Some(s) = &self.session {
+            let _ = s.info.set(info);
+        }
+        self.negotiate_initialize(&request)
+    }
+
+    async fn list_resources(
+        &self,
+        request: Option<PaginatedRequestParams>,
+        _cx: RequestContext<RoleServer>,
+    ) -> Result<ListResourcesResult, ErrorData> {
+        Server::list_resources(self, request).await
+    }
+
+    async fn list_resource_templates(
+        &self,
+        request: Option<PaginatedRequestParams>,
+        _cx: RequestContext<RoleServer>,
+    ) -> Result<ListResourceTemplatesResult, ErrorData> {
+        Server::list_resource_templates(self, request).await
+    }
+
+    async fn read_resource(
+        &self,
+        request: ReadResourceRequestParams,
+        _cx: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceResponse, ErrorData> {
+        Server::read_resource(self, request).await
+    }
+
+    async fn subscribe(
+        &self,
+        request: SubscribeRequestParams,
+        cx: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        Server::subscribe(self, request, &cx.peer).await
+    }
+
+    async fn unsubscribe(
+        &self,
+        request: UnsubscribeRequestParams,
+        cx: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        Server::unsubscribe(self, request, &cx.peer).await
+    }
+
+    async fn list_prompts(
+        &self,
+        request: Option<PaginatedRequestParams>,
+        _cx: RequestContext<RoleServer>,
+    ) -> Result<ListPromptsResult, ErrorData> {
+        Server::list_prompts(self, request).await
+    }
+
+    async fn get_prompt(
+        &self,
+        request: GetPromptRequestParams,
+        _cx: RequestContext<RoleServer>,
+    ) -> Result<GetPromptResponse, ErrorData> {
+        Server::get_prompt(self, request).await
+    }
+
+    async fn complete(
+        &self,
+        request: CompleteRequestParams,
+        _cx: RequestContext<RoleServer>,
+    ) -> Result<CompleteResult, ErrorData> {
+        Server::complete(self, request).await
+    }
+
+    async fn set_level(&self, request: SetLevelRequestParams, cx: RequestContext<RoleServer>) -> Result<(), ErrorData> {
+        Server::set_level(self, request, &cx.peer).await
     }
 
     async fn on_initialized(&self, cx: NotificationContext<RoleServer>) {
@@ -859,10 +1140,10 @@ impl ServerHandler for Server {
 
     async fn list_tools(
         &self,
-        _request: Option<PaginatedRequestParams>,
+        request: Option<PaginatedRequestParams>,
         _cx: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
-        Ok(ListToolsResult { tools: self.tool_list().await, ..Default::default() })
+        gateway::list_result("tools", &self.tool_list().await, request.as_ref())
     }
 
     async fn call_tool(
@@ -870,6 +1151,10 @@ impl ServerHandler for Server {
         request: CallToolRequestParams,
         cx: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
+        // Bare mode answers an unknown tool as an MCP server does: a protocol error (-32602).
+        if self.inner.names_mode == ServeNames::Bare && !self.is_tool(&request.name).await {
+            return Err(ErrorData::invalid_params(format!("unknown tool `{}`", request.name.escape_debug()), None));
+        }
         let args = request.arguments.unwrap_or_default();
         let progress = cx.meta.get_progress_token().map(|token| Progress { token, peer: cx.peer.clone() });
         Ok(CallToolResponse::Complete(self.call(&request.name, args, &cx.ct, progress, Some(&cx.peer)).await))
@@ -910,6 +1195,25 @@ mod tests {
         assert!(names.names().all(|n| n.len() <= crate::mcp::naming::MAX_NAME_LEN));
         let again = ProxyNames::build(tools.iter().rev());
         assert_eq!(again.names().collect::<Vec<_>>(), names.names().collect::<Vec<_>>());
+    }
+
+    #[test]
+    fn bare_names_are_upstreams_and_a_shared_one_is_a_clash() {
+        let tools = [info("b", "echo"), info("a", "echo"), info("a", "search_tools"), info("a", "x.y")];
+        let names = ProxyNames::build_as(ServeNames::Bare, Expose::default(), &tools);
+        assert_eq!(names.resolve("echo"), Some(("a", "echo")), "the first server in name order keeps it");
+        assert_eq!(names.resolve("x.y"), Some(("a", "x.y")));
+        let said: Vec<String> = names.clashes.iter().map(|c| c.to_string()).collect();
+        assert_eq!(
+            said,
+            [
+                "server `a` offers the tool `search_tools`, a name serve itself uses",
+                "servers `a` and `b` both offer the tool `echo`",
+            ]
+        );
+        let proxy_only = Expose { proxy: true, code: false, search: false };
+        let names = ProxyNames::build_as(ServeNames::Bare, proxy_only, &tools);
+        assert_eq!(names.resolve("search_tools"), Some(("a", "search_tools")), "not exposed: upstream's");
     }
 
     #[test]

@@ -1129,3 +1129,311 @@ async fn a_policy_denial_through_serve_names_the_config_not_a_flag() {
     assert!(!text.contains("--yes"), "{text}");
     client.cancel().await.unwrap();
 }
+
+// ---------------------------------------------------------------------------------------------
+// MCP's other primitives through serve: resources, templates, prompts, completions, logging
+
+const PY_PRIMITIVES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/serve/py_primitives.py");
+const PY_RESOURCE_SERVER: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/serve/py_resource_server.py");
+
+/// YAML for a `py_resource_server.py` entry called `name` (answers that name its server).
+fn py_server_yaml(python: &Path, name: &str, disabled: bool) -> String {
+    let disabled = if disabled { "      disabled: true\n" } else { "" };
+    format!(
+        "    {name}:\n      command: {:?}\n      args: [{:?}, {name:?}]\n      connect_timeout: 30s\n{disabled}",
+        python.display().to_string(),
+        PY_RESOURCE_SERVER
+    )
+}
+
+/// A project with these servers, whose lists wait for them to start (Python and npm servers may
+/// take longer than the default five seconds on a loaded machine).
+fn project_waiting_for(servers_yaml: &str) -> Project {
+    let p = Project::new();
+    p.write_config(&format!("mcp:\n  servers:\n{servers_yaml}serve:\n  startup_wait: 90s\n"));
+    p
+}
+
+fn py_primitives(python: &Path, p: &Project, args: &[&str]) -> Value {
+    let mut c = Command::new(python);
+    c.arg(PY_PRIMITIVES).args(args).env("HOME", p.path().join("home")).stdin(Stdio::null());
+    run_json(c)
+}
+
+/// The Python SDK's interpreter, when it and npm (for server-everything) are there.
+fn python_and_everything(what: &str) -> Option<std::path::PathBuf> {
+    let python = python_mcp_or_skip(what)?;
+    node_or_skip(what).then_some(python)
+}
+
+/// The `everything` scenario straight against server-everything, or through `agent mcp serve`
+/// with `serve_args`.
+fn everything_scenario(python: &Path, p: &Project, prefix: &str, serve_args: Option<&[&str]>) -> Value {
+    let dir = p.path().display().to_string();
+    let agent = agent_bin().display().to_string();
+    let upstream = npm_bin(SERVER_EVERYTHING, "mcp-server-everything").display().to_string();
+    let mut args = vec!["everything", prefix, dir.as_str()];
+    match serve_args {
+        Some(extra) => {
+            args.extend([agent.as_str(), "mcp", "serve"]);
+            args.extend_from_slice(extra);
+        }
+        None => args.extend([upstream.as_str(), "stdio"]),
+    }
+    py_primitives(python, p, &args)
+}
+
+#[test]
+fn server_everythings_resources_prompts_completions_and_logs_pass_through_serve() {
+    let Some(python) = python_and_everything("serve passes MCP's other primitives through") else { return };
+    let p = project_waiting_for(&everything_yaml("everything"));
+    let out = everything_scenario(&python, &p, "everything_", Some(&[]));
+    let caps = &out["capabilities"];
+    for key in ["resources", "prompts", "completions", "logging"] {
+        assert!(caps.get(key).is_some(), "{key} not declared: {caps}");
+    }
+    assert_eq!(caps["resources"]["subscribe"], true, "{caps}");
+    // One server lists every URI: each is kept as it is.
+    let doc = "demo://resource/static/document/architecture.md";
+    assert!(out["resources"].as_array().unwrap().iter().any(|u| u == doc), "{out}");
+    let templates = out["templates"].as_array().unwrap();
+    assert!(templates.iter().any(|t| t == "demo://resource/dynamic/blob/{resourceId}"), "{out}");
+    assert_eq!(out["text"]["uri"], doc);
+    assert!(out["text"]["starts"].as_str().unwrap().contains("Architecture"), "{out}");
+    assert_eq!(out["blob"]["uri"], "demo://resource/dynamic/blob/2");
+    assert!(out["blob"]["decoded"].as_str().unwrap().starts_with("Resource 2"), "{out}");
+    assert!(out["missing"].as_str().is_some_and(|e| e.contains("nope.md")), "{out}");
+    // Prompts as `<server>_<prompt>`, and back to the right upstream prompt.
+    let prompts = out["prompts"].as_array().unwrap();
+    assert!(prompts.iter().any(|n| n == "everything_simple-prompt"), "{out}");
+    assert!(prompts.iter().all(|n| n.as_str().unwrap().starts_with("everything_")), "{out}");
+    assert!(out["prompt_text"].as_str().unwrap().contains("Oslo"), "{out}");
+    assert!(out["prompt_missing_arg"].as_str().is_some_and(|e| e.contains("city")), "{out}");
+    assert_eq!(out["completion"], json!(["Engineering"]), "{out}");
+    assert_eq!(out["template_completion"], json!(["7"]), "{out}");
+    // The level set reached the upstream server; its messages came back, named by server.
+    let logs = out["logs"].as_array().unwrap();
+    assert!(!logs.is_empty() && logs.iter().all(|l| l["logger"].as_str().unwrap().starts_with("everything")), "{out}");
+    assert_eq!(out["updated"], json!([doc]), "{out}");
+    // Prefixed mode's proxied tools: a result_handler argument, no outputSchema.
+    let tool = &out["tools"]["everything_get-structured-content"];
+    assert!(tool["inputSchema"]["properties"].get("result_handler").is_some(), "{tool}");
+    assert!(tool.get("outputSchema").is_none(), "{tool}");
+}
+
+/// With one upstream server, `--names bare --expose proxy` is that server to a client: the same
+/// identity, capabilities, instructions, tools (schemas, titles, annotations), resources,
+/// templates, prompts, completions, updates and structured results as the server itself gives.
+#[test]
+fn bare_mode_with_one_server_looks_like_that_server() {
+    let Some(python) = python_and_everything("serve --names bare stands in for one server") else { return };
+    let p = project_waiting_for(&everything_yaml("everything"));
+    let mut direct = everything_scenario(&python, &p, "-", None);
+    // Task-augmented requests (the `tasks` capability) are not proxied, so not declared.
+    assert!(direct["capabilities"].as_object_mut().unwrap().remove("tasks").is_some(), "{direct}");
+    // Nor is a tool's `execution` (its task support): "forbidden", the same as leaving it out,
+    // for every tool but one that needs tasks and cannot be called through serve.
+    for (name, tool) in direct["tools"].as_object_mut().unwrap() {
+        let support = tool.as_object_mut().unwrap().remove("execution").map(|e| e["taskSupport"].clone());
+        let expected = if name == "simulate-research-query" { "required" } else { "forbidden" };
+        assert_eq!(support, Some(json!(expected)), "{name}");
+    }
+    let served = everything_scenario(&python, &p, "-", Some(&["--names", "bare", "--expose", "proxy"]));
+    for key in [
+        "server_info",
+        "capabilities",
+        "instructions",
+        "tools",
+        "resources",
+        "templates",
+        "text",
+        "prompts",
+        "prompt_text",
+        "completion",
+        "template_completion",
+        "updated",
+    ] {
+        if let (Some(a), Some(b)) = (served[key].as_object(), direct[key].as_object()) {
+            let sorted =
+                |m: &serde_json::Map<String, Value>| m.keys().cloned().collect::<std::collections::BTreeSet<_>>();
+            assert_eq!(sorted(a), sorted(b), "{key} differs through serve");
+            for (k, v) in a {
+                assert_eq!(v, &b[k], "{key}.{k} differs through serve");
+            }
+        }
+        assert_eq!(served[key], direct[key], "{key} differs through serve");
+    }
+    // The elicitation tools are there because the client declared elicitation, and serve
+    // declares it upstream; a sampling tool would need `sampling` allowed in serve's config.
+    assert!(served["tools"].get("trigger-elicitation-request").is_some(), "{served}");
+    assert!(served["logs"].as_array().unwrap().iter().all(|l| l.get("logger").is_none_or(|g| g.is_null())), "{served}");
+    assert!(served["structured"].is_object(), "{served}");
+}
+
+/// An upstream server's sampling request during a proxied call goes to the client that made the
+/// call when it declared sampling (its answer goes upstream); a client without it gets the
+/// refusal, and no other client is asked.
+#[test]
+fn an_upstream_sampling_request_goes_to_the_client_of_the_call() {
+    let Some(python) = python_and_everything("serve forwards sampling") else { return };
+    let p = project_waiting_for(&format!("{}      sampling: allow\n", everything_yaml("everything")));
+    let dir = p.path().display().to_string();
+    let agent = agent_bin().display().to_string();
+    let out = py_primitives(&python, &p, &["sampling", &dir, &agent, "mcp", "serve"]);
+    let with = &out["with_callback"];
+    assert_eq!(with["is_error"], false, "{out}");
+    assert!(with["text"].as_str().unwrap().contains("sampled by the client"), "{out}");
+    assert!(with["asked"][0].as_str().unwrap().contains("what is 2 + 2?"), "{out}");
+    let without = &out["without_callback"];
+    assert!(!without["text"].as_str().unwrap().contains("sampled by the client"), "{out}");
+    assert!(without["text"].as_str().unwrap().contains("did not declare sampling"), "{out}");
+}
+
+/// A `py_primitives.py` scenario over HTTP against a serve of server-everything.
+fn everything_over_http(python: &Path, scenario: &str, prefix: &str) -> Value {
+    let p = project_waiting_for(&everything_yaml("everything"));
+    let s = Serving::start(&p, &[], &[]);
+    let mut c = Command::new(python);
+    c.args([PY_PRIMITIVES, scenario, prefix, &s.url])
+        .env("HOME", p.path().join("home"))
+        .env("MCP_BEARER", s.token.clone().unwrap())
+        .stdin(Stdio::null());
+    run_json(c)
+}
+
+/// Another remote client on the same HTTP serve (the attacker) neither subscribes nor sets a log
+/// level: it hears none of the updates and log messages the first client asked for.
+#[test]
+fn a_session_hears_no_other_sessions_resource_updates_or_log_messages() {
+    let Some(python) = python_and_everything("serve keeps sessions' notifications apart") else { return };
+    let out = everything_over_http(&python, "isolation", "everything_");
+    assert!(out["a"]["logs"].as_u64().unwrap() >= 1, "{out}");
+    assert_eq!(out["a"]["updated"], json!(["demo://resource/static/document/architecture.md"]), "{out}");
+    assert_eq!(out["b"], json!({"logs": [], "updated": []}), "{out}");
+}
+
+/// A session that ends without unsubscribing gives its upstream subscription up (server-everything
+/// acknowledges the unsubscribe in a log message another session hears).
+#[test]
+fn an_ended_session_gives_its_upstream_subscriptions_up() {
+    let Some(python) = python_and_everything("serve unsubscribes for ended sessions") else { return };
+    let out = everything_over_http(&python, "cleanup", "-");
+    let logs = out["logs"].as_array().unwrap();
+    let said = |what: &str| logs.iter().any(|l| l.as_str().unwrap().contains(what));
+    assert!(said("Received Subscribe Resource request") && said("Received Unsubscribe Resource request"), "{out}");
+}
+
+/// Two servers list the same URI: both are rewritten (`agent:<server>/<uri>`) and each read
+/// reaches the server that listed it; URIs and templates only one server answers stay as they
+/// are; prompts are `<server>_<prompt>`; the bare shared URI is refused as ambiguous.
+#[test]
+fn prefixed_mode_reads_each_resource_from_the_server_that_listed_it() {
+    let Some(python) = python_mcp_or_skip("serve with two resource servers") else { return };
+    let p =
+        project_waiting_for(&format!("{}{}", py_server_yaml(&python, "a", false), py_server_yaml(&python, "b", false)));
+    let dir = p.path().display().to_string();
+    let agent = agent_bin().display().to_string();
+    let out = py_primitives(&python, &p, &["two", &dir, &agent, "mcp", "serve"]);
+    assert_eq!(
+        out["resources"],
+        json!(["agent:a/file:///shared.txt", "agent:b/file:///shared.txt", "only-a://doc", "only-b://doc"]),
+        "{out}"
+    );
+    assert_eq!(out["templates"], json!(["note://a/{id}", "note://b/{id}"]), "{out}");
+    let reads = &out["reads"];
+    assert_eq!(reads["agent:a/file:///shared.txt"]["text"], "shared from a", "{out}");
+    assert_eq!(reads["agent:b/file:///shared.txt"]["text"], "shared from b", "{out}");
+    assert_eq!(reads["agent:b/file:///shared.txt"]["uri"], "agent:b/file:///shared.txt", "the URI asked for");
+    assert_eq!(reads["only-a://doc"]["text"], "only a");
+    assert_eq!(reads["only-b://doc"]["text"], "only b");
+    assert_eq!(reads["note://a/9"]["text"], "note 9 from a");
+    assert_eq!(reads["note://b/9"]["text"], "note 9 from b");
+    assert_eq!(out["prompts"], json!(["a_greet", "b_greet"]));
+    assert_eq!(out["prompt_text"]["b_greet"], "hello from b");
+    assert!(out["ambiguous"].as_str().is_some_and(|e| e.contains("unknown resource")), "{out}");
+}
+
+/// `--names bare` with two servers offering the same tool names refuses to start, naming both
+/// servers and the name (exit 2); `serve.names: bare` in the config does the same, and
+/// `--names prefixed` wins over it.
+#[test]
+fn bare_mode_refuses_two_servers_with_the_same_tool_names() {
+    let p = Project::with_servers(&format!("{}{}", fixture_stdio_yaml("one", &[]), fixture_stdio_yaml("two", &[])));
+    let r = p.run(&["mcp", "serve", "--names", "bare"]);
+    r.assert_code(2);
+    assert!(r.stderr.contains("--names bare: servers `one` and `two` both offer the tool `add`"), "{}", r.stderr);
+    assert!(r.stderr.contains("use --names prefixed"), "{}", r.stderr);
+    p.write_config(&format!(
+        "mcp:\n  servers:\n{}{}serve:\n  names: bare\n",
+        fixture_stdio_yaml("one", &[]),
+        fixture_stdio_yaml("two", &[])
+    ));
+    let r = p.run(&["mcp", "serve", "--http", ":0"]);
+    r.assert_code(2);
+    assert!(r.stderr.contains("servers `one` and `two` both offer the tool `echo`"), "{}", r.stderr);
+    let r = p.run(&["mcp", "serve", "--names", "nope"]);
+    r.assert_code(2);
+    // With prefixed names the same servers serve (a client lists both `one_add` and `two_add`).
+    let s = Serving::start(&p, &["--names", "prefixed"], &[]);
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    rt.block_on(async {
+        let mcp = s.client();
+        let session = mcp.initialize().await.unwrap();
+        let list = mcp.post(r#"{"jsonrpc":"2.0","id":2,"method":"tools/list"}"#, Some(&session)).await.json();
+        let names: Vec<&str> =
+            list["result"]["tools"].as_array().unwrap().iter().filter_map(|t| t["name"].as_str()).collect();
+        assert!(names.contains(&"one_add") && names.contains(&"two_add"), "{names:?}");
+    });
+}
+
+/// A remote client names a disabled server's resources (rewritten form, and its own URI): serve
+/// sends neither to it, and the disabled server never starts.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_cannot_read_a_resource_of_a_disabled_server() {
+    let Some(python) = python_mcp_or_skip("serve hides disabled servers' resources") else { return };
+    let p = project_waiting_for(&format!(
+        "{}{}",
+        py_server_yaml(&python, "a", false),
+        py_server_yaml(&python, "hidden", true)
+    ));
+    let client = rmcp_client(&p, Recorder::default()).await;
+    let read = |uri: &'static str| {
+        let peer = client.peer().clone();
+        async move { peer.read_resource(rmcp::model::ReadResourceRequestParams::new(uri)).await }
+    };
+    let ok = read("only-a://doc").await.unwrap();
+    assert!(format!("{ok:?}").contains("only a"), "{ok:?}");
+    let listed = client.peer().list_all_resources().await.unwrap();
+    assert!(listed.iter().all(|r| !r.uri.contains("hidden")), "{listed:?}");
+    for uri in ["agent:hidden/only-hidden://doc", "agent:hidden/file:///shared.txt"] {
+        let err = read(uri).await.unwrap_err();
+        assert!(format!("{err}").contains("unknown resource"), "{uri}: {err}");
+    }
+    // A URI only the disabled server has goes to the one enabled server, which does not know it.
+    let err = read("only-hidden://doc").await.unwrap_err();
+    assert!(!format!("{err}").contains("only hidden"), "{err}");
+    client.cancel().await.unwrap();
+    assert!(!p.path().join(".kodelet/mcp/logs/hidden.stderr.log").exists(), "the disabled server was started");
+}
+
+/// The conformance suite's server scenarios through `serve --http --names bare --expose proxy` in
+/// front of the fixture with `--conformance` (its `sampling: allow`, so the suite's sampling
+/// request reaches the suite through serve): every scenario that passes against the fixture
+/// itself passes through serve. `--no-auth`: the suite sends no bearer token (loopback only).
+#[test]
+fn the_conformance_server_suite_passes_through_bare_serve() {
+    if !node_or_skip("the conformance server suite through serve") {
+        return;
+    }
+    let p = project_waiting_for(&format!("{}      sampling: allow\n", fixture_stdio_yaml("conf", &["--conformance"])));
+    let s = Serving::start(&p, &["--names", "bare", "--expose", "proxy", "--no-auth"], &[]);
+    let suite = crate::conformance::server::run_server_suite(&s.url);
+    let mut expected: Vec<&str> = crate::conformance::server::EXPECTED_FAILURES.iter().map(|(n, _)| *n).collect();
+    // The suite wants 3 progress notifications before the result; rmcp hands each upstream
+    // notification to a task of its own, so through serve the last one can arrive after the
+    // result and is then not forwarded (mcp::handler; `concurrent_calls_*` above).
+    expected.push("tools-call-with-progress");
+    let failed: Vec<&str> = suite.failed().into_iter().filter(|n| !expected.contains(n)).collect();
+    assert!(failed.is_empty(), "scenarios failed through serve: {failed:?}\n{}", suite.report());
+    assert!(suite.scenarios.len() >= 30, "{} scenarios ran", suite.scenarios.len());
+}
