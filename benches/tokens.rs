@@ -12,6 +12,11 @@
 //! 4. learned output types: the code the model reads and writes for the fixture's `profile` (no
 //!    output schema) while its type is `none` (the tool file, a look at one result, a script
 //!    through `get`/`has`) vs at `high` after 100 observed calls (the tool file, a typed script).
+//! 5. Resources: the fixture with `--resources`; the model lists the resources and reads one.
+//!    Direct mode offers `list_resources` / `read_resource` beside the tools (and only when a
+//!    server has resources); code mode lists and reads in one script that prints what the model
+//!    needs (`listResources`, `readResource`). Reported: what the two tool definitions add to every
+//!    request, the listing as the model gets it, and the task's total.
 //!
 //! The scripted model makes the same decisions in both modes (in code mode it also greps and
 //! reads the two tool files it needs; in progressive mode it searches, then calls the two tools
@@ -111,6 +116,58 @@ fn main() {
     target("total tokens, large-intermediate task (vs uncut direct)", pct(fdirect_uncut.total, fcode.total), 90.0);
 
     learned_types();
+    resources();
+}
+
+/// Section 5: listing and reading resources, direct vs code.
+fn resources() {
+    let readme = "fixture://readme";
+    let run = |mode: Mode| {
+        let script = match mode {
+            Mode::Code => vec![
+                Reply::tool(
+                    "code_execution",
+                    json!({"code": format!(r#"
+const listed = await listResources("fixture");
+console.log(listed.resources.map((r) => r.uri).join("\n"));
+const doc = await readResource("fixture", "{readme}");
+console.log(doc.contents.map((c) => c.text ?? "").join("\n"));
+"#)}),
+                ),
+                Reply::text("Read the readme."),
+            ],
+            _ => vec![
+                Reply::tool("list_resources", json!({"server": "fixture"})),
+                Reply::tool("read_resource", json!({"server": "fixture", "uri": readme})),
+                Reply::text("Read the readme."),
+            ],
+        };
+        let fake = FakeLlm::start(script);
+        let p = Project::new();
+        p.write_config(&format!(
+            "{}mcp:\n{}  servers:\n{}",
+            fake.llm_yaml(Api::Anthropic),
+            handlers_yaml(mode),
+            fixture_stdio_yaml("fixture", &["--resources"])
+        ));
+        run_agent(&p, &fake, mode, &[], "List the fixture's resources and read its readme.")
+    };
+    let direct = run(Mode::Direct);
+    let code = run(Mode::Code);
+    let specs: Vec<Value> = agent::agent::resources::ResourceTools::specs()
+        .into_iter()
+        .map(|s| json!({"name": s.name, "description": s.description, "input_schema": s.input_schema}))
+        .collect();
+    println!("\n5. resources: list the fixture's resources (--resources) and read one");
+    println!(
+        "   list_resources + read_resource definitions: {} tokens in every request of a direct or progressive run \
+         (none when no server offers resources)",
+        count_tokens(&Value::Array(specs).to_string())
+    );
+    row("the listing, direct (list_resources result)", count_tokens(&direct.first_result), None);
+    row("the listing + the read, code (what the script printed)", count_tokens(&code.first_result), None);
+    run_row("direct", &direct, None);
+    run_row("code", &code, Some(pct(direct.total, code.total)));
 }
 
 /// Section 4: tokens of the code the model needs for one task at `none` and at `high`.
