@@ -142,15 +142,7 @@ console.log(doc.contents.map((c) => c.text ?? "").join("\n"));
                 Reply::text("Read the readme."),
             ],
         };
-        let fake = FakeLlm::start(script);
-        let p = Project::new();
-        p.write_config(&format!(
-            "{}mcp:\n{}  servers:\n{}",
-            fake.llm_yaml(Api::Anthropic),
-            handlers_yaml(mode),
-            fixture_stdio_yaml("fixture", &["--resources"])
-        ));
-        run_agent(&p, &fake, mode, &[], "List the fixture's resources and read its readme.")
+        run_on_fixture(script, mode, &["--resources"], &[], "List the fixture's resources and read its readme.")
     };
     let direct = run(Mode::Direct);
     let code = run(Mode::Code);
@@ -446,15 +438,21 @@ console.log(await echo({ message: line ?? "not found" }));
             Reply::text("Echoed line 1234."),
         ],
     };
+    run_on_fixture(script, mode, &[], extra, "Read the big text and echo its line 1234.")
+}
+
+/// `agent run` of `task` in `mode` with the fixture (given `fixture_args`) as the only server and
+/// the scripted model answering with `script`.
+fn run_on_fixture(script: Vec<Reply>, mode: Mode, fixture_args: &[&str], extra: &[&str], task: &str) -> Measured {
     let fake = FakeLlm::start(script);
     let p = Project::new();
     p.write_config(&format!(
         "{}mcp:\n{}  servers:\n{}",
         fake.llm_yaml(Api::Anthropic),
         handlers_yaml(mode),
-        fixture_stdio_yaml("fixture", &[])
+        fixture_stdio_yaml("fixture", fixture_args)
     ));
-    run_agent(&p, &fake, mode, extra, "Read the big text and echo its line 1234.")
+    run_agent(&p, &fake, mode, extra, task)
 }
 
 /// A stand-in GitHub MCP server: the real server's 117 tool definitions, canned results.
