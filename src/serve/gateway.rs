@@ -32,6 +32,10 @@ use crate::mcp::primitives::{CompletionRef, Offers, Resources};
 /// Items per page of a list (`nextCursor` beyond).
 pub const PAGE: usize = 1000;
 
+/// Resources one downstream session may subscribe to at once: a remote client cannot make serve
+/// (and the upstream servers) hold an endless set of subscriptions for it.
+pub const MAX_SUBSCRIPTIONS: usize = 256;
+
 /// One downstream session's own state.
 #[derive(Default)]
 pub(super) struct SessionState {
@@ -401,6 +405,17 @@ impl Server {
         let key = (server.clone(), upstream.clone());
         // One change of the upstream subscriptions at a time: the check and the request together.
         let _turn = self.inner.subscribing.lock().await;
+        let full = self
+            .with_session(peer, |s| !s.subscriptions.contains_key(&key) && s.subscriptions.len() >= MAX_SUBSCRIPTIONS)
+            .unwrap_or(false);
+        if full {
+            return Err(ErrorData::invalid_request(
+                format!(
+                    "this session holds {MAX_SUBSCRIPTIONS} resource subscriptions, the most it may; unsubscribe from one first"
+                ),
+                None,
+            ));
+        }
         let held = self.held_elsewhere(&key);
         if !held {
             self.inner.manager.subscribe(&server, &upstream).await.map_err(|e| self.error_data(e))?;

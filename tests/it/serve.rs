@@ -1323,6 +1323,16 @@ fn an_ended_session_gives_its_upstream_subscriptions_up() {
     assert!(said("Received Subscribe Resource request") && said("Received Unsubscribe Resource request"), "{out}");
 }
 
+/// A remote client subscribing to URI after URI (each made from a template) is refused past the
+/// per-session cap, with the cap named; giving one up makes room again.
+#[test]
+fn a_client_cannot_make_serve_hold_endless_subscriptions() {
+    let Some(python) = python_and_everything("serve's subscription cap") else { return };
+    let out = everything_over_http(&python, "flood", "-");
+    assert_eq!(out["accepted"], 256, "{out}");
+    assert!(out["refused"].as_str().unwrap().contains("holds 256 resource subscriptions"), "{out}");
+}
+
 /// Two servers list the same URI: both are rewritten (`agent:<server>/<uri>`) and each read
 /// reaches the server that listed it; URIs and templates only one server answers stay as they
 /// are; prompts are `<server>_<prompt>`; the bare shared URI is refused as ambiguous.

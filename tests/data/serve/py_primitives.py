@@ -4,6 +4,7 @@
 usage: py_primitives.py everything PREFIX CWD CMD [ARGS...]   (stdio; PREFIX is "-" for none)
        py_primitives.py isolation PREFIX URL                    (HTTP, two sessions; MCP_BEARER)
        py_primitives.py cleanup PREFIX URL                      (HTTP, two sessions; MCP_BEARER)
+       py_primitives.py flood PREFIX URL                        (HTTP, one session; MCP_BEARER)
        py_primitives.py two CWD CMD [ARGS...]                   (stdio; two py_resource_server.py)
        py_primitives.py sampling CWD CMD [ARGS...]              (stdio; server-everything, sampling allowed)
 
@@ -13,6 +14,7 @@ an update, prompts, completion, logging (set the level, receive a message), the 
 updates and logging; session B (the other remote client) does neither and must hear nothing.
 `cleanup`: session A subscribes and ends without unsubscribing; session B, listening to the
 log, hears server-everything acknowledge serve's unsubscribe.
+`flood`: one session subscribes to URI after URI made from a template until serve refuses.
 `two`: two servers listing the same URI; each rewritten URI is read from its own server.
 `sampling`: server-everything's sampling request during a proxied call, from a session whose
 client samples (it answers) and from one whose client does not declare sampling.
@@ -171,6 +173,23 @@ async def cleanup(url):
     return {"logs": [str(l["data"]) for l in heard.logs]}
 
 
+async def flood(url):
+    token = os.environ["MCP_BEARER"]
+    http = create_mcp_http_client(headers={"Authorization": "Bearer " + token})
+    async with streamable_http_client(url, http_client=http) as (read, write):
+        async with ClientSession(read, write) as s:
+            await s.initialize()
+            for n in range(1, 1001):
+                try:
+                    await s.subscribe_resource("demo://resource/dynamic/text/%d" % n)
+                except Exception as e:
+                    # Refused: the one held first can still be given up, and then one more taken.
+                    await s.unsubscribe_resource("demo://resource/dynamic/text/1")
+                    await s.subscribe_resource("demo://resource/dynamic/text/%d" % n)
+                    return {"accepted": n - 1, "refused": str(e)}
+    return {"accepted": 1000}
+
+
 async def two(session):
     await session.initialize()
     out = {}
@@ -241,6 +260,8 @@ async def main():
         out = await sampling(StdioServerParameters(command=sys.argv[3], args=sys.argv[4:], cwd=sys.argv[2]))
     elif mode == "cleanup":
         out = await cleanup(sys.argv[3])
+    elif mode == "flood":
+        out = await flood(sys.argv[3])
     elif mode == "isolation":
         out = await isolation(sys.argv[3], "" if sys.argv[2] == "-" else sys.argv[2])
     else:
