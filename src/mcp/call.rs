@@ -74,6 +74,9 @@ pub async fn drive(
             None => handle.await_response().await,
         };
         guard.id = None;
+        if cx.progress.is_some() {
+            settle_notifications().await;
+        }
         let required = match answer? {
             ServerResult::CallToolResult(r) => return Ok(r),
             ServerResult::EmptyResult(_) => return Ok(CallToolResult::success(Vec::new())),
@@ -122,4 +125,16 @@ pub async fn drive(
 fn to_json<T: serde::Serialize>(v: &T) -> Result<serde_json::Value, ErrorData> {
     serde_json::to_value(v)
         .map_err(|e| ErrorData::internal_error(format!("cannot encode an input response: {e}"), None))
+}
+
+/// rmcp hands each notification to a task of its own but the answer straight to the waiting
+/// call, so a progress notification the server sent just before its answer can still be queued
+/// when the answer wakes the call; once the call returns, its progress route is gone and that
+/// notification is dropped. Yielding a few times lets the queued handlers run first (they only
+/// look up the route and pass the update on), so a call's progress reaches its caller before
+/// its result, as the server sent them.
+async fn settle_notifications() {
+    for _ in 0..4 {
+        tokio::task::yield_now().await;
+    }
 }
