@@ -311,6 +311,7 @@ async fn in_context<T>(
             server: server.to_string(),
             what: what.to_string(),
             reason: "cancelled".to_string(),
+            upstream: None,
         }),
     }
 }

@@ -38,10 +38,18 @@ pub enum McpError {
         "unknown resource `{uri}` on server `{server}` ({reason}){}",
         crate::util::suggest::did_you_mean(suggestions)
     )]
-    UnknownResource { server: String, uri: String, reason: String, suggestions: Vec<String> },
-    /// A request other than a tool call failed: `what` is the method (and its subject).
+    UnknownResource {
+        server: String,
+        uri: String,
+        reason: String,
+        suggestions: Vec<String>,
+        /// The server's own error answer, as it sent it (for `serve` to pass on).
+        upstream: Option<Box<rmcp::ErrorData>>,
+    },
+    /// A request other than a tool call failed: `what` is the method (and its subject);
+    /// `upstream` the server's own error answer, when it sent one.
     #[error("server `{server}` failed `{what}`: {reason}")]
-    Request { server: String, what: String, reason: String },
+    Request { server: String, what: String, reason: String, upstream: Option<Box<rmcp::ErrorData>> },
     #[error("the answer to `{what}` from server `{server}` is larger than the {} limit (mcp.max_result_bytes)", size_label(*limit))]
     TooLarge { server: String, what: String, limit: usize },
 }

@@ -150,12 +150,12 @@ impl McpManager {
         let params = ReadResourceRequestParams::new(uri.to_string());
         let what = format!("resources/read {uri}");
         match self.request(server, &what, &conn, async { service.read_resource(params).await }).await {
-            Err(McpError::Request { reason, .. }) => {
+            Err(McpError::Request { reason, upstream, .. }) => {
                 let known = self.resources(server).await.unwrap_or_default();
                 let listed = known.resources.iter().any(|r| r.uri == uri)
                     || known.templates.iter().any(|t| template_matches(&t.uri_template, uri));
                 if listed {
-                    return Err(McpError::Request { server: server.into(), what, reason });
+                    return Err(McpError::Request { server: server.into(), what, reason, upstream });
                 }
                 let uris = known.resources.iter().map(|r| r.uri.as_str());
                 Err(McpError::UnknownResource {
@@ -163,6 +163,7 @@ impl McpManager {
                     uri: uri.into(),
                     reason,
                     suggestions: crate::util::suggest::suggest(uri, uris),
+                    upstream,
                 })
             }
             other => other,
@@ -306,12 +307,17 @@ impl McpManager {
                 if let Some(sign_in) = super::error::sign_in_needed(server, &e) {
                     return Err(sign_in);
                 }
-                Err(McpError::Request { server: server.into(), what: what.into(), reason: service_error(&e) })
+                let upstream = match &e {
+                    rmcp::ServiceError::McpError(data) => Some(Box::new(data.clone())),
+                    _ => None,
+                };
+                Err(McpError::Request { server: server.into(), what: what.into(), reason: service_error(&e), upstream })
             }
             Some(Err(Failure::Timeout)) | None => Err(McpError::Request {
                 server: server.into(),
                 what: what.into(),
                 reason: format!("no answer within {} (call_timeout)", humantime::format_duration(timeout)),
+                upstream: None,
             }),
         }
     }

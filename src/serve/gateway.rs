@@ -265,6 +265,12 @@ impl Server {
 
     /// One line for a failure of the manager, as the JSON-RPC error a client expects.
     fn error_data(&self, e: McpError) -> ErrorData {
+        // The server's own error answer goes back as it sent it (its code, words and data).
+        if let McpError::Request { upstream: Some(data), .. } | McpError::UnknownResource { upstream: Some(data), .. } =
+            e
+        {
+            return *data;
+        }
         let text = self.inner.scrubber.text(&e.to_string()).into_owned();
         match e {
             McpError::UnknownResource { uri, .. } => ErrorData::resource_not_found(text, Some(json!({"uri": uri}))),

@@ -1247,6 +1247,7 @@ fn bare_mode_with_one_server_looks_like_that_server() {
         "resources",
         "templates",
         "text",
+        "missing",
         "prompts",
         "prompt_text",
         "completion",
