@@ -16,8 +16,8 @@ use serde_json::{Value, json};
 use super::direct::cut;
 use super::provider::{ToolCall, ToolSpec};
 use super::session::{ToolHost, ToolOutcome};
-use crate::mcp::{McpError, McpManager};
-use crate::util::suggest::suggest;
+use crate::mcp::McpManager;
+use crate::util::suggest::{did_you_mean, suggest};
 
 pub const LIST_RESOURCES: &str = "list_resources";
 pub const READ_RESOURCE: &str = "read_resource";
@@ -109,13 +109,15 @@ impl ResourceTools {
         match server {
             None | Some("") => Ok(self.servers.clone()),
             Some(s) if self.servers.iter().any(|o| o == s) => Ok(vec![s.to_string()]),
-            Some(s) => Err(McpError::UnknownServer {
-                name: s.to_string(),
-                suggestions: suggest(s, self.servers.iter().map(String::as_str)),
-                configured: self.servers.clone(),
+            Some(s) => {
+                let suggestions = suggest(s, self.servers.iter().map(String::as_str));
+                let hint = if suggestions.is_empty() {
+                    format!("; servers with resources: {}", self.servers.join(", "))
+                } else {
+                    did_you_mean(&suggestions)
+                };
+                Err(format!("no resources on server `{s}`{hint}"))
             }
-            .to_string()
-            .replace("unknown server", "no resources on server")),
         }
     }
 

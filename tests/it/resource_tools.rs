@@ -57,7 +57,10 @@ fn direct_mode_offers_resource_tools_only_when_a_server_has_resources_and_reads_
     assert!(read[1].1.starts_with("[binary resource demo://resource/dynamic/blob/1: "), "{read:?}");
     assert!(read[1].1.ends_with("; not shown]\n"), "{read:?}");
     assert!(read[2].2 && read[2].1.contains(&format!("did you mean `{DOC}`")), "{read:?}");
-    assert!(read[3].2 && read[3].1.contains("no resources on server `fixture`"), "{read:?}");
+    assert!(
+        read[3].2 && read[3].1 == "no resources on server `fixture`; servers with resources: everything",
+        "{read:?}"
+    );
 
     // The same run without a server that offers resources sends neither tool nor sentence.
     let fake = FakeLlm::start(vec![Reply::text("none")]);
