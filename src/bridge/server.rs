@@ -24,7 +24,7 @@ use super::protocol::{
     MAX_SEARCH_LIMIT, PromptArgument, PromptInfo, PromptRequest, ReadRequest, ResourceInfo, ResourceList, TemplateInfo,
     ToolDescription, decode_component, query_pairs,
 };
-use crate::mcp::catalog::{Primitive, signature};
+use crate::mcp::catalog::signature;
 use crate::mcp::{CallContext, McpError, McpManager, ToolInfo};
 
 /// Renders a tool's TypeScript for `GET /tools/<server>/<tool>`, given the tool and every tool of
@@ -523,34 +523,8 @@ async fn search(req: Request<Incoming>, state: &State) -> Resp {
             return mcp_error(e);
         }
     }
-    let (catalog, failed) = state.manager.catalog_of(&state.manager.server_names()).await;
-    for (name, e) in &failed {
-        tracing::info!("search leaves out `{name}`: {e}");
-    }
-    let catalogs = state.manager.catalogs();
-    let catalog = catalogs.with_primitives(catalog, primitives_of(state, &failed).await).await;
-    json_response(StatusCode::OK, &catalogs.search(&catalog, &query, limit, &servers).await)
-}
-
-/// The resources, templates and prompts of every enabled server that started (kept per
-/// connection by the manager, so listed once; a server offering none is asked nothing).
-async fn primitives_of(state: &State, failed: &crate::mcp::catalog::LeftOut) -> Vec<Primitive> {
-    let mut out = Vec::new();
-    for server in state.manager.server_names() {
-        if failed.iter().any(|(f, _)| *f == server) {
-            continue;
-        }
-        let resources = state.manager.resources(&server).await.unwrap_or_else(|e| {
-            tracing::info!("search leaves out the resources of `{server}`: {e}");
-            Default::default()
-        });
-        let prompts = state.manager.prompts(&server).await.unwrap_or_else(|e| {
-            tracing::info!("search leaves out the prompts of `{server}`: {e}");
-            Default::default()
-        });
-        out.extend(Primitive::of_server(&server, &resources.resources, &resources.templates, &prompts));
-    }
-    out
+    let (results, _) = state.manager.search_all(&state.manager.server_names(), &query, limit, &servers).await;
+    json_response(StatusCode::OK, &results)
 }
 
 /// `GET /tools/<server>/<tool>`: one tool's TypeScript declaration and doc.

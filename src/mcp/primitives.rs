@@ -19,6 +19,7 @@ use rmcp::model::{
 use serde::Serialize;
 use serde_json::{Map, Value};
 
+use super::catalog::{LeftOut, Primitive, SearchResult};
 use super::connect::{Connection, Failure, capped, to_rmcp_level};
 use super::error::{McpError, service_error};
 pub use super::lists::{Lists, Resources};
@@ -75,6 +76,36 @@ impl McpManager {
     /// What `server` offers besides tools, starting it if needed.
     pub async fn offers(&self, server: &str) -> Result<Offers, McpError> {
         Ok(offers(&*self.connection(server).await?))
+    }
+
+    /// [`McpManager::search`] over the servers' resources, templates and prompts too (each
+    /// result's `kind` says which): what scripts' `searchTools` and serve's `search_tools` rank.
+    /// A server that offers none is asked nothing, and one that failed to start is left out.
+    pub async fn search_all(
+        &self,
+        servers: &[String],
+        query: &str,
+        limit: usize,
+        only: &[String],
+    ) -> (Vec<SearchResult>, LeftOut) {
+        let (catalog, failed) = self.catalog_of(servers).await;
+        for (name, e) in &failed {
+            tracing::info!("search leaves out `{name}`: {e}");
+        }
+        let mut primitives = Vec::new();
+        for server in servers.iter().filter(|s| !failed.iter().any(|(f, _)| f == *s)) {
+            let resources = self.resources(server).await.unwrap_or_else(|e| {
+                tracing::info!("search leaves out the resources of `{server}`: {e}");
+                Default::default()
+            });
+            let prompts = self.prompts(server).await.unwrap_or_else(|e| {
+                tracing::info!("search leaves out the prompts of `{server}`: {e}");
+                Default::default()
+            });
+            primitives.extend(Primitive::of_server(server, &resources.resources, &resources.templates, &prompts));
+        }
+        let catalog = self.catalogs().with_primitives(catalog, primitives).await;
+        (self.catalogs().search(&catalog, query, limit, only).await, failed)
     }
 
     /// What `server` offers, when it is running (never starts it: for callers that must not pay

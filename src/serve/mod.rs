@@ -686,7 +686,8 @@ impl Server {
             out.push(tool(
                 SEARCH_TOOLS,
                 "Search the tools of every configured MCP server for a task, best first: [{server, tool, \
-                 signature, description}]. Then describe_tool for the exact types.",
+                 signature, description}]; their resources and prompts too (with `kind`, and as `signature` \
+                 the execute_code call that uses them). Then describe_tool for a tool's exact types.",
                 json!({
                     "type": "object",
                     "properties": {
@@ -863,7 +864,7 @@ impl Server {
         let limit = args.get("limit").and_then(Value::as_u64).unwrap_or(5).clamp(1, 50) as usize;
         let manager = &self.inner.manager;
         let (up, mut unavailable) = self.up_servers().await;
-        let (results, failed) = manager.search(&up, query, limit, &[]).await;
+        let (results, failed) = manager.search_all(&up, query, limit, &[]).await;
         unavailable.extend(failed.iter().map(|(s, e)| (s.clone(), e.to_string())));
         unavailable.sort();
         let (names, _) = self.proxy_names().await;
@@ -872,6 +873,7 @@ impl Server {
             .map(|r| {
                 let mut v = serde_json::to_value(&r).unwrap_or(Value::Null);
                 if self.inner.expose.proxy
+                    && r.kind == crate::mcp::catalog::Kind::Tool
                     && let (Value::Object(m), Some(n)) = (&mut v, names.name_of(&r.server, &r.tool))
                 {
                     m.insert("call_as".into(), json!(n));

@@ -1210,6 +1210,13 @@ fn server_everythings_resources_prompts_completions_and_logs_pass_through_serve(
     assert!(out["prompt_text"].as_str().unwrap().contains("Oslo"), "{out}");
     assert!(out["prompt_missing_arg"].as_str().is_some_and(|e| e.contains("city")), "{out}");
     assert_eq!(out["completion"], json!(["Engineering"]), "{out}");
+    // search_tools ranks the servers' prompts and resources beside the tools, with their kind.
+    let search: Value = serde_json::from_str(out["search"].as_str().unwrap()).unwrap();
+    let hit = search["results"].as_array().unwrap().iter().find(|r| r["tool"] == "args-prompt").cloned();
+    let hit = hit.unwrap_or_else(|| panic!("no prompt among {search}"));
+    assert_eq!(hit["kind"], "prompt", "{search}");
+    assert!(hit["signature"].as_str().unwrap().starts_with(r#"getPrompt("everything", "args-prompt""#), "{search}");
+    assert!(hit.get("call_as").is_none(), "a prompt is no proxied tool: {search}");
     assert_eq!(out["template_completion"], json!(["7"]), "{out}");
     // The level set reached the upstream server; its messages came back, named by server.
     let logs = out["logs"].as_array().unwrap();

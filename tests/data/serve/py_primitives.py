@@ -67,6 +67,9 @@ async def everything(session, heard, prefix):
     out["instructions"] = init.instructions
     tools = (await session.list_tools()).tools
     out["tools"] = {t.name: dump(t) for t in tools}
+    if "search_tools" in out["tools"]:
+        found = await session.call_tool("search_tools", {"query": "prompt with arguments about a city"})
+        out["search"] = found.content[0].text
     listed = (await session.list_resources()).resources
     out["resources"] = [r.uri for r in listed]
     out["templates"] = [t.uri_template for t in (await session.list_resource_templates()).resource_templates]
