@@ -431,13 +431,16 @@ impl McpManager {
         // the connection is made again, which fetches a new token, and the call is retried once.
         let machine =
             self.slot(server).is_ok_and(|s| s.config.auth.grant == crate::config::AuthGrant::ClientCredentials);
+        // The call's own future lives on the heap: it is large (the call's rounds, its timeout, its
+        // cap), and two of them inline made `serve`'s worker threads overflow their stack in a
+        // debug build when a machine identity's token expired.
         if !machine {
-            return self.call_once(server, tool, args, cx).await;
+            return Box::pin(self.call_once(server, tool, args, cx)).await;
         }
-        match self.call_once(server, tool, args.clone(), cx).await {
+        match Box::pin(self.call_once(server, tool, args.clone(), cx)).await {
             Err(McpError::NeedsSignIn { scopes: None, .. }) => {
                 self.disconnect(server).await;
-                self.call_once(server, tool, args, cx).await
+                Box::pin(self.call_once(server, tool, args, cx)).await
             }
             other => other,
         }

@@ -349,7 +349,9 @@ impl Serve {
                 return line;
             }
         }
-        panic!("serve ended before answering {method}")
+        let mut err = String::new();
+        let _ = std::io::Read::read_to_string(self.child.stderr.as_mut().unwrap(), &mut err);
+        panic!("serve ended before answering {method}: {err}")
     }
 
     fn call(&mut self, tool: &str, args: serde_json::Value) -> String {
