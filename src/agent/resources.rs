@@ -189,14 +189,8 @@ pub fn contents_text(contents: &[ResourceContents]) -> String {
 
 /// `image/png, 1.2 KB` for a base64 blob (the size it decodes to, from its length).
 pub fn blob_summary(mime_type: &Option<String>, blob: &str) -> String {
-    let b64 = blob.trim();
-    let padding = b64.bytes().rev().take_while(|&b| b == b'=').count();
-    let size = (b64.len() / 4 * 3).saturating_sub(padding);
-    format!(
-        "{}, {}",
-        mime_type.as_deref().unwrap_or("application/octet-stream"),
-        crate::util::size::human_bytes(size as u64)
-    )
+    let size = crate::util::size::human_bytes(crate::util::size::base64_decoded_len(blob));
+    format!("{}, {size}", mime_type.as_deref().unwrap_or("application/octet-stream"))
 }
 
 /// A run's host with the resource meta-tools beside its own tools (when there are any).

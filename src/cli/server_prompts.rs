@@ -202,7 +202,7 @@ fn role_name(role: &Role) -> &'static str {
 
 /// Bytes a base64 text stands for.
 fn b64_size(data: &str) -> String {
-    human_bytes((data.trim_end_matches('=').len() * 3 / 4) as u64)
+    human_bytes(crate::util::size::base64_decoded_len(data))
 }
 
 /// One message's content as text: text as it is, the rest summarised on one line.

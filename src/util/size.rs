@@ -18,6 +18,13 @@ pub fn human_bytes(n: u64) -> String {
     format!("{v:.1} {}", UNITS[unit])
 }
 
+/// The bytes a base64 text stands for, from its length (padding left out; not validated).
+pub fn base64_decoded_len(b64: &str) -> u64 {
+    let b64 = b64.trim();
+    let padding = b64.bytes().rev().take_while(|&b| b == b'=').count();
+    ((b64.len() - padding) * 3 / 4) as u64
+}
+
 /// Parses a byte size: `100000`, `100KB`, `100 KiB`, `5MB`, `1g` (K/M/G are powers of 1024).
 pub fn parse_bytes(s: &str) -> Result<u64, String> {
     let t = s.trim();
@@ -67,6 +74,14 @@ pub fn parse_timeout(s: &str) -> Result<Duration, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn base64_lengths_give_the_bytes_they_stand_for() {
+        assert_eq!(base64_decoded_len("AJ+SlhtbAA=="), 7);
+        assert_eq!(base64_decoded_len("aGVsbG8="), 5);
+        assert_eq!(base64_decoded_len("aGVsbG8h"), 6);
+        assert_eq!(base64_decoded_len(" \n"), 0);
+    }
 
     #[test]
     fn sizes() {
