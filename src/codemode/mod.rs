@@ -372,14 +372,7 @@ impl CodeMode {
 pub async fn primitives_of(manager: &McpManager, servers: &[String]) -> codegen::Primitives {
     let mut out = codegen::Primitives::new();
     for server in servers {
-        let resources = manager.resources(server).await.unwrap_or_else(|e| {
-            tracing::info!("the tree leaves out the resources of `{server}`: {e}");
-            Default::default()
-        });
-        let prompts = manager.prompts(server).await.unwrap_or_else(|e| {
-            tracing::info!("the tree leaves out the prompts of `{server}`: {e}");
-            Default::default()
-        });
+        let (resources, prompts) = manager.offered(server, "the tree").await;
         let p = codegen::ServerPrimitives::from_lists(&resources.resources, &resources.templates, &prompts);
         if !p.is_empty() {
             out.insert(server.clone(), p);

@@ -94,18 +94,26 @@ impl McpManager {
         }
         let mut primitives = Vec::new();
         for server in servers.iter().filter(|s| !failed.iter().any(|(f, _)| f == *s)) {
-            let resources = self.resources(server).await.unwrap_or_else(|e| {
-                tracing::info!("search leaves out the resources of `{server}`: {e}");
-                Default::default()
-            });
-            let prompts = self.prompts(server).await.unwrap_or_else(|e| {
-                tracing::info!("search leaves out the prompts of `{server}`: {e}");
-                Default::default()
-            });
+            let (resources, prompts) = self.offered(server, "search").await;
             primitives.extend(Primitive::of_server(server, &resources.resources, &resources.templates, &prompts));
         }
         let catalog = self.catalogs().with_primitives(catalog, primitives).await;
         (self.catalogs().search(&catalog, query, limit, only).await, failed)
+    }
+
+    /// The resources (with templates) and prompts of `server`, each empty when it offers none or
+    /// listing failed (said at `-v`, naming `who` leaves them out): for callers that show what
+    /// they can and go on.
+    pub async fn offered(&self, server: &str, who: &str) -> (Arc<Resources>, Arc<Vec<Prompt>>) {
+        let resources = self.resources(server).await.unwrap_or_else(|e| {
+            tracing::info!("{who} leaves out the resources of `{server}`: {e}");
+            Default::default()
+        });
+        let prompts = self.prompts(server).await.unwrap_or_else(|e| {
+            tracing::info!("{who} leaves out the prompts of `{server}`: {e}");
+            Default::default()
+        });
+        (resources, prompts)
     }
 
     /// What `server` offers, when it is running (never starts it: for callers that must not pay
