@@ -102,7 +102,7 @@ fn phases(n: usize) {
     }
     let (p50, p95, _) = stats(total);
     println!("{:<18} p50 {}  p95 {}", "all steps", ms(p50), ms(p95));
-    let (p50, p95, _) = stats(agent::runtime::engine_floor(n));
+    let (p50, p95, _) = stats(agent::runtime::engine_floor(n).expect("engine floor"));
     println!(
         "the engine alone (its isolate + context, made and dropped; no deno_core, snapshot or bootstrap)  p50 {}  p95 {}",
         ms(p50),

@@ -341,6 +341,28 @@ impl ControlInner {
     }
 }
 
+/// A runtime restored from the startup snapshot (or bootstrapped without one) under a heap limit
+/// of `heap_limit` bytes, loading modules through `loader`.
+fn new_runtime(loader: Rc<WorkspaceLoader>, heap_limit: usize) -> Result<JsRuntime, String> {
+    let snapshot = super::snapshot::startup_snapshot();
+    JsRuntime::try_new(RuntimeOptions {
+        module_loader: Some(loader),
+        extensions: vec![super::ops::extension(snapshot.is_none())],
+        startup_snapshot: snapshot,
+        create_params: Some(v8::CreateParams::default().heap_limits(0, heap_limit)),
+        ..Default::default()
+    })
+    .map_err(|e| e.to_string())
+}
+
+/// The finalize step every runtime takes before its script (finalize.js: no path to the ops).
+fn finalize(runtime: &mut JsRuntime) -> Result<(), String> {
+    runtime
+        .execute_script("ext:agent_runtime/finalize.js", super::ops::FINALIZE)
+        .map(drop)
+        .map_err(|e| format!("the runtime's finalize step failed: {e}"))
+}
+
 /// A bootstrapped runtime waiting for its script.
 struct Prepared {
     runtime: JsRuntime,
@@ -359,18 +381,8 @@ impl Prepared {
     fn create(limit_mb: u64, cache: &TranspileCache) -> Result<Prepared, String> {
         let loader = Rc::new(WorkspaceLoader::new(cache.clone()));
         let heap_limit = usize::try_from(limit_mb).unwrap_or(usize::MAX / MIB).saturating_mul(MIB);
-        let snapshot = super::snapshot::startup_snapshot();
-        let mut runtime = JsRuntime::try_new(RuntimeOptions {
-            module_loader: Some(loader.clone()),
-            extensions: vec![super::ops::extension(snapshot.is_none())],
-            startup_snapshot: snapshot,
-            create_params: Some(v8::CreateParams::default().heap_limits(0, heap_limit)),
-            ..Default::default()
-        })
-        .map_err(|e| e.to_string())?;
-        runtime
-            .execute_script("ext:agent_runtime/finalize.js", super::ops::FINALIZE)
-            .map_err(|e| format!("the runtime's finalize step failed: {e}"))?;
+        let mut runtime = new_runtime(loader.clone(), heap_limit)?;
+        finalize(&mut runtime)?;
         let flags = Arc::new(Flags::default());
         let (tracker, waker) = {
             let state = runtime.op_state();

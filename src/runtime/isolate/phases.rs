@@ -10,7 +10,7 @@
 
 use std::time::{Duration, Instant};
 
-use deno_core::{JsRuntime, ModuleSpecifier, RuntimeOptions, v8};
+use deno_core::{ModuleSpecifier, v8};
 
 use super::{MIB, TranspileCache, WorkspaceLoader};
 
@@ -35,7 +35,7 @@ pub fn phase_profile(runs: usize) -> Result<Vec<[Duration; 6]>, String> {
 
 /// `runs` times the engine alone: an isolate and a context made and dropped (what every step above
 /// starts from). Call after [`phase_profile`], which initialises the engine's platform.
-pub fn engine_floor(runs: usize) -> Vec<Duration> {
+pub fn engine_floor(runs: usize) -> Result<Vec<Duration>, String> {
     let mut out = Vec::with_capacity(runs);
     let mut left = runs;
     while left > 0 {
@@ -55,11 +55,11 @@ pub fn engine_floor(runs: usize) -> Vec<Duration> {
                 .collect::<Vec<_>>()
         })
         .join()
-        .unwrap_or_default();
+        .map_err(|_| "the engine-floor thread panicked")?;
         out.extend(chunk);
         left -= n;
     }
-    out
+    Ok(out)
 }
 
 fn on_this_thread(runs: usize) -> Result<Vec<[Duration; 6]>, String> {
@@ -76,20 +76,10 @@ fn on_this_thread(runs: usize) -> Result<Vec<[Duration; 6]>, String> {
         let loader = std::rc::Rc::new(WorkspaceLoader::new(cache.clone()));
         loader.set_root(dir.clone());
         let start = Instant::now();
-        let snapshot = super::super::snapshot::startup_snapshot();
-        let mut runtime = JsRuntime::try_new(RuntimeOptions {
-            module_loader: Some(loader.clone()),
-            extensions: vec![super::super::ops::extension(snapshot.is_none())],
-            startup_snapshot: snapshot,
-            create_params: Some(v8::CreateParams::default().heap_limits(0, 64 * MIB)),
-            ..Default::default()
-        })
-        .map_err(|e| e.to_string())?;
+        let mut runtime = super::new_runtime(loader.clone(), 64 * MIB)?;
         t[0] = start.elapsed();
         let start = Instant::now();
-        runtime
-            .execute_script("ext:agent_runtime/finalize.js", super::super::ops::FINALIZE)
-            .map_err(|e| e.to_string())?;
+        super::finalize(&mut runtime)?;
         t[1] = start.elapsed();
         let start = Instant::now();
         let code =
