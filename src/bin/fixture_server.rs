@@ -40,7 +40,8 @@
 //! requests with a JSON body (stateless) instead of an SSE stream.
 //!
 //! `--resources` adds resources (`fixture://readme` Markdown, `fixture://logo.png` binary,
-//! `fixture://config.json`, `fixture://counter`), the template `fixture://items/{id}` (`id`
+//! `fixture://config.json`, `fixture://counter`; unlisted, `fixture://slow/MS` answers after MS
+//! milliseconds), the template `fixture://items/{id}` (`id`
 //! completes), the prompts `summarize` and `greet` (its `language` completes), logging
 //! (`logging/setLevel`; each `resources/read` and `prompts/get` logs `read URI` / `prompt NAME`
 //! at `info`), `resources/subscribe` and the tool `touch` (bumps `fixture://counter`'s revision
@@ -788,6 +789,9 @@ impl ServerHandler for Fixture {
         request: rmcp::model::ReadResourceRequestParams,
         cx: RequestContext<RoleServer>,
     ) -> Result<rmcp::model::ReadResourceResponse, McpError> {
+        if let Some(wait) = self.resources.slow(&request.uri) {
+            tokio::time::sleep(wait).await;
+        }
         let read = self.resources.read(&request.uri)?;
         self.resources.info(&cx, &format!("read {}", request.uri)).await;
         Ok(read.into())

@@ -189,7 +189,9 @@ impl McpManager {
         let params = ReadResourceRequestParams::new(uri.to_string());
         let what = format!("resources/read {uri}");
         match self.request(server, &what, &conn, async { service.read_resource(params).await }).await {
-            Err(McpError::Request { reason, upstream, .. }) => {
+            // Only a server's own refusal can mean the URI is unknown; a timeout or a broken
+            // connection says nothing about it.
+            Err(McpError::Request { reason, upstream: upstream @ Some(_), .. }) => {
                 let known = self.resources(server).await.unwrap_or_default();
                 let listed = known.resources.iter().any(|r| r.uri == uri)
                     || known.templates.iter().any(|t| template_matches(&t.uri_template, uri));

@@ -349,3 +349,28 @@ fn read_completes_server_names_like_the_other_server_arguments() {
     let fish = p.run(&["completions", "fish"]).stdout;
     assert!(fish.contains("__fish_seen_subcommand_from get remove enable disable login logout read"), "{fish}");
 }
+
+/// A server that never answers a read is given up at its `call_timeout`, with the key named; the
+/// command ends instead of hanging.
+#[test]
+fn a_read_the_server_never_answers_ends_at_call_timeout() {
+    let p = Project::with_servers(&format!(
+        "{}      call_timeout: 1s\n",
+        support::fixture_stdio_yaml("fixture", &["--resources"])
+    ));
+    let started = std::time::Instant::now();
+    let r = p.run(&["mcp", "read", "fixture", "fixture://slow/60000"]);
+    r.assert_code(1);
+    assert!(started.elapsed() < std::time::Duration::from_secs(20), "{:?}", started.elapsed());
+    assert!(
+        r.stderr.contains(
+            "server `fixture` failed `resources/read fixture://slow/60000`: no answer within 1s (call_timeout)"
+        ),
+        "{}",
+        r.stderr
+    );
+    // The same URI with a short wait answers.
+    let r = p.run(&["mcp", "read", "fixture", "fixture://slow/10"]);
+    r.assert_ok();
+    assert_eq!(r.stdout, "slow, but here\n");
+}

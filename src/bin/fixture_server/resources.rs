@@ -145,6 +145,13 @@ impl State {
         from_json(json!({"resourceTemplates": templates}))
     }
 
+    /// How long a read of `fixture://slow/MS` waits before it answers (unlisted: for clients'
+    /// timeouts); `None` for any other URI or without a resource set.
+    pub fn slow(&self, uri: &str) -> Option<std::time::Duration> {
+        self.on("resources/read").ok()?;
+        uri.strip_prefix("fixture://slow/")?.parse().ok().map(std::time::Duration::from_millis)
+    }
+
     /// One resource's contents, or the one a template names; else `-32002` (resource not found).
     pub fn read(&self, uri: &str) -> Result<ReadResourceResult, McpError> {
         self.on("resources/read")?;
@@ -157,6 +164,7 @@ impl State {
             "fixture://logo.png" => blob("image/png"),
             "fixture://config.json" => text("application/json", r#"{"name":"fixture","version":1}"#.into()),
             "fixture://counter" => text("text/plain", revision()),
+            _ if self.slow(uri).is_some() => text("text/plain", "slow, but here".into()),
             "test://static-text" if conformance => {
                 text("text/plain", "This is the content of the static text resource.".into())
             }
