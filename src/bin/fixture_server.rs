@@ -48,7 +48,8 @@
 //! and sends `notifications/resources/updated` to a session that subscribed, or on 2026-07-28 to
 //! each `subscriptions/listen` that names the resource); with `--hostile`
 //! also a resource whose URI, name and text carry the `--hostile` sequences
-//! (`fixture_server/resources.rs`). `--conformance` implies `--resources` and adds what the MCP
+//! (`fixture_server/resources.rs`). `--no-tools` (with `--resources`) declares resources only
+//! and answers `tools/list` with -32601, as a resources-only server may. `--conformance` implies `--resources` and adds what the MCP
 //! conformance suite's server scenarios ask for: the `test_*` tools and `json_schema_2020_12_tool`
 //! (`fixture_server/conformance.rs`), the `test://` resources and template and the `test_*`
 //! prompts; it lists every tool on one page unless `--page-size` says otherwise. Without either
@@ -871,6 +872,9 @@ impl ServerHandler for Fixture {
         request: Option<PaginatedRequestParams>,
         _cx: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, McpError> {
+        if self.resources.extras.no_tools {
+            return Err(McpError::new(rmcp::model::ErrorCode::METHOD_NOT_FOUND, "tools/list", None));
+        }
         if self.announced.load(std::sync::atomic::Ordering::SeqCst) {
             std::future::pending::<()>().await;
         }
@@ -936,6 +940,7 @@ fn main() -> std::process::ExitCode {
             "--http" => http = args.next(),
             "--page-size" => page_size = Some(args.next().and_then(|s| s.parse().ok()).unwrap_or(3).max(1)),
             "--resources" => extras.resources = true,
+            "--no-tools" => extras.no_tools = true,
             "--conformance" => extras.conformance = true,
             "--exit-on-start" => {
                 eprintln!("fixture: refusing to start (--exit-on-start)");

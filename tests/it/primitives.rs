@@ -124,3 +124,16 @@ async fn the_resource_list_follows_list_changed_and_subscriptions_deliver_update
     manager.unsubscribe("everything", &added.uri).await.unwrap();
     manager.shutdown().await;
 }
+
+/// A server that offers resources and no tools (its `tools/list` answers -32601, as it may
+/// when it does not declare tools) starts, and its resources are read.
+#[tokio::test]
+async fn a_server_without_tools_starts_and_serves_its_resources() {
+    let p = Project::with_servers(&fixture_stdio_yaml("docs", &["--resources", "--no-tools"]));
+    let manager = McpManager::new(&p.library_config());
+    assert!(manager.tools("docs").await.unwrap().is_empty());
+    let read = manager.read_resource("docs", "fixture://readme").await.unwrap();
+    let text = serde_json::to_value(&read.contents[0]).unwrap();
+    assert!(text["text"].as_str().unwrap().starts_with("# Fixture"), "{text}");
+    manager.shutdown().await;
+}

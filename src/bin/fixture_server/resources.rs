@@ -39,6 +39,8 @@ pub(crate) struct Extras {
     /// `--hostile` with one of the above: a resource whose URI, name, description and text
     /// carry what a terminal would obey.
     pub hostile: bool,
+    /// `--no-tools`: no tools capability, and `tools/list` answers -32601 (a resources-only server).
+    pub no_tools: bool,
 }
 
 /// What one client session set: its log level and its subscriptions.
@@ -98,6 +100,9 @@ impl State {
     /// The capabilities: tools, plus resources (with subscribe), prompts, completions and
     /// logging when a set is on.
     pub fn capabilities(&self) -> ServerCapabilities {
+        if self.extras.no_tools {
+            return ServerCapabilities::builder().enable_resources().build();
+        }
         let b = ServerCapabilities::builder().enable_tools();
         if self.on("").is_err() {
             return b.build();
