@@ -119,6 +119,25 @@ const SYNONYMS: &[(&str, &[&str])] = &[
     ("who", &["user", "me"]),
 ];
 
+/// Words that say what to do rather than what to do it to: the verbs tool names start with and
+/// the ones people use for them.
+const VERBS: &[&str] = &[
+    "add", "analyse", "analyze", "append", "calculate", "call", "cancel", "capture", "change", "check", "click",
+    "close", "compare", "compute", "convert", "copy", "count", "create", "delete", "display", "download", "draw",
+    "drop", "edit", "enumerate", "erase", "execute", "export", "extract", "fetch", "fill", "find", "follow", "generate",
+    "get", "give", "import", "insert", "install", "kill", "launch", "list", "load", "look", "lookup", "make", "merge",
+    "modify", "move", "navigate", "open", "plot", "post", "press", "print", "publish", "push", "put", "query", "read",
+    "remove", "rename", "reopen", "replace", "restart", "retrieve", "run", "save", "scan", "search", "see", "select",
+    "send", "set", "share", "show", "start", "stop", "summarise", "summarize", "take", "tell", "track", "translate",
+    "type", "update", "upload", "view", "watch", "write",
+];
+
+/// Whether a lower-case word is a verb of [`VERBS`] (or one of its `-s`, `-ing`, `-ed` forms).
+pub fn is_verb(word: &str) -> bool {
+    let s = stem(word);
+    VERBS.iter().any(|v| *v == word || stem(v) == s)
+}
+
 /// Weight of a synonym term relative to the query word it came from.
 pub const SYNONYM_WEIGHT: f32 = 0.35;
 
