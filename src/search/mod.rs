@@ -280,7 +280,17 @@ impl Index {
         let n = docs.len().max(1) as f64;
         let avg_len = total.map(|t| ((t / n) as f32).max(1.0));
         let usage = vec![0; docs.len()];
-        Index { docs, info, vocab: an.vocab, postings, content_df, avg_len, ranking: Ranking::default(), usage, max_usage: 0 }
+        Index {
+            docs,
+            info,
+            vocab: an.vocab,
+            postings,
+            content_df,
+            avg_len,
+            ranking: Ranking::default(),
+            usage,
+            max_usage: 0,
+        }
     }
 
     /// The same index ranked differently (benchmarks and tests compare rankings).
