@@ -337,7 +337,8 @@ impl Index {
             if text::is_stop_word(&w) {
                 continue;
             }
-            let verb = text::is_verb(&w);
+            // Only the verbs-vs-objects weights and the expansion tell verbs apart.
+            let verb = (r.verb_fields != r.object_fields || r.expand_weight > 0.0) && text::is_verb(&w);
             for t in text::terms(&w) {
                 match q.iter_mut().find(|(x, _, _)| *x == t) {
                     Some(e) => e.1 = e.1.max(1.0),

@@ -216,8 +216,9 @@ const VERBS: &[&str] = &[
 
 /// Whether a lower-case word is a verb of [`VERBS`] (or one of its `-s`, `-ing`, `-ed` forms).
 pub fn is_verb(word: &str) -> bool {
-    let s = stem(word);
-    VERBS.iter().any(|v| *v == word || stem(v) == s)
+    static STEMS: std::sync::OnceLock<Vec<String>> = std::sync::OnceLock::new();
+    let stems = STEMS.get_or_init(|| VERBS.iter().map(|v| stem(v)).collect());
+    VERBS.contains(&word) || stems.contains(&stem(word))
 }
 
 /// Weight of a synonym term relative to the query word it came from.
