@@ -15,9 +15,15 @@
 //!
 //! recall@k is the share of queries with an answering tool in the top k. Compared: plain BM25
 //! over name + description (the baseline, implemented here), the index without its extra signals
-//! and synonyms (BM25F only), and the shipped ranking. `SEARCH_BENCH_MISSES=1` lists the dev and
-//! seed queries the shipped ranking misses at 3; test misses are never printed, so that nobody
-//! tunes on them.
+//! and synonyms (BM25F only), the shipped ranking, and three levers at their dev-chosen settings
+//! (a server-level first stage, verbs vs objects field weights, co-occurrence expansion).
+//! `SEARCH_BENCH_MISSES=1` lists the dev and seed queries the shipped ranking misses at 3; test
+//! misses are never printed, so that nobody tunes on them.
+//!
+//! Held-out data written by others (LiveMCPBench, MetaTool), when `SEARCH_BENCH_EXTERNAL` names
+//! the directory benches/data/external.sh extracted it into (outside the repository): our
+//! queries with LiveMCPBench's 527 tools as more distractors, LiveMCPBench's annotated tasks, and
+//! MetaTool's queries split dev/test by the same rule. Without it, one line says how to run them.
 //!
 //! Speed: building the index of 1,000 tools (the GitHub corpus repeated with renamed servers;
 //! target ≤ 50 ms) and one query's p50 on it (target ≤ 1 ms). Prints numbers, asserts nothing
