@@ -12,6 +12,7 @@
 #     listed the tools that answer them (by tool name).
 #   MetaTool (HowieHwong/MetaTool, MIT): dataset/plugin_des.json (199 tools: name → description)
 #     and dataset/data/all_clean_data.csv (queries with the one tool that answers each).
+# Exit status 2 when OUT-DIR is inside the repository or a mirror is missing.
 # Writes:
 #   livemcp-tools.json   [{server, name, description, inputSchema}], the shape `agent mcp list --json` saves
 #   livemcp-tasks.tsv    `server.tool,...<TAB>task`: every catalogue tool of an annotated name answers
@@ -22,11 +23,16 @@ out=${1:?usage: benches/data/external.sh OUT-DIR}
 live=${LIVEMCPBENCH:-/work/.mirror/icip-cas+LiveMCPBench/repo}
 meta=${METATOOL:-/work/.mirror/HowieHwong+MetaTool/repo}
 repo=$(cd "$(dirname "$0")/../.." && pwd)
-mkdir -p "$out"
-out=$(cd "$out" && pwd)
+for pair in "LIVEMCPBENCH=$live" "METATOOL=$meta"; do
+  dir=${pair#*=}
+  git -C "$dir" rev-parse --git-dir >/dev/null 2>&1 ||
+    { echo "external.sh: no git directory at $dir (set ${pair%%=*}=<its git directory>)" >&2; exit 2; }
+done
+out=$(realpath -m -- "$out")
 case "$out/" in
   "$repo"/*) echo "external.sh: $out is inside the repository; give a directory outside it" >&2; exit 2 ;;
 esac
+mkdir -p "$out"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 git -C "$live" show HEAD:tools/LiveMCPTool/tools.json >"$tmp/lt.json"
