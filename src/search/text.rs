@@ -56,8 +56,36 @@ const STOP_WORDS: &[&str] = &[
     "were", "what", "when", "where", "which", "will", "with", "would", "you", "your",
 ];
 
+/// Chatter of tasks as people write them ("I'm looking for help with any specific ..."): no
+/// tool is about these words, but tool descriptions use them too ("helps you", "provides"), so
+/// they only add noise. Also the pieces contractions split into (`I'm` → `i`, `m`).
+const CHATTER: &[&str] = &[
+    "any",
+    "assist",
+    "available",
+    "comprehensive",
+    "d",
+    "detailed",
+    "give",
+    "have",
+    "help",
+    "including",
+    "interested",
+    "know",
+    "ll",
+    "looking",
+    "m",
+    "need",
+    "re",
+    "specific",
+    "specifically",
+    "such",
+    "t",
+    "ve",
+];
+
 pub fn is_stop_word(w: &str) -> bool {
-    STOP_WORDS.contains(&w)
+    STOP_WORDS.contains(&w) || CHATTER.contains(&w)
 }
 
 /// Abbreviations expanded wherever they appear (documents and queries), so `PR` finds
@@ -378,5 +406,7 @@ mod tests {
         assert!(synonyms("owner").is_empty());
         assert_eq!(synonyms("gists"), ["list"]);
         assert_eq!(name_terms("create_or_update_file"), ["creat", "updat", "file"]);
+        assert_eq!(terms("I'm looking for help with any specific gif, I don't know"), ["gif", "don"]);
+        assert_eq!(name_terms("get_help"), ["get", "help"], "a tool name keeps them");
     }
 }
