@@ -39,8 +39,8 @@ stdout, or as one JSON object with --json:
 servers.
 
 Examples:
-  agent mcp examples
-  agent mcp examples --server github --refresh
+  agent mcp examples --server everything
+  agent mcp examples --refresh --json
   agent mcp examples --reset
 
 Exit codes:
