@@ -359,6 +359,11 @@ mod tests {
         assert!(warnings[0].contains(".corrupt-1"), "{warnings:?}");
         assert_eq!(std::fs::read_to_string(dir.path().join(format!("{FILE}.corrupt-1"))).unwrap(), "{not json");
         assert_eq!(Examples::load(&path).unwrap().len(), 1);
+        // A second bad file is kept beside the first, never over it.
+        std::fs::write(&path, "[]").unwrap();
+        Examples::save(&path, &e, &mut warnings).unwrap();
+        assert_eq!(std::fs::read_to_string(dir.path().join(format!("{FILE}.corrupt-2"))).unwrap(), "[]");
+        assert_eq!(std::fs::read_to_string(dir.path().join(format!("{FILE}.corrupt-1"))).unwrap(), "{not json");
     }
 
     #[test]

@@ -233,3 +233,36 @@ fn a_link_planted_at_the_cache_path_is_replaced_not_written_through() {
     assert_eq!(meta.permissions().mode() & 0o777, 0o600);
     assert_eq!(search_top(&p, TASK).as_deref(), Some("web.browser_emulate"));
 }
+
+/// Attacker: a racing local process that keeps swapping a link to a file of the user's in at
+/// the cache's path while `agent mcp examples` reads, sets aside and writes it.
+#[test]
+fn a_process_swapping_in_links_while_examples_are_written_never_gets_a_write_through() {
+    let fake = FakeLlm::start(vec![good_answer(); 3]);
+    let p = web_project(&fake, "");
+    let victim = p.write("victim.json", "precious");
+    let mode = std::fs::metadata(&victim).unwrap().permissions().mode();
+    let path = cache(&p);
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let racer = {
+        let (stop, path, victim) = (stop.clone(), path.clone(), victim.clone());
+        std::thread::spawn(move || {
+            let mut swaps = 0u64;
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                let _ = std::fs::remove_file(&path);
+                if std::os::unix::fs::symlink(&victim, &path).is_ok() {
+                    swaps += 1;
+                }
+            }
+            swaps
+        })
+    };
+    for _ in 0..3 {
+        p.run(&["mcp", "examples", "--refresh"]).assert_ok();
+    }
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    assert!(racer.join().unwrap() > 0);
+    assert_eq!(std::fs::read_to_string(&victim).unwrap(), "precious");
+    assert_eq!(std::fs::metadata(&victim).unwrap().permissions().mode(), mode, "no chmod through the link");
+}
