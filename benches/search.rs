@@ -201,6 +201,7 @@ impl Rankers {
                     description: String::new(),
                     params: Vec::new(),
                     annotations: Vec::new(),
+                    examples: Vec::new(),
                 });
                 names.len() - 1
             });
