@@ -24,6 +24,11 @@
 //! 8. Per-read overhead of a resource: `readResource` in the isolate → bridge socket → manager,
 //!    vs `McpManager::read_resource` from Rust, sequential, the same small text resource of npm's
 //!    server-everything (skipped when npm cannot install it). Same target as 3: ≤ 1.3×.
+//! 9. Compute-heavy scripts, `agent exec` vs `node` on the same JavaScript, whole process, wall
+//!    and CPU (user + system of the process and its children): a JSON-heavy script (150k records,
+//!    stringify ~18 MB, parse, filter, group; target ≤ 1.5× node) and sorting 1M numbers with a
+//!    comparator (target ≤ 1.3× node), plus a `Float64Array` sort for comparison. Skipped, with a
+//!    line saying so, when `node` is not on PATH.
 //!
 //! Set BENCH_QUICK=1 for fewer iterations.
 
@@ -81,6 +86,109 @@ fn main() {
     }
     if run("8") {
         tokio.block_on(read_overhead(dir.path(), if quick { 200 } else { 1000 }));
+    }
+    if run("9") {
+        heavy_scripts(dir.path(), if quick { 2 } else { 5 });
+    }
+}
+
+/// The scripts of section 9: plain JavaScript, valid TypeScript too, deterministic output.
+const HEAVY: [(&str, &str); 3] = [
+    (
+        "JSON-heavy (150k records)",
+        "const recs = [];\n\
+         for (let i = 0; i < 150000; i++) recs.push({ id: i, name: 'user-' + i, email: 'user' + i + '@example.com', \
+         group: 'g' + (i % 100), score: (i * 7919) % 1000, tags: ['a' + (i % 7), 'b' + (i % 13)], active: i % 3 === 0 });\n\
+         const text = JSON.stringify(recs);\n\
+         const back = JSON.parse(text);\n\
+         const groups = {};\n\
+         for (const r of back) if (r.active && r.score > 500) (groups[r.group] ??= []).push(r.id);\n\
+         const sizes = Object.values(groups).map((g) => g.length);\n\
+         console.log(text.length, Object.keys(groups).length, sizes.reduce((a, b) => a + b, 0));\n",
+    ),
+    (
+        "sort 1M numbers (comparator)",
+        "const a = new Array(1000000);\n\
+         let x = 12345;\n\
+         for (let i = 0; i < a.length; i++) { x = (x * 48271) % 2147483647; a[i] = x / 2147483647; }\n\
+         a.sort((p, q) => p - q);\n\
+         let ok = true;\n\
+         for (let i = 1; i < a.length; i++) if (a[i - 1] > a[i]) ok = false;\n\
+         console.log(ok, a[500000].toFixed(9));\n",
+    ),
+    (
+        "sort 1M numbers (Float64Array)",
+        "const a = new Float64Array(1000000);\n\
+         let x = 12345;\n\
+         for (let i = 0; i < a.length; i++) { x = (x * 48271) % 2147483647; a[i] = x / 2147483647; }\n\
+         a.sort();\n\
+         console.log(a[0] <= a[1], a[500000].toFixed(9));\n",
+    ),
+];
+
+/// CPU time (user + system) of this process's waited-for children so far.
+fn children_cpu() -> Duration {
+    // SAFETY: getrusage only writes the struct it is given.
+    let mut u: libc::rusage = unsafe { std::mem::zeroed() };
+    unsafe { libc::getrusage(libc::RUSAGE_CHILDREN, &mut u) };
+    let tv = |t: libc::timeval| Duration::new(t.tv_sec as u64, t.tv_usec as u32 * 1000);
+    tv(u.ru_utime) + tv(u.ru_stime)
+}
+
+/// Runs `cmd` n times; the wall and CPU time of each run, and its stdout (the same every run).
+fn timed(n: usize, mut cmd: impl FnMut() -> Command) -> (Vec<Duration>, Vec<Duration>, String) {
+    let (mut wall, mut cpu, mut output) = (Vec::new(), Vec::new(), String::new());
+    for _ in 0..n {
+        let mut c = cmd();
+        let before = children_cpu();
+        let start = Instant::now();
+        let out = c.stdout(Stdio::piped()).stderr(Stdio::piped()).output().expect("run");
+        wall.push(start.elapsed());
+        cpu.push(children_cpu().saturating_sub(before));
+        assert!(out.status.success(), "{c:?} failed: {}", String::from_utf8_lossy(&out.stderr));
+        output = String::from_utf8_lossy(&out.stdout).into_owned();
+    }
+    (wall, cpu, output)
+}
+
+/// Section 9: compute-heavy scripts in `agent exec` and in `node`.
+fn heavy_scripts(dir: &Path, n: usize) {
+    println!("\n-- 9. compute-heavy scripts, agent exec vs node ({n} runs each, whole process, p50)");
+    let node = Command::new("node").arg("--version").output();
+    let Some(node) = node.ok().filter(|o| o.status.success()) else {
+        println!("skipped (node is not on PATH)");
+        return;
+    };
+    println!("node {}", String::from_utf8_lossy(&node.stdout).trim());
+    for (i, (name, code)) in HEAVY.iter().enumerate() {
+        let ts = dir.join(format!("heavy{i}.ts"));
+        let mjs = dir.join(format!("heavy{i}.mjs"));
+        std::fs::write(&ts, code).expect("write script");
+        std::fs::write(&mjs, code).expect("write script");
+        let (aw, ac, aout) = timed(n, || {
+            let mut c = Command::new(agent_bin());
+            c.args(["exec", "--memory-limit", "1GB", "--timeout", "120s"]).arg(&ts);
+            hermetic(&mut c, dir);
+            c
+        });
+        let (nw, nc, nout) = timed(n, || {
+            let mut c = Command::new("node");
+            c.arg(&mjs);
+            hermetic(&mut c, dir);
+            c
+        });
+        assert_eq!(aout, nout, "{name}: agent and node disagree");
+        let (aw, ac, nw, nc) = (stats(aw).0, stats(ac).0, stats(nw).0, stats(nc).0);
+        let r = |a: Duration, b: Duration| a.as_secs_f64() / b.as_secs_f64();
+        println!(
+            "{name:<32} agent wall {} cpu {}  node wall {} cpu {}  ratio wall {:.2}x cpu {:.2}x",
+            ms(aw),
+            ms(ac),
+            ms(nw),
+            ms(nc),
+            r(aw, nw),
+            r(ac, nc)
+        );
     }
 }
 

@@ -199,12 +199,19 @@ fn env_f32(name: &str, default: f32) -> f32 {
     std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
 }
 
-/// Seven comma-separated field multipliers (name, title, category, parameter names,
-/// description, parameter descriptions, annotations) from an environment variable, or `default`.
-fn env_fields(name: &str, default: [f32; 7]) -> [f32; 7] {
-    let Ok(v) = std::env::var(name) else { return default };
-    let nums: Vec<f32> = v.split(',').filter_map(|x| x.trim().parse().ok()).collect();
-    nums.try_into().unwrap_or_else(|_| panic!("{name}: seven comma-separated numbers"))
+/// Field multipliers from an environment variable (comma-separated, in the order of
+/// `Ranking::weights`: name, title, category, parameter names, description, parameter
+/// descriptions, annotations, example queries), or `default`; fields not given keep `out`'s.
+fn env_fields<const N: usize>(name: &str, default: &[f32], mut out: [f32; N]) -> [f32; N] {
+    let given: Vec<f32> = match std::env::var(name) {
+        Ok(v) => {
+            v.split(',').map(|x| x.trim().parse().unwrap_or_else(|_| panic!("{name}: `{x}` is no number"))).collect()
+        }
+        Err(_) => default.to_vec(),
+    };
+    assert!(given.len() <= N, "{name}: at most {N} numbers");
+    out[..given.len()].copy_from_slice(&given);
+    out
 }
 
 /// The server-stage lever's weight: a tool's score is multiplied by `1 + w * s`, where `s` is its
@@ -223,8 +230,8 @@ fn server_weight() -> f32 {
 /// (verbs ×2 on the name, ×1.5 on the title) tied it and is the one reported.
 fn verbs_ranking() -> Ranking {
     Ranking {
-        verb_fields: env_fields("SEARCH_BENCH_VERB_FIELDS", [2.0, 1.5, 1.0, 1.0, 1.0, 1.0, 1.0]),
-        object_fields: env_fields("SEARCH_BENCH_OBJECT_FIELDS", [1.0; 7]),
+        verb_fields: env_fields("SEARCH_BENCH_VERB_FIELDS", &[2.0, 1.5], Ranking::default().verb_fields),
+        object_fields: env_fields("SEARCH_BENCH_OBJECT_FIELDS", &[], Ranking::default().object_fields),
         ..Ranking::default()
     }
 }

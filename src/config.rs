@@ -230,12 +230,27 @@ pub struct SearchConfig {
     pub usage: bool,
     /// Semantic ranking through an OpenAI-compatible embeddings endpoint (none: words only).
     pub embeddings: Option<EmbeddingsConfig>,
+    /// Example queries per tool written by the model (`agent mcp examples`, cached in
+    /// `<workspace>/search_examples.json`): `auto` ranks with the cached ones wherever the
+    /// catalog is searched, `off` ignores them.
+    pub examples: ExamplesMode,
 }
 
 impl Default for SearchConfig {
     fn default() -> Self {
-        Self { usage: true, embeddings: None }
+        Self { usage: true, embeddings: None, examples: ExamplesMode::Auto }
     }
+}
+
+/// `search.examples`: whether searches use the cached example queries.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ExamplesMode {
+    /// Use the examples `agent mcp examples` cached (none cached: nothing changes).
+    #[default]
+    Auto,
+    /// Rank without them.
+    Off,
 }
 
 /// `search.embeddings`: an OpenAI-compatible `/v1/embeddings` endpoint.

@@ -11,6 +11,7 @@ pub mod auth;
 pub mod call;
 pub mod completions;
 pub mod doctor;
+pub mod examples;
 pub mod exec;
 pub mod generate;
 pub mod host;
@@ -159,6 +160,9 @@ pub enum McpCommand {
     /// Find the tools that fit a task, best first.
     #[command(after_help = search::AFTER_HELP)]
     Search(search::SearchArgs),
+    /// Have the model write example queries per tool, cached to steer searches.
+    #[command(after_help = examples::AFTER_HELP)]
+    Examples(examples::ExamplesArgs),
     /// Report (or discover, or reset) the learned output types of MCP tools.
     #[command(after_help = types::AFTER_HELP)]
     Types(types::TypesArgs),
@@ -321,6 +325,7 @@ async fn dispatch(cli: &Cli, ctx: Context) -> anyhow::Result<u8> {
         Command::Mcp(McpCommand::Complete(args)) => server_prompts::run_complete(ctx, args).await,
         Command::Mcp(McpCommand::Generate(args)) => generate::run(ctx, args).await,
         Command::Mcp(McpCommand::Search(args)) => search::run(ctx, args).await,
+        Command::Mcp(McpCommand::Examples(args)) => examples::run(ctx, args).await,
         Command::Mcp(McpCommand::Types(args)) => types::run(ctx, args).await,
         Command::Mcp(McpCommand::Serve(args)) => serve::run(ctx, args).await,
         Command::Mcp(McpCommand::Login(args)) => auth::login(ctx, args).await,

@@ -10,8 +10,9 @@
 //! `getPrompt("s", "name", {...})`). A catalog of tools only is exactly the tool catalog.
 
 use std::collections::{BTreeMap, HashMap};
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -19,9 +20,11 @@ use serde_json::Value;
 use super::error::McpError;
 use super::tools::{ToolInfo, param_summary};
 use super::usage::Usage;
-use crate::config::Config;
+use crate::config::{Config, ExamplesMode};
 use crate::search::embed::{self, Embedder};
+use crate::search::examples::{self, Examples};
 use crate::search::{Doc, Index, RRF_K, fuse};
+use crate::util::hash::stable_hex;
 
 /// One ranked tool: the `agent mcp search --json` record, also what `GET /search` answers.
 /// A resource, resource template or prompt found beside the tools has the same record with its
@@ -143,6 +146,7 @@ impl Primitive {
             description: self.description.clone().unwrap_or_default(),
             params: self.arguments.iter().map(|(n, d, _)| (n.clone(), d.clone())).collect(),
             annotations,
+            examples: Vec::new(),
         }
     }
 
@@ -196,6 +200,30 @@ pub fn doc_for(t: &ToolInfo) -> Doc {
         description: t.description.clone().unwrap_or_default(),
         params,
         annotations,
+        examples: Vec::new(),
+    }
+}
+
+/// The hash a tool's cached example queries are kept under (`search::examples`): its name,
+/// description and input schema, so a changed tool is asked again.
+pub fn definition_hash(t: &ToolInfo) -> String {
+    let schema = serde_json::to_string(&t.input_schema).unwrap_or_default();
+    stable_hex(&[t.name.as_bytes(), t.description.as_deref().unwrap_or("").as_bytes(), schema.as_bytes()])
+}
+
+/// The file of cached example queries searches use (`search.examples: auto`); `None` when off.
+pub fn examples_file(config: &Config) -> Option<PathBuf> {
+    (config.search.examples == ExamplesMode::Auto).then(|| config.mcp.code_execution.workspace_dir.join(examples::FILE))
+}
+
+/// The cached example queries in `path`; a file that is not one is a warning, and none.
+fn load_examples(path: &Path) -> Option<Examples> {
+    match Examples::load(path) {
+        Ok(e) => Some(e).filter(|e| !e.is_empty()),
+        Err(why) => {
+            tracing::warn!("{why}; searching without it (`agent mcp examples` sets it aside)");
+            None
+        }
     }
 }
 
@@ -247,13 +275,32 @@ pub fn embedder(config: &Config) -> Option<Embedder> {
 impl Catalog {
     /// Indexes `tools` with the shipped ranking and no usage prior.
     pub fn build(tools: Vec<ToolInfo>) -> Catalog {
-        let index = Index::build(tools.iter().map(doc_for).collect());
-        Catalog { tools, primitives: Vec::new(), index, vectors: None }
+        Catalog::build_with_examples(tools, Vec::new(), None)
     }
 
     /// Indexes `tools` and `primitives` together (no usage prior, no vectors).
     pub fn build_with(tools: Vec<ToolInfo>, primitives: Vec<Primitive>) -> Catalog {
-        let docs = tools.iter().map(doc_for).chain(primitives.iter().map(Primitive::doc)).collect();
+        Catalog::build_with_examples(tools, primitives, None)
+    }
+
+    /// [`Catalog::build_with`], each tool's document with its cached example queries (those
+    /// written for its current definition).
+    pub fn build_with_examples(
+        tools: Vec<ToolInfo>,
+        primitives: Vec<Primitive>,
+        examples: Option<&Examples>,
+    ) -> Catalog {
+        let docs = tools
+            .iter()
+            .map(|t| {
+                let mut doc = doc_for(t);
+                if let Some(found) = examples.and_then(|e| e.get(&t.server, &t.name, &definition_hash(t))) {
+                    doc.examples = found.to_vec();
+                }
+                doc
+            })
+            .chain(primitives.iter().map(Primitive::doc))
+            .collect();
         Catalog { tools, primitives, index: Index::build(docs), vectors: None }
     }
 
@@ -389,6 +436,10 @@ pub struct Catalogs {
     embeddings_failed: AtomicBool,
     extra: Mutex<Vec<ToolInfo>>,
     with_primitives: Mutex<Option<WithPrimitives>>,
+    /// The file of cached example queries (`search.examples: auto`), and what it held when the
+    /// first catalog was built (read once per process).
+    examples_file: Option<PathBuf>,
+    examples: OnceLock<Option<Examples>>,
 }
 
 impl Catalogs {
@@ -402,7 +453,14 @@ impl Catalogs {
             embeddings_failed: AtomicBool::new(false),
             extra: Mutex::new(Vec::new()),
             with_primitives: Mutex::new(None),
+            examples_file: examples_file(config),
+            examples: OnceLock::new(),
         }
+    }
+
+    /// The cached example queries, read on first use.
+    fn examples(&self) -> Option<&Examples> {
+        self.examples.get_or_init(|| self.examples_file.as_deref().and_then(load_examples)).as_ref()
     }
 
     /// Adds tools that are no server's to every catalog built from now on.
@@ -429,7 +487,8 @@ impl Catalogs {
         if let Ok(extra) = self.extra.lock() {
             tools.extend(extra.iter().cloned());
         }
-        let mut catalog = Catalog::build(tools).with_usage(self.usage.earlier());
+        let mut catalog =
+            Catalog::build_with_examples(tools, Vec::new(), self.examples()).with_usage(self.usage.earlier());
         if let Some(embedder) = self.embedder()
             && let Err(e) = catalog.embed(embedder).await
         {
@@ -456,7 +515,8 @@ impl Catalogs {
         {
             return catalog.clone();
         }
-        let mut catalog = Catalog::build_with(base.tools.clone(), primitives.clone()).with_usage(self.usage.earlier());
+        let mut catalog = Catalog::build_with_examples(base.tools.clone(), primitives.clone(), self.examples())
+            .with_usage(self.usage.earlier());
         if let Some(embedder) = self.embedder()
             && let Err(e) = catalog.embed(embedder).await
         {

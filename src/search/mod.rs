@@ -10,7 +10,8 @@
 //!   on `_ - . /`, camelCase and digits; stop words dropped; `PR`, `repo`, ... expanded; light
 //!   stemming), and a few verbs add their synonyms at a lower weight (`show` → `get`, `list`);
 //! - BM25F over the fields, by weight: tool name > title > category (server, shared name
-//!   prefix) = parameter names > description > parameter descriptions > annotations;
+//!   prefix) = parameter names > description = example queries > parameter descriptions >
+//!   annotations;
 //! - multiplied by the extra signals: the query covers the tool's name (partial, F1 of name
 //!   words and query words) or equals it (exact), names its category, names a parameter, and
 //!   the usage prior (how often the tool was called; off unless counts are given).
@@ -18,6 +19,7 @@
 //! Scores are only comparable within one query.
 
 pub mod embed;
+pub mod examples;
 pub mod text;
 
 use std::collections::HashMap;
@@ -36,6 +38,9 @@ pub struct Doc {
     pub params: Vec<(String, String)>,
     /// Annotation labels, as words (`read-only`, `destructive`).
     pub annotations: Vec<String>,
+    /// Example queries someone needing this tool might type (written once by a model and
+    /// cached: `search::examples`); empty when there are none. They only steer ranking.
+    pub examples: Vec<String>,
 }
 
 /// A search result: the position of its document in the list given to [`Index::build`].
@@ -52,13 +57,14 @@ const PARAM_NAMES: usize = 3;
 const DESCRIPTION: usize = 4;
 const PARAM_DESCRIPTIONS: usize = 5;
 const ANNOTATIONS: usize = 6;
-const FIELDS: usize = 7;
+const EXAMPLES: usize = 7;
+const FIELDS: usize = 8;
 
 /// How results are ranked. [`Ranking::default`] is what `agent` ships.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Ranking {
     /// BM25F field weights: name, title, category, parameter names, description, parameter
-    /// descriptions, annotations.
+    /// descriptions, annotations, example queries.
     pub weights: [f32; FIELDS],
     /// BM25 length normalisation per field (same order).
     pub b: [f32; FIELDS],
@@ -96,6 +102,9 @@ impl Default for Ranking {
             (DESCRIPTION, 1.0, 0.75),
             (PARAM_DESCRIPTIONS, 0.4, 0.75),
             (ANNOTATIONS, 0.3, 0.0),
+            // Written as a user states a task, so their words are the ones queries use; as
+            // strong as the description, length-normalised like prose (up to 5 of them).
+            (EXAMPLES, 1.0, 0.75),
         ] {
             weights[field] = w;
             b[field] = norm;
@@ -237,6 +246,9 @@ impl Index {
             an.add(&d.description, true, &mut fields[DESCRIPTION]);
             for a in &d.annotations {
                 an.add(a, true, &mut fields[ANNOTATIONS]);
+            }
+            for e in &d.examples {
+                an.add(e, true, &mut fields[EXAMPLES]);
             }
             tfs.clear();
             let mut len = [0u16; FIELDS];

@@ -285,6 +285,14 @@ impl Dir {
         }
     }
 
+    /// Renames `from` to `to` in this directory, failing with `AlreadyExists` instead of
+    /// replacing `to` (`renameat2` with `RENAME_NOREPLACE`); a link is renamed, not followed.
+    pub fn rename_no_replace(&self, from: impl AsRef<OsStr>, to: impl AsRef<OsStr>) -> io::Result<()> {
+        let (from, to) = (component(from.as_ref())?, component(to.as_ref())?);
+        rustix::fs::renameat_with(&self.fd, from, &self.fd, to, rustix::fs::RenameFlags::NOREPLACE)?;
+        Ok(())
+    }
+
     /// Removes the file or link `name` (a directory is refused).
     pub fn remove_file(&self, name: impl AsRef<OsStr>) -> io::Result<()> {
         let name = component(name.as_ref())?;

@@ -36,6 +36,8 @@ const GITHUB: &str = "names the GitHub server, which the sample declares only in
 const SIGN_IN: &str = "a browser sign-in to a real hosted server (tests/it/auth.rs drives the flow)";
 const OLLAMA: &str = "needs a local Ollama; the scripted fake LLM stands in for every other run";
 const RUNS_UNTIL_STOPPED: &str = "runs until stopped (tests/it/serve.rs drives serve over HTTP)";
+const JSON_MODEL: &str =
+    "needs a model answering in JSON; the fake here answers in words (tests/it/search_examples.rs scripts one)";
 
 /// Examples that cannot run in the test, as (where, a piece of the command, why). `where` is a
 /// Markdown file (`README.md`, `docs/auth.md`) or a help page (`agent mcp call --help`).
@@ -66,6 +68,8 @@ const SKIP: &[(&str, &str, &str)] = &[
     ("agent mcp call --help", "--interactive", "needs a terminal (tests/it/interactive.rs answers it on a pty)"),
     ("agent mcp types --help", "github", GITHUB),
     ("agent mcp search --help", "--server github", GITHUB),
+    ("agent mcp examples --help", "--server everything", JSON_MODEL),
+    ("agent mcp examples --help", "--refresh", JSON_MODEL),
     ("agent mcp generate --help", "--server github", GITHUB),
     ("agent mcp login --help", "agent mcp login", SIGN_IN),
     ("agent mcp serve --help", "--http 127.0.0.1:8808", RUNS_UNTIL_STOPPED),

@@ -31,6 +31,7 @@ mod resource_tools;
 mod resources;
 mod run;
 mod search;
+mod search_examples;
 mod serve;
 mod state;
 mod terminal;
