@@ -15,9 +15,15 @@
 //!
 //! recall@k is the share of queries with an answering tool in the top k. Compared: plain BM25
 //! over name + description (the baseline, implemented here), the index without its extra signals
-//! and synonyms (BM25F only), and the shipped ranking. `SEARCH_BENCH_MISSES=1` lists the dev and
-//! seed queries the shipped ranking misses at 3; test misses are never printed, so that nobody
-//! tunes on them.
+//! and synonyms (BM25F only), the shipped ranking, and three levers at their dev-chosen settings
+//! (a server-level first stage, verbs vs objects field weights, co-occurrence expansion).
+//! `SEARCH_BENCH_MISSES=1` lists the dev and seed queries the shipped ranking misses at 3; test
+//! misses are never printed, so that nobody tunes on them.
+//!
+//! Held-out data written by others (LiveMCPBench, MetaTool), when `SEARCH_BENCH_EXTERNAL` names
+//! the directory benches/data/external.sh extracted it into (outside the repository): our
+//! queries with LiveMCPBench's 527 tools as more distractors, LiveMCPBench's annotated tasks, and
+//! MetaTool's queries split dev/test by the same rule. Without it, one line says how to run them.
 //!
 //! Speed: building the index of 1,000 tools (the GitHub corpus repeated with renamed servers;
 //! target ≤ 50 ms) and one query's p50 on it (target ≤ 1 ms). Prints numbers, asserts nothing
@@ -76,8 +82,13 @@ fn fnv1a(s: &str) -> u64 {
 /// `tools<TAB>query` lines (tools comma-separated); `#` lines are comments. Every tool named must
 /// be in the catalogue, or the numbers would count a typo as a miss.
 fn queries(file: &str, seed: bool, known: &BTreeSet<String>) -> Vec<Query> {
-    let path = manifest(file);
-    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    queries_at(&manifest(file), seed, known)
+}
+
+/// [`queries`] from any path (the external data lives outside the repository).
+fn queries_at(path: &Path, seed: bool, known: &BTreeSet<String>) -> Vec<Query> {
+    let file = path.display();
+    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{file}: {e}"));
     let mut out = Vec::new();
     for (n, line) in text.lines().enumerate() {
         if line.starts_with('#') || line.trim().is_empty() {
@@ -164,6 +175,8 @@ struct Rankers {
     plain: PlainBm25,
     bm25f: Index,
     shipped: Index,
+    verbs: Index,
+    expand: Index,
     /// One document per server (its tools' names, titles, descriptions and parameters): the
     /// first stage of the server-stage lever.
     servers: Index,
@@ -171,18 +184,68 @@ struct Rankers {
     server_of: Vec<usize>,
 }
 
-const RANKINGS: [&str; 4] = [
+const RANKINGS: [&str; 6] = [
     "plain BM25 (name + description)",
     "BM25F only (no signals, no synonyms)",
     "shipped",
     "lever: shipped x server stage",
+    "lever: verbs vs objects",
+    "lever: co-occurrence expansion",
 ];
+const SHIPPED: usize = 2;
+
+/// An environment variable's number, or `default`.
+fn env_f32(name: &str, default: f32) -> f32 {
+    std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
+}
+
+/// Field multipliers from an environment variable (comma-separated, in the order of
+/// `Ranking::weights`: name, title, category, parameter names, description, parameter
+/// descriptions, annotations, example queries), or `default`; fields not given keep `out`'s.
+fn env_fields<const N: usize>(name: &str, default: &[f32], mut out: [f32; N]) -> [f32; N] {
+    let given: Vec<f32> = match std::env::var(name) {
+        Ok(v) => {
+            v.split(',').map(|x| x.trim().parse().unwrap_or_else(|_| panic!("{name}: `{x}` is no number"))).collect()
+        }
+        Err(_) => default.to_vec(),
+    };
+    assert!(given.len() <= N, "{name}: at most {N} numbers");
+    out[..given.len()].copy_from_slice(&given);
+    out
+}
 
 /// The server-stage lever's weight: a tool's score is multiplied by `1 + w * s`, where `s` is its
 /// server's score for the query divided by the best server's. Chosen on the dev split (0.25,
 /// 0.5, 1, 2, 4 tried; 0.5 best at recall@1 and @3 in the whole catalogue).
 fn server_weight() -> f32 {
-    std::env::var("SEARCH_BENCH_SERVER_WEIGHT").ok().and_then(|v| v.parse().ok()).unwrap_or(0.5)
+    env_f32("SEARCH_BENCH_SERVER_WEIGHT", 0.5)
+}
+
+/// The verbs-vs-objects lever: field multipliers for verbs and for the other words
+/// (`SEARCH_BENCH_VERB_FIELDS`, `SEARCH_BENCH_OBJECT_FIELDS`: name, title, category, parameter
+/// names, description, parameter descriptions, annotations). Tried on the dev splits: verbs
+/// ×1.5 on the name and ×0.5 on parameters and descriptions; verbs ×0.5 on parameters, ×0.3 on
+/// descriptions; verbs ×0.5 everywhere; objects ×1.3 or ×1.2 on parameter names and
+/// descriptions. None beat the shipped ranking at recall@3 in the whole catalogue; this one
+/// (verbs ×2 on the name, ×1.5 on the title) tied it and is the one reported.
+fn verbs_ranking() -> Ranking {
+    Ranking {
+        verb_fields: env_fields("SEARCH_BENCH_VERB_FIELDS", &[2.0, 1.5], Ranking::default().verb_fields),
+        object_fields: env_fields("SEARCH_BENCH_OBJECT_FIELDS", &[], Ranking::default().object_fields),
+        ..Ranking::default()
+    }
+}
+
+/// The co-occurrence lever: `SEARCH_BENCH_EXPAND_WEIGHT`, `SEARCH_BENCH_EXPAND_TERMS`. Tried on
+/// the dev splits (weight/terms): 0.1/3, 0.15/2, 0.15/4, 0.2/1, 0.25/2, 0.3/3, 0.5/5; stronger
+/// expansion loses on our queries (0.5/5: recall@3 0.564 → 0.503 in the whole catalogue),
+/// 0.15/2 was best (ties ours, MetaTool 0.580 → 0.586).
+fn expand_ranking() -> Ranking {
+    Ranking {
+        expand_weight: env_f32("SEARCH_BENCH_EXPAND_WEIGHT", 0.15),
+        expand_terms: env_f32("SEARCH_BENCH_EXPAND_TERMS", 2.0) as usize,
+        ..Ranking::default()
+    }
 }
 
 impl Rankers {
@@ -194,15 +257,7 @@ impl Rankers {
         for d in &docs {
             let pos = names.iter().position(|n| *n == d.server).unwrap_or_else(|| {
                 names.push(d.server.clone());
-                server_docs.push(Doc {
-                    server: d.server.clone(),
-                    tool: d.server.clone(),
-                    title: String::new(),
-                    description: String::new(),
-                    params: Vec::new(),
-                    annotations: Vec::new(),
-                    examples: Vec::new(),
-                });
+                server_docs.push(Doc { server: d.server.clone(), tool: d.server.clone(), ..Doc::default() });
                 names.len() - 1
             });
             server_of.push(pos);
@@ -213,14 +268,13 @@ impl Rankers {
             }
             sd.params.extend(d.params.iter().cloned());
         }
+        let shipped = Index::build(docs);
         Rankers {
             plain: PlainBm25::build(tools),
-            bm25f: Index::build(docs.clone()).with_ranking(Ranking {
-                boosts: false,
-                synonyms: false,
-                ..Ranking::default()
-            }),
-            shipped: Index::build(docs),
+            bm25f: shipped.clone().with_ranking(Ranking { boosts: false, synonyms: false, ..Ranking::default() }),
+            verbs: shipped.clone().with_ranking(verbs_ranking()),
+            expand: shipped.clone().with_ranking(expand_ranking()),
+            shipped,
             servers: Index::build(server_docs),
             server_of,
         }
@@ -256,13 +310,44 @@ impl Rankers {
 
     /// The top 5 of ranking `which` (an index into [`RANKINGS`]), as document positions.
     fn top5(&self, which: usize, query: &str) -> Vec<usize> {
+        let docs = |index: &Index| index.search(query, 5, &[]).iter().map(|h| h.doc).collect();
         match which {
             0 => self.plain.search(query, 5),
-            1 => self.bm25f.search(query, 5, &[]).iter().map(|h| h.doc).collect(),
-            2 => self.shipped.search(query, 5, &[]).iter().map(|h| h.doc).collect(),
-            _ => self.server_stage(query),
+            1 => docs(&self.bm25f),
+            2 => docs(&self.shipped),
+            3 => self.server_stage(query),
+            4 => docs(&self.verbs),
+            _ => docs(&self.expand),
         }
     }
+}
+
+/// recall@1/3/5 of every ranking, per split, over one catalogue (every tool a candidate).
+fn whole_catalogue(tools: &[ToolInfo], queries: &[Query]) -> [[Recall; RANKINGS.len()]; 3] {
+    let rankers = Rankers::build(tools);
+    let mut table: [[Recall; RANKINGS.len()]; 3] = Default::default();
+    for q in queries {
+        for (which, cell) in table[q.split as usize].iter_mut().enumerate() {
+            cell.add(rank_of(tools, &rankers.top5(which, &q.text), &q.want));
+        }
+    }
+    table
+}
+
+/// Prints one table row per ranking.
+fn print_rows(label: &str, rows: &[Recall]) {
+    for (which, ranking) in RANKINGS.iter().enumerate() {
+        let r = &rows[which];
+        let first = if which == 0 { label } else { "" };
+        println!("  {first:24} {ranking:40} {:>5.3} {:>5.3} {:>5.3}", r.frac(0), r.frac(1), r.frac(2));
+    }
+    let gain = rows[SHIPPED].frac(1) - rows[0].frac(1);
+    println!("  {:24} shipped - plain BM25 at recall@3: {gain:+.3}", "");
+}
+
+fn print_header(name: &str, n: usize) {
+    println!("{name}, {n} queries:");
+    println!("  {:24} {:40} {:>5} {:>5} {:>5}", "catalogue", "ranking", "R@1", "R@3", "R@5");
 }
 
 /// Hits at 1, 3 and 5 over some queries.
@@ -296,6 +381,73 @@ fn rank_of(tools: &[ToolInfo], top: &[usize], want: &[String]) -> Option<usize> 
 fn servers_of(q: &Query) -> Vec<String> {
     let set: BTreeSet<String> = q.want.iter().filter_map(|t| t.split_once('.').map(|(s, _)| s.to_string())).collect();
     set.into_iter().collect()
+}
+
+/// The held-out sections, over data extracted by benches/data/external.sh into the directory
+/// `SEARCH_BENCH_EXTERNAL` names: (a) our queries with LiveMCPBench's 527 tools as more
+/// distractors, (b) LiveMCPBench's own annotated tasks over its catalogue, (c) MetaTool's
+/// queries over its 199 tools, split dev/test by the same rule as ours.
+fn external(tools: &[ToolInfo], ours: &[Query]) {
+    let Some(dir) = std::env::var_os("SEARCH_BENCH_EXTERNAL").map(PathBuf::from) else {
+        println!(
+            "external sections (LiveMCPBench, MetaTool) not run: run benches/data/external.sh OUT-DIR \
+             (outside the repository), then SEARCH_BENCH_EXTERNAL=OUT-DIR cargo bench --bench search\n"
+        );
+        return;
+    };
+    let load = |name: &str| {
+        load_tools_file(&dir.join(name), None).unwrap_or_else(|e| panic!("{e} (run benches/data/external.sh)"))
+    };
+    let live = load("livemcp-tools.json");
+    let ours_servers: BTreeSet<&str> = tools.iter().map(|t| t.server.as_str()).collect();
+    // A LiveMCPBench server named like one of ours stays a server of its own.
+    let mut merged = tools.to_vec();
+    merged.extend(live.iter().cloned().map(|mut t| {
+        if ours_servers.contains(t.server.as_str()) {
+            t.server.push_str("-livemcp");
+        }
+        t
+    }));
+    let table = whole_catalogue(&merged, ours);
+    println!("(a) our queries, {} tools: ours plus LiveMCPBench's {} as distractors", merged.len(), live.len());
+    for (split, name) in [(Split::Test, "test"), (Split::Dev, "dev"), (Split::Seed, "seed")] {
+        let rows = &table[split as usize];
+        print_header(&format!("  {name}"), rows[0].n);
+        print_rows("ours + LiveMCPBench", rows);
+    }
+    println!();
+
+    let known: BTreeSet<String> = live.iter().map(|t| t.qualified_name()).collect();
+    let tasks = queries_at(&dir.join("livemcp-tasks.tsv"), false, &known);
+    let table = whole_catalogue(&live, &tasks);
+    println!(
+        "(b) LiveMCPBench's annotated tasks over its {} tools (a hit: any tool the annotators listed; never tuned on)",
+        live.len()
+    );
+    let mut rows: [Recall; RANKINGS.len()] = Default::default();
+    for split in &table {
+        for (all, part) in rows.iter_mut().zip(split) {
+            all.n += part.n;
+            for k in 0..3 {
+                all.at[k] += part.at[k];
+            }
+        }
+    }
+    print_header("  all", rows[0].n);
+    print_rows("LiveMCPBench", &rows);
+    println!();
+
+    let meta = load("metatool-tools.json");
+    let known: BTreeSet<String> = meta.iter().map(|t| t.qualified_name()).collect();
+    let queries = queries_at(&dir.join("metatool-queries.tsv"), false, &known);
+    let table = whole_catalogue(&meta, &queries);
+    println!("(c) MetaTool, {} tools (dev may be tuned on, test only reported)", meta.len());
+    for (split, name) in [(Split::Test, "test"), (Split::Dev, "dev")] {
+        let rows = &table[split as usize];
+        print_header(&format!("  {name}"), rows[0].n);
+        print_rows("MetaTool", rows);
+    }
+    println!();
 }
 
 fn synthesise(base: &[ToolInfo], n: usize) -> Vec<ToolInfo> {
@@ -337,7 +489,7 @@ fn main() {
     let full = Rankers::build(&tools);
     let mut own: HashMap<Vec<String>, (Vec<ToolInfo>, Rankers)> = HashMap::new();
     // [split][setting][ranking]
-    let mut table: [[[Recall; 4]; 2]; 3] = Default::default();
+    let mut table: [[[Recall; RANKINGS.len()]; 2]; 3] = Default::default();
     let mut misses: Vec<String> = Vec::new();
     for q in &all {
         let key = servers_of(q);
@@ -352,7 +504,7 @@ fn main() {
             let top = full.top5(which, &q.text);
             let rank = rank_of(&tools, &top, &q.want);
             full_cell.add(rank);
-            if which == 2 && q.split != Split::Test && rank.is_none_or(|p| p >= 3) {
+            if which == SHIPPED && q.split != Split::Test && rank.is_none_or(|p| p >= 3) {
                 let got: Vec<String> = top.iter().take(3).map(|&i| tools[i].qualified_name()).collect();
                 misses.push(format!("{:?}: want {} got {got:?}", q.text, q.want.join(" | ")));
             }
@@ -361,16 +513,9 @@ fn main() {
     for (split, name) in [(Split::Test, "test (never tuned on)"), (Split::Dev, "dev"), (Split::Seed, "seed (tuned on)")]
     {
         let rows = &table[split as usize];
-        println!("{name}, {} queries:", rows[0][0].n);
-        println!("  {:24} {:40} {:>5} {:>5} {:>5}", "catalogue", "ranking", "R@1", "R@3", "R@5");
+        print_header(name, rows[0][0].n);
         for (setting, label) in ["own servers only", "whole catalogue"].into_iter().enumerate() {
-            for (which, ranking) in RANKINGS.iter().enumerate() {
-                let r = &rows[setting][which];
-                let first = if which == 0 { label } else { "" };
-                println!("  {first:24} {ranking:40} {:>5.3} {:>5.3} {:>5.3}", r.frac(0), r.frac(1), r.frac(2));
-            }
-            let gain = rows[setting][2].frac(1) - rows[setting][0].frac(1);
-            println!("  {:24} shipped - plain BM25 at recall@3: {gain:+.3}", "");
+            print_rows(label, &rows[setting]);
         }
         println!();
     }
@@ -381,6 +526,7 @@ fn main() {
         }
         println!();
     }
+    external(&tools, &all);
     let all: Vec<String> = all.into_iter().map(|q| q.text).collect();
 
     // Speed on 1,000 tools.

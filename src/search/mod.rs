@@ -77,6 +77,17 @@ pub struct Ranking {
     /// How much the usage prior can add (0 turns it off): a tool called most often gets
     /// `1 + usage_weight` times its score, one never called ×1.
     pub usage_weight: f32,
+    /// Per-field multipliers of `weights` for query words that are verbs (what to do: `show`,
+    /// `delete`, [`text::is_verb`]) and for the other words (what to do it to). All 1.0: words
+    /// weigh the same whatever they are.
+    pub verb_fields: [f32; FIELDS],
+    pub object_fields: [f32; FIELDS],
+    /// Vocabulary expansion learned from the catalogue: each query word that is not a verb also
+    /// matches the [`Ranking::expand_terms`] terms that share the most tools with it (cosine of
+    /// the tools that hold each in their name, title, description or parameter names; at
+    /// least two tools in common), at `expand_weight` times that cosine. 0 turns it off.
+    pub expand_weight: f32,
+    pub expand_terms: usize,
 }
 
 impl Default for Ranking {
@@ -98,7 +109,18 @@ impl Default for Ranking {
             weights[field] = w;
             b[field] = norm;
         }
-        Ranking { weights, b, k1: 1.2, boosts: true, synonyms: true, usage_weight: 0.1 }
+        Ranking {
+            weights,
+            b,
+            k1: 1.2,
+            boosts: true,
+            synonyms: true,
+            usage_weight: 0.1,
+            verb_fields: [1.0; FIELDS],
+            object_fields: [1.0; FIELDS],
+            expand_weight: 0.0,
+            expand_terms: 3,
+        }
     }
 }
 
@@ -124,8 +146,15 @@ struct DocInfo {
     name_terms: Vec<u32>,
     category_terms: Vec<u32>,
     param_terms: Vec<u32>,
+    /// The distinct terms of the fields [`CONTENT`] (vocabulary expansion counts them).
+    content_terms: Vec<u32>,
     len: [u16; FIELDS],
 }
+
+/// The fields whose words say what a tool does, for vocabulary expansion.
+const CONTENT: [usize; 4] = [NAME, TITLE, PARAM_NAMES, DESCRIPTION];
+/// Query terms held by more tools than this are not expanded (too common to say much).
+const EXPAND_MAX_DF: usize = 64;
 
 /// The index over a list of [`Doc`]s.
 #[derive(Debug, Clone)]
@@ -135,6 +164,8 @@ pub struct Index {
     /// Term → id; `postings[id]` lists the documents that contain it.
     vocab: HashMap<String, u32>,
     postings: Vec<Vec<Posting>>,
+    /// Per term: how many tools hold it in a [`CONTENT`] field.
+    content_df: Vec<u32>,
     avg_len: [f32; FIELDS],
     ranking: Ranking,
     usage: Vec<u64>,
@@ -191,6 +222,7 @@ impl Index {
         }
         let mut an = Analyzer::default();
         let mut postings: Vec<Vec<Posting>> = Vec::new();
+        let mut content_df: Vec<u32> = Vec::new();
         let mut info = Vec::with_capacity(docs.len());
         let mut total = [0f64; FIELDS];
         let mut fields: [Vec<u32>; FIELDS] = Default::default();
@@ -231,9 +263,18 @@ impl Index {
             if postings.len() < an.vocab.len() {
                 postings.resize_with(an.vocab.len(), Vec::new);
             }
+            let mut content_terms = Vec::new();
+            if content_df.len() < an.vocab.len() {
+                content_df.resize(an.vocab.len(), 0);
+            }
             for (&t, &tf) in &tfs {
                 postings[t as usize].push(Posting { doc: i as u32, tf });
+                if CONTENT.iter().any(|&f| tf[f] > 0) {
+                    content_terms.push(t);
+                    content_df[t as usize] += 1;
+                }
             }
+            content_terms.sort_unstable();
             let set = |v: &Vec<u32>| {
                 let mut v = v.clone();
                 v.sort_unstable();
@@ -244,13 +285,24 @@ impl Index {
                 name_terms: fields[NAME].clone(),
                 category_terms: set(&fields[CATEGORY]),
                 param_terms: set(&fields[PARAM_NAMES]),
+                content_terms,
                 len,
             });
         }
         let n = docs.len().max(1) as f64;
         let avg_len = total.map(|t| ((t / n) as f32).max(1.0));
         let usage = vec![0; docs.len()];
-        Index { docs, info, vocab: an.vocab, postings, avg_len, ranking: Ranking::default(), usage, max_usage: 0 }
+        Index {
+            docs,
+            info,
+            vocab: an.vocab,
+            postings,
+            content_df,
+            avg_len,
+            ranking: Ranking::default(),
+            usage,
+            max_usage: 0,
+        }
     }
 
     /// The same index ranked differently (benchmarks and tests compare rankings).
@@ -290,22 +342,25 @@ impl Index {
     /// empty. Tools that match no query term are never returned.
     pub fn search(&self, query: &str, limit: usize, servers: &[String]) -> Vec<Hit> {
         let r = &self.ranking;
-        // Query terms with their weights: the words themselves, then synonyms (lower weight).
-        let mut q: Vec<(String, f32)> = Vec::new();
+        // Query terms with their weights and whether they are verbs: the words themselves, then
+        // synonyms (lower weight).
+        let mut q: Vec<(String, f32, bool)> = Vec::new();
         for w in text::words(query) {
             if text::is_stop_word(&w) {
                 continue;
             }
+            // Only the verbs-vs-objects weights and the expansion tell verbs apart.
+            let verb = (r.verb_fields != r.object_fields || r.expand_weight > 0.0) && text::is_verb(&w);
             for t in text::terms(&w) {
-                match q.iter_mut().find(|(x, _)| *x == t) {
+                match q.iter_mut().find(|(x, _, _)| *x == t) {
                     Some(e) => e.1 = e.1.max(1.0),
-                    None => q.push((t, 1.0)),
+                    None => q.push((t, 1.0, verb)),
                 }
             }
             if r.synonyms {
                 for s in text::synonyms(&w) {
-                    if !q.iter().any(|(x, _)| *x == s) {
-                        q.push((s, text::SYNONYM_WEIGHT));
+                    if !q.iter().any(|(x, _, _)| *x == s) {
+                        q.push((s, text::SYNONYM_WEIGHT, verb));
                     }
                 }
             }
@@ -314,26 +369,32 @@ impl Index {
             return Vec::new();
         }
         // Terms the catalog does not have can match nothing.
-        let q: Vec<(u32, f32)> = q.iter().filter_map(|(t, w)| self.vocab.get(t).map(|id| (*id, *w))).collect();
+        let mut q: Vec<(u32, f32, bool)> =
+            q.iter().filter_map(|(t, w, v)| self.vocab.get(t).map(|id| (*id, *w, *v))).collect();
+        let primary: Vec<u32> = q.iter().filter(|(_, w, _)| *w >= 1.0).map(|(t, _, _)| *t).collect();
+        if r.expand_weight > 0.0 {
+            self.expand(&mut q);
+        }
         let n = self.docs.len() as f32;
         let mut scores = vec![0f32; self.docs.len()];
-        for &(term, qw) in &q {
+        for &(term, qw, verb) in &q {
             let list = &self.postings[term as usize];
             let df = list.len() as f32;
             let idf = (1.0 + (n - df + 0.5) / (df + 0.5)).ln();
+            let kind = if verb { &r.verb_fields } else { &r.object_fields };
             for p in list {
                 let len = &self.info[p.doc as usize].len;
                 let mut tf = 0.0;
                 for (f, &n) in p.tf.iter().enumerate() {
                     if n > 0 {
                         let norm = 1.0 - r.b[f] + r.b[f] * len[f] as f32 / self.avg_len[f];
-                        tf += r.weights[f] * n as f32 / norm;
+                        tf += r.weights[f] * kind[f] * n as f32 / norm;
                     }
                 }
                 scores[p.doc as usize] += qw * idf * tf * (r.k1 + 1.0) / (r.k1 + tf);
             }
         }
-        let primary: Vec<u32> = q.iter().filter(|(_, w)| *w >= 1.0).map(|(t, _)| *t).collect();
+        let q: Vec<(u32, f32)> = q.iter().map(|(t, w, _)| (*t, *w)).collect();
         let mut hits: Vec<Hit> = scores
             .iter()
             .enumerate()
@@ -343,6 +404,49 @@ impl Index {
         hits.sort_by(|a, b| b.score.total_cmp(&a.score).then(a.doc.cmp(&b.doc)));
         hits.truncate(limit);
         hits
+    }
+
+    /// Vocabulary expansion: adds to `q`, for each of its words that is not a verb and is held
+    /// by at most [`EXPAND_MAX_DF`] tools, the terms that share the most tools with it.
+    fn expand(&self, q: &mut Vec<(u32, f32, bool)>) {
+        let r = &self.ranking;
+        let mut added: Vec<(u32, f32)> = Vec::new();
+        let mut counts: HashMap<u32, u32> = HashMap::new();
+        for &(t, w, verb) in q.iter() {
+            let df_t = self.content_df[t as usize];
+            if verb || w < 1.0 || df_t < 2 || df_t as usize > EXPAND_MAX_DF {
+                continue;
+            }
+            counts.clear();
+            for p in &self.postings[t as usize] {
+                if CONTENT.iter().all(|&f| p.tf[f] == 0) {
+                    continue;
+                }
+                for &u in &self.info[p.doc as usize].content_terms {
+                    if u != t {
+                        *counts.entry(u).or_default() += 1;
+                    }
+                }
+            }
+            let mut best: Vec<(u32, f32)> = counts
+                .iter()
+                .filter(|(_, c)| **c >= 2)
+                .map(|(&u, &c)| (u, c as f32 / ((df_t as f32) * self.content_df[u as usize] as f32).sqrt()))
+                .collect();
+            best.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+            for (u, cos) in best.into_iter().take(r.expand_terms) {
+                let weight = r.expand_weight * cos * w;
+                match added.iter_mut().find(|(x, _)| *x == u) {
+                    Some(e) => e.1 = e.1.max(weight),
+                    None => added.push((u, weight)),
+                }
+            }
+        }
+        for (u, weight) in added {
+            if !q.iter().any(|(x, _, _)| *x == u) {
+                q.push((u, weight, false));
+            }
+        }
     }
 
     /// The multiplier of the extra signals for document `i` (1.0 when they are off).

@@ -162,3 +162,45 @@ fn reciprocal_rank_fusion_rewards_agreement() {
     assert_eq!(usual[0], 8, "with k = 60, being in both rankings wins");
     assert!(fuse(&[], RRF_K).is_empty());
 }
+
+#[test]
+fn verbs_and_objects_can_weigh_fields_differently() {
+    // "delete" is a verb, "invoice" an object. The first tool names the verb, the second only
+    // mentions the object in its description.
+    let docs = vec![
+        doc("s", "delete_item", "Removes something."),
+        doc("s", "archive", "Files an invoice away; the invoice is kept."),
+    ];
+    let index = Index::build(docs);
+    assert!(text::is_verb("delete") && text::is_verb("deleting") && !text::is_verb("invoice"));
+    assert_eq!(top(&index, "delete invoice"), "s.delete_item", "the name match wins by default");
+    let mut verb_fields = [1.0; FIELDS];
+    verb_fields[NAME] = 0.1;
+    let mut object_fields = [1.0; FIELDS];
+    object_fields[DESCRIPTION] = 4.0;
+    let by_kind = index.with_ranking(Ranking { verb_fields, object_fields, ..Ranking::default() });
+    assert_eq!(top(&by_kind, "delete invoice"), "s.archive", "objects in descriptions now count more");
+}
+
+#[test]
+fn expansion_finds_a_tool_through_words_that_go_together_in_the_catalogue() {
+    // "forecast" and "weather" go together in three tools; the fourth says only "forecast".
+    let docs = vec![
+        doc("w", "today", "Weather forecast for today."),
+        doc("w", "week", "Weather forecast for the week."),
+        doc("w", "alerts", "Severe weather alerts with the forecast."),
+        doc("w", "outlook", "A forecast of rain and sun."),
+        doc("x", "pollen", "Pollen counts."),
+    ];
+    let off = Index::build(docs);
+    let hits = off.search("weather", 10, &[]);
+    assert!(!names(&off, &hits).contains(&"w.outlook".to_string()), "no shared word without expansion");
+    let on = off.with_ranking(Ranking { expand_weight: 0.5, expand_terms: 2, ..Ranking::default() });
+    let hits = on.search("weather", 10, &[]);
+    let found = names(&on, &hits);
+    assert!(found.contains(&"w.outlook".to_string()), "found through `forecast`: {found:?}");
+    assert_eq!(found.last().map(String::as_str), Some("w.outlook"), "below the tools that say `weather`");
+    assert!(!found.contains(&"x.pollen".to_string()));
+    // A word held by one tool only is not expanded (nothing to learn from one tool).
+    assert_eq!(names(&on, &on.search("pollen", 10, &[])), ["x.pollen"]);
+}

@@ -56,8 +56,36 @@ const STOP_WORDS: &[&str] = &[
     "were", "what", "when", "where", "which", "will", "with", "would", "you", "your",
 ];
 
+/// Chatter of tasks as people write them ("I'm looking for help with any specific ..."): no
+/// tool is about these words, but tool descriptions use them too ("helps you", "provides"), so
+/// they only add noise. Also the pieces contractions split into (`I'm` → `i`, `m`).
+const CHATTER: &[&str] = &[
+    "any",
+    "assist",
+    "available",
+    "comprehensive",
+    "d",
+    "detailed",
+    "give",
+    "have",
+    "help",
+    "including",
+    "interested",
+    "know",
+    "ll",
+    "looking",
+    "m",
+    "need",
+    "re",
+    "specific",
+    "specifically",
+    "such",
+    "t",
+    "ve",
+];
+
 pub fn is_stop_word(w: &str) -> bool {
-    STOP_WORDS.contains(&w)
+    STOP_WORDS.contains(&w) || CHATTER.contains(&w)
 }
 
 /// Abbreviations expanded wherever they appear (documents and queries), so `PR` finds
@@ -118,6 +146,108 @@ const SYNONYMS: &[(&str, &[&str])] = &[
     ("ticket", &["issue"]),
     ("who", &["user", "me"]),
 ];
+
+/// Words that say what to do rather than what to do it to: the verbs tool names start with and
+/// the ones people use for them.
+const VERBS: &[&str] = &[
+    "add",
+    "analyse",
+    "analyze",
+    "append",
+    "calculate",
+    "call",
+    "cancel",
+    "capture",
+    "change",
+    "check",
+    "click",
+    "close",
+    "compare",
+    "compute",
+    "convert",
+    "copy",
+    "count",
+    "create",
+    "delete",
+    "display",
+    "download",
+    "draw",
+    "drop",
+    "edit",
+    "enumerate",
+    "erase",
+    "execute",
+    "export",
+    "extract",
+    "fetch",
+    "fill",
+    "find",
+    "follow",
+    "generate",
+    "get",
+    "give",
+    "import",
+    "insert",
+    "install",
+    "kill",
+    "launch",
+    "list",
+    "load",
+    "look",
+    "lookup",
+    "make",
+    "merge",
+    "modify",
+    "move",
+    "navigate",
+    "open",
+    "plot",
+    "post",
+    "press",
+    "print",
+    "publish",
+    "push",
+    "put",
+    "query",
+    "read",
+    "remove",
+    "rename",
+    "reopen",
+    "replace",
+    "restart",
+    "retrieve",
+    "run",
+    "save",
+    "scan",
+    "search",
+    "see",
+    "select",
+    "send",
+    "set",
+    "share",
+    "show",
+    "start",
+    "stop",
+    "summarise",
+    "summarize",
+    "take",
+    "tell",
+    "track",
+    "translate",
+    "type",
+    "update",
+    "upload",
+    "view",
+    "watch",
+    "write",
+];
+
+/// Whether a lower-case word is a verb of [`VERBS`] (or one of its `-s`, `-ing`, `-ed` forms).
+pub fn is_verb(word: &str) -> bool {
+    static STEMS: std::sync::OnceLock<Vec<String>> = std::sync::OnceLock::new();
+    let stems = STEMS.get_or_init(|| VERBS.iter().map(|v| stem(v)).collect());
+    VERBS.contains(&word) || stems.contains(&stem(word))
+}
 
 /// Weight of a synonym term relative to the query word it came from.
 pub const SYNONYM_WEIGHT: f32 = 0.35;
@@ -276,5 +406,7 @@ mod tests {
         assert!(synonyms("owner").is_empty());
         assert_eq!(synonyms("gists"), ["list"]);
         assert_eq!(name_terms("create_or_update_file"), ["creat", "updat", "file"]);
+        assert_eq!(terms("I'm looking for help with any specific gif, I don't know"), ["gif", "don"]);
+        assert_eq!(name_terms("get_help"), ["get", "help"], "a tool name keeps them");
     }
 }
