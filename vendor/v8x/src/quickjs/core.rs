@@ -1338,11 +1338,13 @@ pub extern "C" fn v8__Context__New(
   // materializes the snapshot's default context (matches V8 semantics).
   if let Some(snapshot) = snapshot {
     let external_references = st.external_references.clone();
+    // The global template applied above may have added native functions.
     super::snapshot::replay_context(
       isolate,
       ctx,
       &snapshot,
       &external_references,
+      true,
     );
     st.restored_context_data.insert(
       ctx as usize,
@@ -1396,11 +1398,14 @@ pub(crate) fn context_from_snapshot(
   }
   install_snapshot_restore_prerequisites(isolate, ctx);
   let external_references = st.external_references.clone();
+  // The prerequisites ended with a refresh of the intrinsics registry and
+  // nothing ran since: a second walk would register nothing.
   super::snapshot::replay_context(
     isolate,
     ctx,
     &snapshot,
     &external_references,
+    false,
   );
   st.restored_context_data.insert(
     ctx as usize,

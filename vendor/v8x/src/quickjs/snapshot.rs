@@ -1529,17 +1529,23 @@ fn take_context_data_registry(
   values
 }
 
+/// `refresh_intrinsics: false` when the caller has just refreshed the
+/// intrinsics registry and nothing ran since (agent's vendored copy: the walk
+/// over the whole global graph would find nothing new; see VENDORED.md).
 pub(crate) fn replay_context(
   isolate: *mut RealIsolate,
   ctx: *mut JSContext,
   snapshot: &ContextSnapshot,
   external_refs: &[usize],
+  refresh_intrinsics: bool,
 ) {
   if isolate.is_null() || ctx.is_null() {
     return;
   }
   let _gc_deferral = unsafe { AutomaticGcDeferral::new(ctx) };
-  unsafe { super::core::refresh_snapshot_intrinsics(ctx) };
+  if refresh_intrinsics {
+    unsafe { super::core::refresh_snapshot_intrinsics(ctx) };
+  }
   if let Some(bytes) = snapshot.global_object.as_ref() {
     let global = deserialize_value_with_refs(ctx, bytes, external_refs)
       .expect("QuickJS snapshot context-global graph failed to deserialize");
