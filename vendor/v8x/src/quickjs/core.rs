@@ -1935,13 +1935,12 @@ fn install_atomics_wait_async_shim(ctx: *mut JSContext, global: JSValue) {
     );
     define_internal_global(ctx, global, c"__v8xAtomicsCancelWaiter", cancel);
 
-    let csrc = std::ffi::CString::new(SRC).unwrap();
-    let r = JS_Eval(
+    static BYTECODE: std::sync::OnceLock<Vec<u8>> = std::sync::OnceLock::new();
+    let r = eval_cached_script(
       ctx,
-      csrc.as_ptr(),
-      SRC.len(),
-      c"<atomics-wait-async-shim>".as_ptr(),
-      JS_EVAL_TYPE_GLOBAL,
+      SRC,
+      c"<atomics-wait-async-shim>",
+      &BYTECODE,
     );
     if r.tag == JS_TAG_EXCEPTION {
       let exc = JS_GetException(ctx);
@@ -1996,6 +1995,58 @@ unsafe extern "C" fn qjs_entropy_random(
   let bits = u64::from_le_bytes(bytes) >> 11;
   let value = (bits as f64) * (1.0 / ((1u64 << 53) as f64));
   unsafe { JS_NewFloat64(ctx, value) }
+}
+
+/// Evaluates one of the backend's own global scripts, parsing it only once
+/// per process: its bytecode is kept in `cache` and read back into later
+/// contexts (agent's vendored copy; these scripts are evaluated into every
+/// context, several times per snapshot restore, and parsing them was a large
+/// share of a fresh isolate's time).
+unsafe fn eval_cached_script(
+  ctx: *mut JSContext,
+  source: &[u8],
+  filename: &CStr,
+  cache: &std::sync::OnceLock<Vec<u8>>,
+) -> JSValue {
+  const JS_WRITE_OBJ_BYTECODE: c_int = 1 << 0;
+  const JS_READ_OBJ_BYTECODE: c_int = 1 << 0;
+  if let Some(bytes) = cache.get() {
+    let function = unsafe {
+      JS_ReadObject(ctx, bytes.as_ptr(), bytes.len(), JS_READ_OBJ_BYTECODE)
+    };
+    if function.tag == JS_TAG_EXCEPTION {
+      return function;
+    }
+    return unsafe { JS_EvalFunction(ctx, function) };
+  }
+  let Ok(source) = std::ffi::CString::new(source) else {
+    return unsafe {
+      JS_ThrowTypeError(ctx, c"script source contains NUL".as_ptr())
+    };
+  };
+  let function = unsafe {
+    JS_Eval(
+      ctx,
+      source.as_ptr(),
+      source.as_bytes().len(),
+      filename.as_ptr(),
+      JS_EVAL_TYPE_GLOBAL | JS_EVAL_FLAG_COMPILE_ONLY,
+    )
+  };
+  if function.tag == JS_TAG_EXCEPTION {
+    return function;
+  }
+  let mut size = 0;
+  let bytes =
+    unsafe { JS_WriteObject(ctx, &mut size, function, JS_WRITE_OBJ_BYTECODE) };
+  if !bytes.is_null() {
+    if size > 0 {
+      let bytecode = unsafe { std::slice::from_raw_parts(bytes, size) };
+      let _ = cache.set(bytecode.to_vec());
+    }
+    unsafe { js_free(ctx, bytes.cast()) };
+  }
+  unsafe { JS_EvalFunction(ctx, function) }
 }
 
 fn install_intl_stub(ctx: *mut JSContext, _global: JSValue) {
@@ -2165,12 +2216,12 @@ fn install_intl_stub(ctx: *mut JSContext, _global: JSValue) {
         };\
     })(globalThis);\0";
   unsafe {
-    let r = JS_Eval(
+    static BYTECODE: std::sync::OnceLock<Vec<u8>> = std::sync::OnceLock::new();
+    let r = eval_cached_script(
       ctx,
-      SRC.as_ptr() as *const std::os::raw::c_char,
-      SRC.len() - 1,
-      c"<intl-stub>".as_ptr(),
-      JS_EVAL_TYPE_GLOBAL,
+      &SRC[..SRC.len() - 1],
+      c"<intl-stub>",
+      &BYTECODE,
     );
     if r.tag == JS_TAG_EXCEPTION {
       let exc = JS_GetException(ctx);
