@@ -699,6 +699,8 @@ fn missing_global_hint(message: &str) -> Option<&'static str> {
         "SharedArrayBuffer" | "WebAssembly" | "Worker" => {
             Some("scripts run single-threaded, without shared memory, workers or WebAssembly")
         }
+        // Left out of the engine: every isolate would pay for the 436 KB polyfill (docs/exec.md).
+        "Temporal" => Some("scripts have no Temporal; use Date"),
         _ => None,
     }
 }
@@ -758,6 +760,23 @@ mod tests {
             assert_eq!(line, "this script may not keep state or save skills (result handlers have no storage)");
         }
         assert_eq!(std::fs::read_dir(ws.path()).unwrap().count(), 0, "something was written");
+    }
+
+    /// The engine itself (vendor/v8x) gives a context neither the Temporal polyfill nor
+    /// WebAssembly: not deleted by our bootstrap afterwards, never there, so the snapshot does not
+    /// carry them either. A runtime with deno_core's own JS and none of ours shows it.
+    #[test]
+    fn the_engine_gives_contexts_no_temporal_and_no_webassembly() {
+        let mut runtime = JsRuntime::new(RuntimeOptions::default());
+        let value = runtime
+            .execute_script(
+                "<engine-globals>",
+                "[typeof Temporal, typeof WebAssembly, typeof Date.prototype.toTemporalInstant, typeof Date].join()",
+            )
+            .unwrap();
+        deno_core::scope!(scope, &mut runtime);
+        let local = v8::Local::new(scope, value);
+        assert_eq!(local.to_rust_string_lossy(scope), "undefined,undefined,undefined,function");
     }
 
     #[test]

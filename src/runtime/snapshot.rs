@@ -1,8 +1,8 @@
 //! A startup snapshot of the bootstrapped runtime, cached on disk.
 //!
-//! Creating the first isolate in a process costs ~60 ms on QuickJS: the engine compiles a
-//! 430 KB Temporal polyfill and deno_core's own JS before our bootstrap runs. Restoring a snapshot
-//! of an isolate that already ran all of it takes ~10 ms. Making the snapshot takes ~0.5-1 s, so
+//! Creating the first isolate in a process costs tens of ms on QuickJS: the engine compiles
+//! deno_core's own JS before our bootstrap runs. Restoring a snapshot of an isolate that already
+//! ran all of it takes a few ms. Making the snapshot takes ~0.5-1 s, so
 //! it is made once per binary and kept in `$XDG_CACHE_HOME/agent/` (or `~/.cache/agent/`),
 //! keyed by the executable's identity (path, size, modification time) and the bootstrap source:
 //! a rebuilt or upgraded binary makes a new one. The file is framed with a length and checksum,
@@ -20,6 +20,11 @@ use deno_core::{JsRuntimeForSnapshot, RuntimeOptions};
 use crate::util::fs::{Access, write_atomic};
 
 const MAGIC: &[u8; 8] = b"AGSNAP01";
+/// The engine build, part of the cache key beside the binary's identity: a snapshot holds what the
+/// engine put in a context, and one made by an engine that put in other globals (the crates.io
+/// v8x with its Temporal polyfill and WebAssembly) must never be restored by this one. Change it
+/// with every change to vendor/v8x that alters what a context holds.
+const ENGINE: &str = "v8x 149.4.0-rc.4, vendored: no Temporal, no WebAssembly";
 /// Snapshots of other builds kept around (a debug and a release binary, a few worktrees).
 const KEEP: usize = 6;
 
@@ -67,6 +72,7 @@ fn cache_file() -> Option<PathBuf> {
     super::ops::BOOTSTRAP.as_str().hash(&mut h);
     super::ops::RESULT.as_str().hash(&mut h);
     env!("CARGO_PKG_VERSION").hash(&mut h);
+    ENGINE.hash(&mut h);
     Some(base.join("agent").join(format!("runtime-{:016x}.snap", h.finish())))
 }
 
@@ -180,6 +186,18 @@ fn prune(dir: &Path, keep_path: &Path) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// What every fresh isolate deserialises: without the engine's Temporal polyfill and
+    /// WebAssembly (vendor/v8x) it is about a third of the 1,093,849 bytes it was with them.
+    #[test]
+    fn the_snapshot_carries_no_temporal_polyfill_and_no_webassembly() {
+        let bytes = create().expect("the snapshot is made");
+        let has = |needle: &[u8]| bytes.windows(needle.len()).any(|w| w == needle);
+        assert!(!has(b"PlainDateTime"), "the Temporal polyfill is in the snapshot");
+        assert!(!has(b"instantiateStreaming"), "WebAssembly is in the snapshot");
+        assert!(has(b"__agentSettle"), "not our bootstrap's snapshot");
+        assert!(bytes.len() < 512 * 1024, "the snapshot grew to {} bytes", bytes.len());
+    }
 
     #[test]
     fn only_intact_files_of_ours_are_trusted() {

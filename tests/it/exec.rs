@@ -1441,6 +1441,44 @@ fn shared_memory_and_webassembly_are_absent() {
     );
 }
 
+/// The engine is built without the Temporal polyfill and without WebAssembly (vendor/v8x): a
+/// script reaching for either gets a ReferenceError it can catch, or, uncaught, one line naming
+/// what is missing, exit 1, and the next script runs as usual.
+#[test]
+fn temporal_and_webassembly_are_reference_errors_not_crashes() {
+    let p = fixture_project();
+    let out = exec_json(
+        &p,
+        "const tries: Record<string, () => unknown> = {\n\
+           temporal: () => Temporal.Now.instant(),\n\
+           toTemporal: () => (new Date(0) as any).toTemporalInstant(),\n\
+           wasm: () => new WebAssembly.Module(new Uint8Array([0, 97, 115, 109, 1, 0, 0, 0])),\n\
+         };\n\
+         const results: Record<string, string> = {};\n\
+         for (const [name, attempt] of Object.entries(tries)) {\n\
+           try { results[name] = 'SUCCEEDED: ' + String(attempt()); }\n\
+           catch (e: any) { results[name] = `${e.name}: ${e.message}`; }\n\
+         }\n\
+         export default { ...results, date: new Date(Date.UTC(2026, 0, 2)).toISOString() };\n",
+        &[],
+    );
+    assert_eq!(
+        out["value"],
+        json!({"temporal": "ReferenceError: Temporal is not defined",
+               "toTemporal": "TypeError: toTemporalInstant is not a function",
+               "wasm": "ReferenceError: WebAssembly is not defined",
+               "date": "2026-01-02T00:00:00.000Z"}),
+        "{out}"
+    );
+    let r = exec_stdin(&p, "const now = Temporal.Now.instant();\nconsole.log(String(now));\n", &[]);
+    r.assert_code(1);
+    assert_eq!(
+        r.stderr,
+        "error: ReferenceError: Temporal is not defined at main.ts:1:13 (scripts have no Temporal; use Date)\n"
+    );
+    assert_next_run_works(&p);
+}
+
 /// A directory inside the workspace that is a link out of it: nothing behind the link is
 /// imported, named in an error, or offered as a suggestion, and the link's target never printed.
 #[test]
