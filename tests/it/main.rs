@@ -32,6 +32,7 @@ mod resources;
 mod run;
 mod search;
 mod serve;
+mod sessions;
 mod state;
 mod terminal;
 mod typecheck;

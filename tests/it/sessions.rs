@@ -1,0 +1,142 @@
+//! Code-mode sessions: the steps of one `agent run` share an isolate (what a step defines at its
+//! top level is there in the next), and `serve`'s `execute_code` keeps one per `session` name,
+//! per MCP session. Driven through the real binary: a scripted fake LLM for `run`, an HTTP MCP
+//! client for `serve`; the worker processes that hold sessions are looked up in `/proc`.
+
+use crate::support;
+use crate::support::fake_llm;
+
+use fake_llm::{Api, FakeLlm, Reply};
+use serde_json::json;
+use support::{Project, fixture_stdio_yaml};
+
+/// A project whose `agent run` talks to `fake`, with the fixture server and `code_execution`
+/// settings `extra` (YAML lines under `mcp.code_execution`, indented by four spaces).
+fn run_project(fake: &FakeLlm, extra: &str) -> Project {
+    let p = Project::new();
+    p.write_config(&format!(
+        "{}mcp:\n  code_execution:\n    regenerate_on_startup: true\n{extra}  servers:\n{}",
+        fake.llm_yaml(Api::Anthropic),
+        fixture_stdio_yaml("fixture", &[])
+    ));
+    p
+}
+
+fn step(code: &str) -> Reply {
+    Reply::tool("code_execution", json!({ "code": code }))
+}
+
+/// The result of each `code_execution` step, in order: (text, is_error).
+fn step_results(fake: &FakeLlm) -> Vec<(String, bool)> {
+    fake.requests().iter().skip(1).flat_map(|r| r.tool_results()).map(|(_, text, err)| (text, err)).collect()
+}
+
+const DEFINE: &str = r#"
+import { add } from "./servers/fixture/index.ts";
+function double(n: number): number { return n * 2; }
+const data = { base: 20 };
+let counter = 1;
+console.log("defined");
+"#;
+
+const USE: &str = r#"
+counter += 1;
+const sum = await add({ a: double(data.base), b: counter });
+console.log(`sum ${sum.sum} counter ${counter}`);
+"#;
+
+/// A model defines a function, a constant, a variable and an import in one step and uses them in
+/// the next (assigning the variable too); with `session: script` the next step knows none of them.
+#[test]
+fn a_runs_steps_share_definitions_and_session_script_keeps_them_apart() {
+    let fake = FakeLlm::start(vec![step(DEFINE), step(USE), step("console.log(counter);"), Reply::text("done")]);
+    let p = run_project(&fake, "");
+    p.run(&["run", "--mode", "code", "add things"]).assert_ok();
+    let results = step_results(&fake);
+    assert_eq!(results.len(), 3, "{results:?}");
+    assert_eq!(results[0], ("defined\n".to_string(), false));
+    assert_eq!(results[1], ("sum 42 counter 2\n".to_string(), false), "the second step sees the first's names");
+    assert_eq!(results[2], ("2\n".to_string(), false), "an assignment reaches the first step's binding");
+
+    let fake = FakeLlm::start(vec![step(DEFINE), step(USE), Reply::text("done")]);
+    let p = run_project(&fake, "    session: script\n");
+    p.run(&["run", "--mode", "code", "add things"]).assert_ok();
+    let results = step_results(&fake);
+    assert_eq!(results[0], ("defined\n".to_string(), false));
+    let (text, is_error) = &results[1];
+    assert!(*is_error, "{text}");
+    assert!(text.contains("ReferenceError") && text.contains("is not defined"), "{text}");
+    assert!(text.contains("main.ts:2:"), "the position is the step's own line: {text}");
+}
+
+/// A step that runs past the timeout ends the session and says so; the next step says it runs in
+/// a fresh session, and the earlier names are gone. Errors in a step that is not stopped (a throw)
+/// keep the session, and what the step defined before it threw stays.
+#[test]
+fn a_step_stopped_by_the_timeout_ends_the_session_and_the_next_says_it_is_fresh() {
+    let fake = FakeLlm::start(vec![
+        step("const kept = 'here';\nthrow new Error('boom');\n"),
+        step("console.log(kept);\nwhile (true) {}\n"),
+        step("console.log(typeof kept);\nconst again = 1;\n"),
+        step("console.log(again);\n"),
+        Reply::text("done"),
+    ]);
+    let p = run_project(&fake, "    timeout: 1s\n");
+    p.run(&["run", "--mode", "code", "loop"]).assert_ok();
+    let results = step_results(&fake);
+    assert_eq!(results.len(), 4, "{results:?}");
+    assert!(results[0].1 && results[0].0.contains("Error: boom"), "{:?}", results[0]);
+    assert!(!results[0].0.contains("session"), "a throw does not end the session: {:?}", results[0]);
+    let (stopped, is_error) = &results[1];
+    assert!(*is_error, "{stopped}");
+    assert!(stopped.starts_with("here\n"), "the name defined before the throw was kept: {stopped}");
+    assert!(
+        stopped.ends_with(
+            "[the session ended: timed out after 1s; the next step starts in a fresh isolate, earlier definitions \
+             are gone]"
+        ),
+        "{stopped}"
+    );
+    assert_eq!(
+        results[2],
+        (
+            "[a fresh session: the previous one ended (timed out after 1s); its definitions are gone]\nundefined\n"
+                .to_string(),
+            false
+        )
+    );
+    assert_eq!(results[3], ("1\n".to_string(), false), "the fresh session is a session too");
+}
+
+/// The heap limit is the session's: steps that each add a little to a kept array are stopped once
+/// the session as a whole is over the limit, although no step alone comes near it.
+#[test]
+fn the_memory_limit_applies_to_the_whole_session() {
+    let grow = "hold.push(new Array(1 << 20).fill(7));\nconsole.log(hold.length);\n";
+    let mut replies = vec![step("const hold: number[][] = [];\nconsole.log(0);\n")];
+    replies.extend((0..8).map(|_| step(grow)));
+    replies.push(Reply::text("done"));
+    let fake = FakeLlm::start(replies);
+    let p = run_project(&fake, "    memory_limit_mb: 48\n");
+    p.run(&["run", "--mode", "code", "grow"]).assert_ok();
+    let results = step_results(&fake);
+    assert_eq!(results.len(), 9, "{results:?}");
+    let stopped = results.iter().position(|(_, err)| *err).expect("no step was stopped");
+    assert!(stopped >= 2, "a single step alone must fit: {results:?}");
+    for (i, (text, _)) in results[1..stopped].iter().enumerate() {
+        assert_eq!(text, &format!("{}\n", i + 1), "{results:?}");
+    }
+    let (text, _) = &results[stopped];
+    assert!(text.contains("memory limit of 48 MB exceeded"), "{text}");
+    assert!(text.contains("[the session ended: memory limit of 48 MB exceeded;"), "{text}");
+    let (next, is_error) = &results[stopped + 1];
+    assert!(*is_error, "{next}");
+    assert!(
+        next.starts_with(
+            "[a fresh session: the previous one ended (memory limit of 48 MB exceeded); its definitions \
+             are gone]\n"
+        ),
+        "{next}"
+    );
+    assert!(next.contains("ReferenceError: hold is not defined"), "{next}");
+}
