@@ -140,3 +140,132 @@ fn the_memory_limit_applies_to_the_whole_session() {
     );
     assert!(next.contains("ReferenceError: hold is not defined"), "{next}");
 }
+
+// ---------------------------------------------------------------------------------------------
+// serve's execute_code sessions
+
+use crate::serve::{Serving, tool_text};
+use std::time::Duration;
+use support::procs::children_with;
+
+/// A fixture project whose serve has the given `serve:` lines (indented by two spaces).
+fn serve_project(serve_yaml: &str) -> Project {
+    let p = Project::new();
+    p.write_config(&format!("mcp:\n  servers:\n{}serve:\n{serve_yaml}", fixture_stdio_yaml("fixture", &[])));
+    p
+}
+
+/// The script worker processes of serve right now.
+fn workers(s: &Serving) -> Vec<u32> {
+    let mut w = children_with(s.pid(), "__js-worker");
+    w.sort();
+    w
+}
+
+async fn exec(mcp: &crate::serve::Mcp, client: &str, session: Option<&str>, code: &str) -> (String, bool) {
+    let mut args = json!({ "code": code });
+    if let Some(name) = session {
+        args["session"] = json!(name);
+    }
+    tool_text(&mcp.call(client, "execute_code", args).await)
+}
+
+/// A remote client that names another client's session (guessing or knowing its name) gets a
+/// session of its own: it sees none of the other's definitions, and what it defines does not
+/// reach the other. Calls without `session` keep nothing, and a bad name is refused.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_clients_naming_the_same_session_never_see_each_others_state() {
+    let p = serve_project("  code_sessions_per_client: 4\n");
+    let s = Serving::start(&p, &[], &[]);
+    let mcp = s.client();
+    let (alice, mallory) = (mcp.initialize().await.unwrap(), mcp.initialize().await.unwrap());
+    let define = "import { add } from \"./servers/fixture/index.ts\";\nconst secret = 'alice-secret';\nlet n = 1;";
+    assert_eq!(exec(&mcp, &alice, Some("work"), define).await, (String::from("(the script printed nothing)"), false));
+    let (seen, is_error) =
+        exec(&mcp, &mallory, Some("work"), "console.log(typeof secret, typeof add, typeof n);\nvar n = 99;").await;
+    assert_eq!((seen.as_str(), is_error), ("undefined undefined undefined\n", false), "another client's state leaked");
+    let (own, _) =
+        exec(&mcp, &alice, Some("work"), "n += 1;\nconsole.log(secret, n, (await add({ a: 1, b: 1 })).sum);").await;
+    assert_eq!(own, "alice-secret 2 2\n", "the owner keeps its state, untouched by the other client");
+    // Without a session nothing carries over, even for the owner.
+    let (fresh, _) = exec(&mcp, &alice, None, "console.log(typeof secret);").await;
+    assert_eq!(fresh, "undefined\n");
+    for bad in ["", "has space", "\u{1b}[2J", &"x".repeat(65)] {
+        let (text, is_error) = exec(&mcp, &alice, Some(bad), "console.log(1)").await;
+        assert!(is_error && text.contains("`session` must be 1 to 64 letters"), "{bad:?}: {text}");
+    }
+}
+
+/// A client cannot hold more than its share of sessions, nor all clients more than the total;
+/// a refused call names the setting, and no session another client holds is evicted for it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sessions_are_capped_per_client_and_in_all_and_nothing_is_evicted() {
+    let p = serve_project("  code_sessions_per_client: 2\n  max_code_sessions: 3\n");
+    let s = Serving::start(&p, &[], &[]);
+    let mcp = s.client();
+    let (a, b) = (mcp.initialize().await.unwrap(), mcp.initialize().await.unwrap());
+    for name in ["one", "two"] {
+        assert!(!exec(&mcp, &a, Some(name), &format!("const mark = '{name}';")).await.1);
+    }
+    let (text, is_error) = exec(&mcp, &a, Some("three"), "1").await;
+    assert!(is_error && text.contains("serve.code_sessions_per_client"), "{text}");
+    assert!(!exec(&mcp, &b, Some("mine"), "const mark = 'b';").await.1);
+    let (text, is_error) = exec(&mcp, &b, Some("more"), "1").await;
+    assert!(is_error && text.contains("serve.max_code_sessions"), "{text}");
+    // Everything already open still works, with its state.
+    assert_eq!(exec(&mcp, &a, Some("one"), "console.log(mark)").await.0, "one\n");
+    assert_eq!(exec(&mcp, &a, Some("two"), "console.log(mark)").await.0, "two\n");
+    assert_eq!(exec(&mcp, &b, Some("mine"), "console.log(mark)").await.0, "b\n");
+}
+
+/// A session unused past `serve.code_session_idle_timeout` ends and its worker process is gone;
+/// the client's next call under that name runs in a fresh session and says so.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_idle_session_ends_with_its_worker_and_the_next_call_says_it_is_fresh() {
+    let p = serve_project("  code_session_idle_timeout: 1s\n");
+    let s = Serving::start(&p, &[], &[]);
+    let mcp = s.client();
+    let a = mcp.initialize().await.unwrap();
+    assert!(!exec(&mcp, &a, None, "1").await.1);
+    let before = workers(&s);
+    assert!(!exec(&mcp, &a, Some("idle"), "const x = 1;").await.1);
+    let during = workers(&s);
+    let session_worker: Vec<u32> = during.iter().copied().filter(|p| !before.contains(p)).collect();
+    assert_eq!(session_worker.len(), 1, "one worker process per session: {before:?} -> {during:?}");
+    assert!(
+        support::wait_until(Duration::from_secs(10), || !workers(&s).contains(&session_worker[0])),
+        "the idle session's worker {session_worker:?} is still there"
+    );
+    let (text, is_error) = exec(&mcp, &a, Some("idle"), "console.log(typeof x);").await;
+    assert!(!is_error, "{text}");
+    assert_eq!(
+        text,
+        "[a fresh session: the previous one ended (unused for 1s); its definitions are gone]\nundefined\n"
+    );
+}
+
+/// When a client's MCP session ends (DELETE), its code sessions end with it: their worker
+/// processes are gone; another client's session lives on.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ending_the_mcp_session_ends_its_code_sessions_and_their_workers() {
+    let p = serve_project("  code_sessions_per_client: 4\n");
+    let s = Serving::start(&p, &[], &[]);
+    let mcp = s.client();
+    let (a, b) = (mcp.initialize().await.unwrap(), mcp.initialize().await.unwrap());
+    assert!(!exec(&mcp, &a, None, "1").await.1);
+    let before = workers(&s);
+    for name in ["s1", "s2"] {
+        assert!(!exec(&mcp, &a, Some(name), "const v = 1;").await.1);
+    }
+    let with_a = workers(&s);
+    assert!(!exec(&mcp, &b, Some("s1"), "const v = 'b';").await.1);
+    let a_workers: Vec<u32> = with_a.iter().copied().filter(|p| !before.contains(p)).collect();
+    assert_eq!(a_workers.len(), 2, "{before:?} -> {with_a:?}");
+    assert_eq!(mcp.delete(&a).await, 204);
+    assert!(
+        support::wait_until(Duration::from_secs(10), || a_workers.iter().all(|p| !workers(&s).contains(p))),
+        "the ended client's session workers {a_workers:?} are still there: {:?}",
+        workers(&s)
+    );
+    assert_eq!(exec(&mcp, &b, Some("s1"), "console.log(v)").await.0, "b\n", "the other client's session lives on");
+}
