@@ -383,15 +383,6 @@ impl Executor {
         }
         outcome
     }
-
-    /// The worker process's id (process isolation, once started): for tests that check a
-    /// session's worker is gone when the session ends.
-    pub fn worker_pid(&self) -> Option<u32> {
-        match &self.backend {
-            Backend::Thread(_) => None,
-            Backend::Process(p) => p.pid(),
-        }
-    }
 }
 
 impl Backend {

@@ -419,13 +419,6 @@ impl Runner {
         }
     }
 
-    /// The current worker's process id, unless a job holds the slot or there is none.
-    pub(crate) fn pid(&self) -> Option<u32> {
-        let slot = self.slot.try_lock().ok()?;
-        let worker = slot.as_ref()?;
-        worker.child.lock().ok().map(|c| c.id())
-    }
-
     pub(crate) async fn execute(&self, req: ExecRequest) -> ExecOutcome {
         let timeout = req.limits.timeout;
         self.prepared_limit_mb.store(req.limits.memory_limit_mb, Ordering::Relaxed);

@@ -374,7 +374,9 @@ impl Server {
         } else {
             None
         };
-        let limits = crate::codemode::tool::LimitsText::from_config(&config.mcp.code_execution);
+        let mut limits = crate::codemode::tool::LimitsText::from_config(&config.mcp.code_execution);
+        // Calls share an isolate only when they name a session.
+        limits.sessions = crate::codemode::tool::Sessions::Named;
         let code_description = crate::codemode::tool::description(&limits);
         let describer = crate::codemode::describer(manager.configured_names(), options.workspace.clone());
         let home = std::env::var_os("HOME").map(std::path::PathBuf::from);
