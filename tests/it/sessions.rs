@@ -144,7 +144,7 @@ fn the_memory_limit_applies_to_the_whole_session() {
 // ---------------------------------------------------------------------------------------------
 // serve's execute_code sessions
 
-use crate::serve::{Serving, tool_text};
+use crate::serve::{Mcp, Serving, tool_text};
 use std::time::Duration;
 use support::procs::children_with;
 
@@ -155,6 +155,15 @@ fn serve_project(serve_yaml: &str) -> Project {
     p
 }
 
+/// Serve over HTTP with the given `serve:` lines, its client, and two MCP sessions.
+async fn serve_two_clients(serve_yaml: &str) -> (Project, Serving, Mcp, String, String) {
+    let p = serve_project(serve_yaml);
+    let s = Serving::start(&p, &[], &[]);
+    let mcp = s.client();
+    let (a, b) = (mcp.initialize().await.unwrap(), mcp.initialize().await.unwrap());
+    (p, s, mcp, a, b)
+}
+
 /// The script worker processes of serve right now.
 fn workers(s: &Serving) -> Vec<u32> {
     let mut w = children_with(s.pid(), "__js-worker");
@@ -162,7 +171,7 @@ fn workers(s: &Serving) -> Vec<u32> {
     w
 }
 
-async fn exec(mcp: &crate::serve::Mcp, client: &str, session: Option<&str>, code: &str) -> (String, bool) {
+async fn exec(mcp: &Mcp, client: &str, session: Option<&str>, code: &str) -> (String, bool) {
     let mut args = json!({ "code": code });
     if let Some(name) = session {
         args["session"] = json!(name);
@@ -175,10 +184,7 @@ async fn exec(mcp: &crate::serve::Mcp, client: &str, session: Option<&str>, code
 /// reach the other. Calls without `session` keep nothing, and a bad name is refused.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_clients_naming_the_same_session_never_see_each_others_state() {
-    let p = serve_project("  code_sessions_per_client: 4\n");
-    let s = Serving::start(&p, &[], &[]);
-    let mcp = s.client();
-    let (alice, mallory) = (mcp.initialize().await.unwrap(), mcp.initialize().await.unwrap());
+    let (_p, _s, mcp, alice, mallory) = serve_two_clients("  code_sessions_per_client: 4\n").await;
     let define = "import { add } from \"./servers/fixture/index.ts\";\nconst secret = 'alice-secret';\nlet n = 1;";
     assert_eq!(exec(&mcp, &alice, Some("work"), define).await, (String::from("(the script printed nothing)"), false));
     let (seen, is_error) =
@@ -200,10 +206,7 @@ async fn two_clients_naming_the_same_session_never_see_each_others_state() {
 /// a refused call names the setting, and no session another client holds is evicted for it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sessions_are_capped_per_client_and_in_all_and_nothing_is_evicted() {
-    let p = serve_project("  code_sessions_per_client: 2\n  max_code_sessions: 3\n");
-    let s = Serving::start(&p, &[], &[]);
-    let mcp = s.client();
-    let (a, b) = (mcp.initialize().await.unwrap(), mcp.initialize().await.unwrap());
+    let (_p, _s, mcp, a, b) = serve_two_clients("  code_sessions_per_client: 2\n  max_code_sessions: 3\n").await;
     for name in ["one", "two"] {
         assert!(!exec(&mcp, &a, Some(name), &format!("const mark = '{name}';")).await.1);
     }
@@ -248,10 +251,7 @@ async fn an_idle_session_ends_with_its_worker_and_the_next_call_says_it_is_fresh
 /// processes are gone; another client's session lives on.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn ending_the_mcp_session_ends_its_code_sessions_and_their_workers() {
-    let p = serve_project("  code_sessions_per_client: 4\n");
-    let s = Serving::start(&p, &[], &[]);
-    let mcp = s.client();
-    let (a, b) = (mcp.initialize().await.unwrap(), mcp.initialize().await.unwrap());
+    let (_p, s, mcp, a, b) = serve_two_clients("  code_sessions_per_client: 4\n").await;
     assert!(!exec(&mcp, &a, None, "1").await.1);
     let before = workers(&s);
     for name in ["s1", "s2"] {
