@@ -29,6 +29,10 @@
 //!    stringify ~18 MB, parse, filter, group; target ≤ 1.5× node) and sorting 1M numbers with a
 //!    comparator (target ≤ 1.3× node), plus a `Float64Array` sort for comparison. Skipped, with a
 //!    line saying so, when `node` is not on PATH.
+//! 10. A session step: a trivial script run as the next step of a session (`Executor::session`,
+//!     what `agent run` does with `mcp.code_execution.session: run`, and serve's named sessions),
+//!     in the isolate the previous step left. Once in a worker process, once on a thread.
+//!     Target: p50 ≤ 0.5 ms.
 //!
 //! Set BENCH_QUICK=1 for fewer iterations.
 
@@ -90,6 +94,34 @@ fn main() {
     if run("9") {
         heavy_scripts(dir.path(), if quick { 2 } else { 5 });
     }
+    if run("10") {
+        let n = if quick { 100 } else { 1000 };
+        tokio.block_on(session_steps(dir.path(), n, Isolation::Process(agent_bin()), "in a worker process"));
+        tokio.block_on(session_steps(dir.path(), n, Isolation::Thread, "on a thread"));
+    }
+}
+
+/// Section 10: steps of one session, back to back, each a trivial script (which declares its
+/// `greeting` again: a later step's own binding shadows the carried one).
+async fn session_steps(dir: &Path, n: usize, isolation: Isolation, label: &str) {
+    println!("\n-- 10. session steps, {label} ({n} steps of a trivial script in one session)");
+    let executor = Executor::session(&Limits::default(), isolation);
+    let first = executor.execute(request(dir, "let steps = 0;\n", None)).await;
+    assert!(first.error.is_none(), "{:?}", first.error);
+    let step = format!("steps += 1;\n{TRIVIAL}");
+    let mut times = Vec::with_capacity(n);
+    for _ in 0..n {
+        let start = Instant::now();
+        let o = executor.execute(request(dir, &step, None)).await;
+        times.push(start.elapsed());
+        assert_eq!(o.stdout, "hello 2\n", "{:?}", o.error);
+        assert!(o.session.is_none(), "the session ended: {:?}", o.session);
+    }
+    let last = executor.execute(request(dir, "console.log(steps);\n", None)).await;
+    assert_eq!(last.stdout, format!("{n}\n"), "every step ran in the same session");
+    let (p50, p95, max) = stats(times);
+    println!("a step in the session's isolate  p50 {}  p95 {}  max {}", ms(p50), ms(p95), ms(max));
+    println!("target p50 <= 0.5 ms: {}", verdict(p50 <= Duration::from_micros(500)));
 }
 
 /// The scripts of section 9: plain JavaScript, valid TypeScript too, deterministic output.

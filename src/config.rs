@@ -192,6 +192,15 @@ pub struct ServeConfig {
     /// (upstream names and URIs as they are; serve refuses to start when two enabled servers
     /// offer the same one). `--names` wins.
     pub names: ServeNames,
+    /// `execute_code` sessions (a `session` name whose definitions carry over between calls)
+    /// one MCP session may hold at once; over it a call naming a new one is refused.
+    pub code_sessions_per_client: usize,
+    /// `execute_code` sessions of all clients together (each holds a worker process and its
+    /// isolate); over it a call naming a new one is refused, nothing of another client evicted.
+    pub max_code_sessions: usize,
+    /// An `execute_code` session unused for this long ends (its worker process with it).
+    #[serde(with = "duration")]
+    pub code_session_idle_timeout: Duration,
 }
 
 /// `serve.names`: how upstream names reach serve's clients (docs/serve.md).
@@ -215,6 +224,9 @@ impl Default for ServeConfig {
             max_message_bytes: 4 << 20,
             startup_wait: Duration::from_secs(5),
             names: ServeNames::Prefixed,
+            code_sessions_per_client: 4,
+            max_code_sessions: 16,
+            code_session_idle_timeout: Duration::from_secs(300),
         }
     }
 }
@@ -527,6 +539,22 @@ pub struct CodeExecutionConfig {
     /// The quota of what scripts keep: `<workspace>/data/` (`store`, `writeText`, ...) and
     /// `<workspace>/skills/` (`saveSkill`, `agent skill add`) together.
     pub state: StateConfig,
+    /// Whether the code-mode steps of one `agent run` share an isolate (`run`: what a step
+    /// defines at its top level is there in the next) or each gets a fresh one (`script`).
+    /// `agent exec` always runs one script per isolate.
+    pub session: CodeSession,
+}
+
+/// `mcp.code_execution.session`: how long an `agent run`'s code-mode isolate lives.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CodeSession {
+    /// One isolate for the whole run: top-level definitions carry over between steps; the
+    /// memory limit is the session's, the timeout each step's.
+    #[default]
+    Run,
+    /// A fresh isolate for every step.
+    Script,
 }
 
 /// `mcp.code_execution.state`: the one quota of `<workspace>/data/` and `<workspace>/skills/`
@@ -574,6 +602,7 @@ impl Default for CodeExecutionConfig {
             typecheck: false,
             tsc: None,
             state: StateConfig::default(),
+            session: CodeSession::Run,
         }
     }
 }
@@ -1221,6 +1250,11 @@ impl ServeConfig {
             "every session would close at once",
         )?;
         positive_duration("serve.read_timeout", self.read_timeout, "no request could be read")?;
+        positive_duration(
+            "serve.code_session_idle_timeout",
+            self.code_session_idle_timeout,
+            "every execute_code session would end at once",
+        )?;
         if !(1024..=MAX_SERVE_MESSAGE_BYTES).contains(&self.max_message_bytes) {
             return Err(ConfigError::new(format!(
                 "serve.max_message_bytes: must be between 1KB and {} MB",

@@ -555,7 +555,12 @@ mod tests {
         );
         assert!(p.contains("/w/.kodelet/mcp"));
         assert!(p.contains("servers/myGh/ (MCP server `my-gh`, 117 tools)"));
-        let specs = tool_specs(&LimitsText { timeout: "30s".into(), memory_mb: 256, max_output: "100 KB".into() });
+        let specs = tool_specs(&LimitsText {
+            timeout: "30s".into(),
+            memory_mb: 256,
+            max_output: "100 KB".into(),
+            sessions: crate::codemode::tool::Sessions::Run,
+        });
         let names: Vec<&str> = specs.iter().map(|s| s.name.as_str()).collect();
         assert_eq!(names, [CODE_EXECUTION, LIST_FILES, READ_FILE, GREP_FILES]);
         for needle in [

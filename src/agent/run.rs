@@ -137,7 +137,7 @@ impl Run<'_> {
         let (direct, handlers) = self.direct_host(direct_tools)?;
         let resources = self.resource_tools(direct_servers).await;
         let code_run = Run { servers: code_servers, ..self };
-        let mut code = CodeMode::new(self.manager.clone(), Options::from_config(self.config)?);
+        let mut code = CodeMode::new(self.manager.clone(), Options::for_run(self.config)?);
         code.set_recorder(self.recorder.clone());
         let transcript = match code_run.code_setup(&mut code).await {
             Ok(Some((prompt, specs))) => {
@@ -200,7 +200,7 @@ impl Run<'_> {
 
     /// Code mode: its own [`CodeMode`] for the run, stopped at the end.
     async fn code(self, mode: &str) -> anyhow::Result<Option<Transcript>> {
-        let mut code = CodeMode::new(self.manager.clone(), Options::from_config(self.config)?);
+        let mut code = CodeMode::new(self.manager.clone(), Options::for_run(self.config)?);
         code.set_recorder(self.recorder.clone());
         let transcript = match self.code_setup(&mut code).await {
             Ok(Some((prompt, specs))) => {

@@ -329,7 +329,12 @@ mod tests {
     #[test]
     fn direct_grows_with_tools_and_code_does_not() {
         let tool = |name: &str| search_tool("s", name);
-        let limits = LimitsText { timeout: "30s".into(), memory_mb: 256, max_output: "100 KB".into() };
+        let limits = LimitsText {
+            timeout: "30s".into(),
+            memory_mb: 256,
+            max_output: "100 KB".into(),
+            sessions: crate::codemode::tool::Sessions::Run,
+        };
         let entries = [ServerEntry {
             name: "s".into(),
             names: crate::codegen::ServerNames { dir: "s".into(), namespace: "s".into() },
@@ -366,7 +371,12 @@ mod tests {
         let file = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/github-mcp-server.json");
         let tools = crate::codegen::load_tools_file(&file, Some("github")).unwrap();
         assert!(tools.len() > 100);
-        let limits = LimitsText { timeout: "30s".into(), memory_mb: 256, max_output: "100 KB".into() };
+        let limits = LimitsText {
+            timeout: "30s".into(),
+            memory_mb: 256,
+            max_output: "100 KB".into(),
+            sessions: crate::codemode::tool::Sessions::Run,
+        };
         let entries = crate::codegen::server_entries(&["github".into()], &tools);
         for provider in [Provider::Anthropic, Provider::Openai] {
             let est = estimate_with(&tools, &entries, &limits, provider, &[], false);

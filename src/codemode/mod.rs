@@ -41,6 +41,10 @@ pub struct Options {
     pub typecheck: bool,
     /// The compiler for that (`mcp.code_execution.tsc`; `None`: `tsc` on `PATH`).
     pub tsc: Option<PathBuf>,
+    /// Scripts run as the steps of one session: one isolate for all of them, what a step
+    /// defines at its top level there in the next (`Executor::session`). Off: a fresh isolate
+    /// per script (`agent exec`, serve's shared pool).
+    pub session: bool,
 }
 
 impl Options {
@@ -56,7 +60,16 @@ impl Options {
             thresholds: crate::learn::thresholds(config),
             typecheck: cc.typecheck,
             tsc: cc.tsc.clone(),
+            session: false,
         })
+    }
+
+    /// The options of an `agent run`: [`Options::from_config`], with the steps of the run one
+    /// session unless `mcp.code_execution.session` is `script`.
+    pub fn for_run(config: &Config) -> anyhow::Result<Options> {
+        let mut options = Options::from_config(config)?;
+        options.session = config.mcp.code_execution.session == crate::config::CodeSession::Run;
+        Ok(options)
     }
 }
 
@@ -92,7 +105,11 @@ pub struct CodeMode {
 impl CodeMode {
     /// Starts bootstrapping the isolate (~25 ms, on its own thread); no server is started yet.
     pub fn new(manager: Arc<McpManager>, options: Options) -> CodeMode {
-        let executor = Executor::with_limits(&options.limits);
+        let executor = if options.session {
+            Executor::session(&options.limits, crate::runtime::Isolation::configured())
+        } else {
+            Executor::with_limits(&options.limits)
+        };
         let checker = typecheck::Checker::resolve(options.typecheck, options.tsc.as_deref());
         CodeMode {
             checker,
@@ -301,7 +318,8 @@ impl CodeMode {
         self.run(script).await
     }
 
-    /// Runs one script in a fresh isolate. A script whose import of a server's module failed
+    /// Runs one script: in a fresh isolate, or as the next step of this code mode's session
+    /// ([`Options::session`]). A script whose import of a server's module failed
     /// because that server failed to start is told why (the server's error, with its stderr).
     pub async fn run(&self, script: Script) -> ExecOutcome {
         if let typecheck::Checker::Tsc(tsc) = &self.checker {
@@ -399,6 +417,8 @@ fn type_errors(errors: Vec<String>, took: std::time::Duration) -> ExecOutcome {
         duration_ms: took.as_secs_f64() * 1000.0,
         output_truncated_bytes: 0,
         skills_saved: Vec::new(),
+        session: None,
+        ..ExecOutcome::default()
     }
 }
 

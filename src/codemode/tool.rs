@@ -2,8 +2,8 @@
 //! `execute_code`): its description with the configured limits, its `code` argument, and a
 //! script's outcome as the tool's result.
 
-use crate::config::CodeExecutionConfig;
-use crate::runtime::ExecOutcome;
+use crate::config::{CodeExecutionConfig, CodeSession};
+use crate::runtime::{ExecOutcome, SessionNote};
 
 /// The description of the tool's `code` argument.
 pub const CODE_ARG_DESCRIPTION: &str = "TypeScript module; runs as ./main.ts at the API tree root.";
@@ -14,6 +14,19 @@ pub struct LimitsText {
     pub timeout: String,
     pub memory_mb: u64,
     pub max_output: String,
+    /// Whether definitions carry over between runs, and how.
+    pub sessions: Sessions,
+}
+
+/// What the code-execution tool says about state between its runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Sessions {
+    /// Each run is a fresh module in a fresh isolate.
+    None,
+    /// `agent run` with `session: run`: every run continues the last one's isolate.
+    Run,
+    /// `serve`'s `execute_code`: runs that name the same `session` share an isolate.
+    Named,
 }
 
 impl LimitsText {
@@ -22,6 +35,10 @@ impl LimitsText {
             timeout: humantime::format_duration(c.timeout).to_string(),
             memory_mb: c.memory_limit_mb,
             max_output: crate::util::size::human_bytes(c.max_output_bytes as u64),
+            sessions: match c.session {
+                CodeSession::Run => Sessions::Run,
+                CodeSession::Script => Sessions::None,
+            },
         }
     }
 }
@@ -29,6 +46,19 @@ impl LimitsText {
 /// What the code-execution tool says about itself: the contract scripts run under and the
 /// limits. Terse on purpose: it is sent with every request.
 pub fn description(l: &LimitsText) -> String {
+    let state = match l.sessions {
+        Sessions::None => "each run is a fresh module",
+        Sessions::Run => {
+            "each run is a new module in the same session: what a run declares at its top level (functions, \
+             classes, const/let/var, imports) is a global in later runs (declaring a name again replaces it); \
+             the memory limit is the session's; a run stopped by a limit ends the session and the next run starts \
+             fresh"
+        }
+        Sessions::Named => {
+            "each run is a fresh module; runs that pass the same `session` name share an isolate: what one \
+             declares at its top level (functions, classes, const/let/var, imports) is a global in the next"
+        }
+    };
     format!(
         "Run a TypeScript module in a sandbox; you get back exactly what it prints.\n\
          - Import tools from the generated API: `import {{ someTool }} from \"./servers/<server>/index.ts\";`. \
@@ -39,7 +69,7 @@ pub fn description(l: &LimitsText) -> String {
          - Run independent calls concurrently: `await Promise.all([...])`.\n\
          - A tool error throws `MCPToolError` (from \"./client.ts\"); use try/catch when a failure should not \
          end the script.\n\
-         - Top-level await works. No network, process or env access; each run is a fresh module.\n\
+         - Top-level await works. No network, process or env access; {state}.\n\
          - Kept for later runs: `store(key, value)`/`load(key)`, `readText`/`writeText`/`readJson`/`writeJson`/\
          `list` on paths in data/; `saveSkill(name, source, description)` makes \"./skills/<name>.ts\".\n\
          - Limits: {} wall-clock, {} MB memory, {} of output (the rest is cut).\n\
@@ -55,7 +85,12 @@ pub fn description(l: &LimitsText) -> String {
 /// The tool result of a script: exactly its stdout, then (only when present) its stderr, its
 /// default export and its failure, each after a labelled line.
 pub fn script_result(o: &ExecOutcome) -> (String, bool) {
-    let mut out = o.stdout.clone();
+    let note = o.session.as_ref();
+    // A step in a fresh session says so first, so earlier names failing is no surprise.
+    let mut out = match note.and_then(|n| n.restarted.as_deref()) {
+        Some(why) => format!("{}\n{}", SessionNote::restarted_line(why), o.stdout),
+        None => o.stdout.clone(),
+    };
     let mut section = |label: &str, body: &str| {
         if !out.is_empty() && !out.ends_with('\n') {
             out.push('\n');
@@ -77,6 +112,9 @@ pub fn script_result(o: &ExecOutcome) -> (String, bool) {
             None => e.message.clone(),
         };
         section("error: ", &text);
+    }
+    if let Some(why) = note.and_then(|n| n.ended.as_deref()) {
+        section("", &SessionNote::ended_line(why));
     }
     if out.is_empty() {
         out.push_str("(the script printed nothing)");
@@ -101,6 +139,8 @@ mod tests {
             duration_ms: 1.0,
             output_truncated_bytes: 0,
             skills_saved: Vec::new(),
+            session: None,
+            ..ExecOutcome::default()
         }
     }
 

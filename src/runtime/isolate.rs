@@ -46,15 +46,21 @@ const UNWIND_HEADROOM: usize = 16 * MIB;
 /// A job for the runner thread, with the channels its caller waits on.
 pub(crate) struct Job {
     req: ExecRequest,
+    /// A session step: run in the isolate the previous step left (when there is one) and keep
+    /// it afterwards unless the step was stopped.
+    keep: bool,
     started: oneshot::Sender<JobControl>,
     done: oneshot::Sender<ExecOutcome>,
 }
 
 impl Job {
-    pub(crate) fn new(req: ExecRequest) -> (Box<Job>, oneshot::Receiver<JobControl>, oneshot::Receiver<ExecOutcome>) {
+    pub(crate) fn new(
+        req: ExecRequest,
+        keep: bool,
+    ) -> (Box<Job>, oneshot::Receiver<JobControl>, oneshot::Receiver<ExecOutcome>) {
         let (started, started_rx) = oneshot::channel();
         let (done, done_rx) = oneshot::channel();
-        (Box::new(Job { req, started, done }), started_rx, done_rx)
+        (Box::new(Job { req, keep, started, done }), started_rx, done_rx)
     }
 }
 
@@ -103,9 +109,12 @@ fn runner_thread(mut rx: std::sync::mpsc::Receiver<Box<Job>>, limit_mb: Arc<Atom
     }
     let cache = TranspileCache::default();
     let mut next: Option<Result<Prepared, String>> = None;
+    // A session's isolate between its steps; while there is one, no other is prepared (it would
+    // hold a second heap for nothing) and the thread is not handed over (the isolate lives here).
+    let mut live: Option<Prepared> = None;
     let mut created = 0usize;
     loop {
-        if next.is_none() {
+        if next.is_none() && live.is_none() {
             if created >= ISOLATES_PER_THREAD {
                 match hand_over(rx, limit_mb.clone()) {
                     Ok(()) => return,
@@ -130,12 +139,19 @@ fn runner_thread(mut rx: std::sync::mpsc::Receiver<Box<Job>>, limit_mb: Arc<Atom
             ));
             continue;
         }
-        let prepared = match next.take() {
-            Some(Ok(p)) if p.limit_mb == wanted => Ok(p),
+        let (prepared, fresh) = match live.take() {
+            Some(p) if job.keep && p.limit_mb == wanted => (Ok(p), false),
             other => {
                 drop(other);
-                created += 1;
-                Prepared::new(wanted, &cache)
+                let prepared = match next.take() {
+                    Some(Ok(p)) if p.limit_mb == wanted => Ok(p),
+                    other => {
+                        drop(other);
+                        created += 1;
+                        Prepared::new(wanted, &cache)
+                    }
+                };
+                (prepared, true)
             }
         };
         let mut prepared = match prepared {
@@ -149,11 +165,18 @@ fn runner_thread(mut rx: std::sync::mpsc::Receiver<Box<Job>>, limit_mb: Arc<Atom
                 continue;
             }
         };
-        let Job { req, started, done } = *job;
-        let outcome = tokio_rt.block_on(prepared.run(req, started));
+        let Job { req, keep, started, done } = *job;
+        prepared.keeps = keep;
+        let mut outcome = tokio_rt.block_on(prepared.run(req, started));
+        let kept = keep && prepared.usable();
+        outcome.isolate = super::IsolateUse { ran: true, fresh, kept };
         let _ = done.send(outcome);
         // Freeing the isolate (possibly a full heap) happens after the caller has its answer.
-        drop(prepared);
+        if kept {
+            live = Some(prepared);
+        } else {
+            drop(prepared);
+        }
     }
 }
 
@@ -369,6 +392,12 @@ struct Prepared {
     loader: Rc<WorkspaceLoader>,
     control: Arc<ControlInner>,
     limit_mb: u64,
+    /// Scripts this runtime ran (a session's steps): the first is its main module, the others
+    /// side modules with a name of their own.
+    steps: u64,
+    /// A session's runtime: each script's top-level bindings are carried over to the next
+    /// (`keep`).
+    keeps: bool,
 }
 
 impl Prepared {
@@ -406,7 +435,13 @@ impl Prepared {
             on_limit.terminate();
             current.saturating_add(UNWIND_HEADROOM)
         });
-        Ok(Prepared { runtime, loader, control, limit_mb })
+        Ok(Prepared { runtime, loader, control, limit_mb, steps: 0, keeps: false })
+    }
+
+    /// Whether another script may run here: nothing stopped it (a stopped isolate stays
+    /// terminated, and a full heap stays full).
+    fn usable(&self) -> bool {
+        !self.control.flags.any() && !self.control.stopped.load(Ordering::SeqCst)
     }
 
     async fn run(&mut self, req: ExecRequest, started: oneshot::Sender<JobControl>) -> ExecOutcome {
@@ -451,9 +486,14 @@ impl Prepared {
         });
         let _ = started.send(JobControl { inner: Some(self.control.clone()) });
 
+        // A session's later steps are side modules named `main.ts#step-N`; messages name them
+        // `main.ts`, as the step's author wrote it.
+        let step = self.steps;
+        self.steps += 1;
+        let step_name = (step > 0).then(|| format!("#step-{}", step + 1));
         let dropped = if drop_globals { self.drop_storage(&req) } else { Ok(()) };
         let result = match dropped {
-            Ok(()) => self.run_script(&req, &workspace, &waiting).await,
+            Ok(()) => self.run_script(&req, &workspace, &waiting, step_name.as_deref()).await,
             Err(e) => Err(e),
         };
 
@@ -496,11 +536,13 @@ impl Prepared {
             stdout,
             stderr,
             value,
-            error: error.map(|e| rewrite_failure(e, &stack_prefix)),
+            error: error.map(|e| rewrite_failure(e, &stack_prefix, step_name.as_deref())),
             tool_calls: job.tool_calls,
             duration_ms: start.elapsed().as_secs_f64() * 1000.0,
             output_truncated_bytes: omitted,
             skills_saved: std::mem::take(&mut job.skills_saved),
+            session: None,
+            isolate: super::IsolateUse::default(),
         }
     }
 
@@ -525,6 +567,7 @@ impl Prepared {
         req: &ExecRequest,
         workspace: &Path,
         waiting: &Waiting,
+        step_name: Option<&str>,
     ) -> Result<Option<String>, ExecFailure> {
         let (path, source) = match &req.script {
             Script::Inline(code) => (workspace.join("main.ts"), code.clone()),
@@ -539,12 +582,21 @@ impl Prepared {
                 }
             }
         };
-        let specifier = ModuleSpecifier::from_file_path(&path)
+        let mut specifier = ModuleSpecifier::from_file_path(&path)
             .map_err(|()| plain_failure(FailureKind::Import, format!("{} is not a valid path", path.display())))?;
-        let code = self.loader.transpile_entry(&specifier, source).map_err(|f| plain_failure(f.kind, f.message))?;
+        if let Some(name) = step_name {
+            specifier.set_fragment(Some(name.trim_start_matches('#')));
+        }
+        let code = self
+            .loader
+            .transpile_script(&specifier, source, self.keeps)
+            .map_err(|f| plain_failure(f.kind, f.message))?;
 
         let flags = self.control.flags.clone();
-        let loaded = guarded(&flags, waiting, self.runtime.load_main_es_module_from_code(&specifier, code)).await?;
+        let loaded = match step_name {
+            None => guarded(&flags, waiting, self.runtime.load_main_es_module_from_code(&specifier, code)).await?,
+            Some(_) => guarded(&flags, waiting, self.runtime.load_side_es_module_from_code(&specifier, code)).await?,
+        };
         let module = match loaded {
             Ok(id) => id,
             Err(e) => {
@@ -705,10 +757,15 @@ fn missing_global_hint(message: &str) -> Option<&'static str> {
     }
 }
 
-/// Workspace file URLs read as paths relative to the workspace; other file URLs as paths.
-fn rewrite_failure(mut f: ExecFailure, prefix: &str) -> ExecFailure {
+/// Workspace file URLs read as paths relative to the workspace; other file URLs as paths; a
+/// session step's own name (`#step-N`) is left out.
+fn rewrite_failure(mut f: ExecFailure, prefix: &str, step_name: Option<&str>) -> ExecFailure {
     let rewrite = |s: &str| {
         let s = if prefix.is_empty() { s.to_string() } else { s.replace(prefix, "") };
+        let s = match step_name {
+            Some(name) => s.replace(name, ""),
+            None => s,
+        };
         s.replace("file://", "")
     };
     f.message = rewrite(&f.message);

@@ -62,6 +62,9 @@ pub(crate) struct WorkspaceLoader {
     cache: TranspileCache,
     source_maps: RefCell<HashMap<String, Vec<u8>>>,
     failure: RefCell<Option<LoadFailure>>,
+    /// The entry script being loaded from source: a session's later steps load it as a side
+    /// module, which deno_core resolves like an import.
+    entry: RefCell<Option<String>>,
 }
 
 impl WorkspaceLoader {
@@ -71,6 +74,7 @@ impl WorkspaceLoader {
             cache,
             source_maps: RefCell::new(HashMap::new()),
             failure: RefCell::new(None),
+            entry: RefCell::new(None),
         }
     }
 
@@ -99,9 +103,23 @@ impl WorkspaceLoader {
     /// Transpiles the entry script (source text) and remembers its source map. `Err` is a
     /// compile failure, already recorded.
     pub(crate) fn transpile_entry(&self, specifier: &ModuleSpecifier, text: String) -> Result<String, LoadFailure> {
+        self.transpile_script(specifier, text, false)
+    }
+
+    /// [`WorkspaceLoader::transpile_entry`]; with `keep` (a session step), the script's
+    /// top-level bindings are carried over to later steps (`runtime::keep`).
+    pub(crate) fn transpile_script(
+        &self,
+        specifier: &ModuleSpecifier,
+        text: String,
+        keep: bool,
+    ) -> Result<String, LoadFailure> {
+        *self.entry.borrow_mut() = Some(specifier.to_string());
         let path = specifier.to_file_path().unwrap_or_default();
         let kind = media_kind(&path).unwrap_or(MediaKind::TypeScript);
-        match self.transpile(specifier, text, kind) {
+        let transpiled =
+            if keep { self.transpile_keeping(specifier, text, kind) } else { self.transpile(specifier, text, kind) };
+        match transpiled {
             Ok(code) => Ok(code),
             Err(message) => {
                 let failure = LoadFailure { kind: FailureKind::Compile, message };
@@ -111,11 +129,27 @@ impl WorkspaceLoader {
         }
     }
 
+    /// [`WorkspaceLoader::transpile`] for a session step: the code with its top-level bindings
+    /// (and the imports transpiling dropped as unused) carried over to later steps, its source
+    /// map shifted to match.
+    fn transpile_keeping(&self, specifier: &ModuleSpecifier, text: String, kind: MediaKind) -> Result<String, String> {
+        let (code, map, imports) = if kind == MediaKind::JavaScript {
+            (text, None, Vec::new())
+        } else {
+            transpile_ts(specifier, text, true).map_err(|e| self.rewrite_urls(&e))?
+        };
+        let (code, map) = super::keep::carry_over(specifier, code, map, &imports);
+        if let Some(map) = map {
+            self.source_maps.borrow_mut().insert(specifier.to_string(), map);
+        }
+        Ok(code)
+    }
+
     fn transpile(&self, specifier: &ModuleSpecifier, text: String, kind: MediaKind) -> Result<String, String> {
         if kind == MediaKind::JavaScript {
             return Ok(text);
         }
-        let (code, map) = transpile_ts(specifier, text).map_err(|e| self.rewrite_urls(&e))?;
+        let (code, map, _) = transpile_ts(specifier, text, false).map_err(|e| self.rewrite_urls(&e))?;
         if let Some(map) = map {
             self.source_maps.borrow_mut().insert(specifier.to_string(), map);
         }
@@ -256,6 +290,11 @@ impl ModuleLoader for WorkspaceLoader {
         {
             return Ok(url);
         }
+        if self.entry.borrow().as_deref() == Some(specifier)
+            && let Ok(url) = ModuleSpecifier::parse(specifier)
+        {
+            return Ok(url);
+        }
         self.resolve_path(specifier, referrer)
     }
 
@@ -296,11 +335,16 @@ fn media_kind(path: &Path) -> Option<MediaKind> {
 pub(crate) fn check_transpiles(rel: &str, source: &str) -> Result<(), String> {
     let specifier =
         ModuleSpecifier::parse(&format!("file:///{rel}")).map_err(|e| format!("invalid module name {rel}: {e}"))?;
-    transpile_ts(&specifier, source.to_string()).map(|_| ()).map_err(|e| e.replace("file:///", ""))
+    transpile_ts(&specifier, source.to_string(), false).map(|_| ()).map_err(|e| e.replace("file:///", ""))
 }
 
-/// Strips types; returns the JavaScript and its source map.
-fn transpile_ts(specifier: &ModuleSpecifier, text: String) -> Result<(String, Option<Vec<u8>>), String> {
+/// What [`transpile_ts`] returns: the JavaScript, its source map, and (when asked) the value
+/// imports of the TypeScript.
+type Transpiled = (String, Option<Vec<u8>>, Vec<super::keep::Import>);
+
+/// Strips types; returns the JavaScript and its source map, and with `imports` the imports of
+/// the source that could be values (transpiling drops those the module does not use).
+fn transpile_ts(specifier: &ModuleSpecifier, text: String, imports: bool) -> Result<Transpiled, String> {
     let parsed = deno_ast::parse_module(deno_ast::ParseParams {
         specifier: specifier.clone(),
         text: text.into(),
@@ -310,6 +354,7 @@ fn transpile_ts(specifier: &ModuleSpecifier, text: String) -> Result<(String, Op
         maybe_syntax: None,
     })
     .map_err(|e| e.to_string())?;
+    let imports = if imports { super::keep::value_imports(parsed.program_ref()) } else { Vec::new() };
     let emitted = parsed
         .transpile(
             &deno_ast::TranspileOptions {
@@ -325,7 +370,7 @@ fn transpile_ts(specifier: &ModuleSpecifier, text: String) -> Result<(String, Op
         )
         .map_err(|e| e.to_string())?
         .into_source();
-    Ok((emitted.text, emitted.source_map.map(String::into_bytes)))
+    Ok((emitted.text, emitted.source_map.map(String::into_bytes), imports))
 }
 
 /// `node` for `node:fs`, `https` for `https://x`; `None` for paths. A one-letter "scheme" is

@@ -3,7 +3,9 @@
 //! [`Executor`] owns a runner that keeps one `JsRuntime` bootstrapped ahead of need (restored
 //! from the startup snapshot in `snapshot`, or bootstrapped from source when there is none,
 //! ~20-30 ms on QuickJS), so a call to [`Executor::execute`] only loads and runs the script.
-//! Every execution gets a fresh isolate: nothing a script does survives into the next one. In
+//! Every execution gets a fresh isolate: nothing a script does survives into the next one;
+//! except in a session ([`Executor::session`]), whose steps share one isolate until a step is
+//! stopped (what a step defines at its top level is there in the next: `keep`). In
 //! the `agent` binary the runner is a worker process (`process`), killed when a stopped script
 //! does not unwind; elsewhere (tests, benches) a dedicated thread ([`Isolation`]).
 //!
@@ -15,6 +17,7 @@
 //! - `isolate`: building a runtime (extension, bootstrap, heap limit) and running one script.
 //! - `process`: the worker process the runner lives in (`agent __js-worker`), its protocol, and
 //!   killing it when a stopped script does not unwind.
+//! - `keep`: a session step's top-level bindings carried over to the next step.
 //! - `loader`: module resolution confined to the workspace, TypeScript transpiling, source maps.
 //! - `ops`: the few ops the bootstrap JS (`runtime-js/bootstrap.js`) is built on.
 //! - `output`: captured stdout/stderr under the output cap.
@@ -29,6 +32,7 @@
 
 pub(crate) mod confine;
 mod isolate;
+mod keep;
 mod loader;
 mod ops;
 mod output;
@@ -119,7 +123,7 @@ pub struct ExecRequest {
 }
 
 /// What an execution produced. `error` is `None` when the script ran to completion.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct ExecOutcome {
     /// `console.log/info/debug/dir/table` output.
     pub stdout: String,
@@ -138,6 +142,47 @@ pub struct ExecOutcome {
     /// Skills the script saved (`saveSkill`), by name; not part of the JSON result.
     #[serde(skip)]
     pub skills_saved: Vec<String>,
+    /// What the step did to its session ([`Executor::session`] only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session: Option<SessionNote>,
+    /// How the script used its isolate (the runner tells the executor).
+    #[serde(skip)]
+    pub(crate) isolate: IsolateUse,
+}
+
+/// What a session step did to its session: the model and the client are told both plainly.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SessionNote {
+    /// The step ran in a fresh isolate because the session's previous one ended: why it ended.
+    /// Earlier definitions are gone.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub restarted: Option<String>,
+    /// The session ended with this step (a limit stopped it): why. The next step starts fresh.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ended: Option<String>,
+}
+
+impl SessionNote {
+    /// The line a step's output starts with when it runs in a fresh session.
+    pub fn restarted_line(why: &str) -> String {
+        format!("[a fresh session: the previous one ended ({why}); its definitions are gone]")
+    }
+
+    /// The line after a step's output when the step ended its session.
+    pub fn ended_line(why: &str) -> String {
+        format!("[the session ended: {why}; the next step starts in a fresh isolate, earlier definitions are gone]")
+    }
+}
+
+/// How a script used its isolate.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct IsolateUse {
+    /// It ran in an isolate (it did not fail before one was there).
+    pub ran: bool,
+    /// That isolate was new (not left by a previous session step).
+    pub fresh: bool,
+    /// The isolate is kept for the next session step.
+    pub kept: bool,
 }
 
 /// Why an execution failed.
@@ -168,6 +213,12 @@ pub enum FailureKind {
 }
 
 impl ExecOutcome {
+    /// This outcome of a script that had started in its isolate (which is gone now).
+    fn ran(mut self) -> ExecOutcome {
+        self.isolate = IsolateUse { ran: true, fresh: false, kept: false };
+        self
+    }
+
     fn failed(kind: FailureKind, message: String) -> ExecOutcome {
         ExecOutcome {
             stdout: String::new(),
@@ -178,6 +229,8 @@ impl ExecOutcome {
             duration_ms: 0.0,
             output_truncated_bytes: 0,
             skills_saved: Vec::new(),
+            session: None,
+            isolate: IsolateUse::default(),
         }
     }
 }
@@ -226,6 +279,45 @@ impl Isolation {
 /// a runtime ready.
 pub struct Executor {
     backend: Backend,
+    /// A session's executor: its steps share an isolate ([`Executor::session`]).
+    session: Option<Mutex<SessionTrack>>,
+}
+
+/// What a session executor knows of its session between steps.
+#[derive(Default)]
+struct SessionTrack {
+    /// Steps that ran in an isolate.
+    steps: u64,
+    /// Why the last isolate ended, when a step ended it.
+    ended: Option<String>,
+}
+
+impl SessionTrack {
+    /// Notes what `o` did to the session; `None` when nothing changed.
+    fn step(&mut self, o: &ExecOutcome) -> Option<SessionNote> {
+        let u = o.isolate;
+        if !u.ran {
+            return None;
+        }
+        let mut note = SessionNote::default();
+        if u.fresh && self.steps > 0 {
+            // No reason known: the step that ended it was dropped by its caller (a cancel).
+            let why = self.ended.take().unwrap_or_else(|| "its isolate was stopped".to_string());
+            note.restarted = Some(why);
+        }
+        self.steps += 1;
+        self.ended = None;
+        if !u.kept {
+            let why = match &o.error {
+                Some(e) if matches!(e.kind, FailureKind::Timeout | FailureKind::Memory) => e.message.clone(),
+                Some(e) => e.message.trim_start_matches("internal error: ").to_string(),
+                None => "its isolate was given up".to_string(),
+            };
+            note.ended = Some(why.clone());
+            self.ended = Some(why);
+        }
+        (note != SessionNote::default()).then_some(note)
+    }
 }
 
 enum Backend {
@@ -254,11 +346,21 @@ impl Executor {
 
     /// Like [`Executor::with_limits`], running scripts where `isolation` says.
     pub fn with_isolation(limits: &Limits, isolation: Isolation) -> Executor {
-        let backend = match isolation {
-            Isolation::Process(exe) => Backend::Process(process::Runner::start(exe, limits.memory_limit_mb)),
-            Isolation::Thread => Backend::Thread(ThreadRunner::start(limits)),
-        };
-        Executor { backend }
+        Executor { backend: Backend::start(limits, isolation, false), session: None }
+    }
+
+    /// An executor for a session: its scripts (steps) run one after the other in one isolate, so
+    /// what a step defines at its top level is there in the next (`keep`). The timeout applies
+    /// to each step, the heap limit to the session. A step that is stopped (timeout, heap limit,
+    /// cancelled, its worker killed) ends the session: its outcome says so
+    /// ([`SessionNote::ended`]), and the next step runs in a fresh isolate and says that
+    /// ([`SessionNote::restarted`]). The runner (a worker process of its own with
+    /// [`Isolation::Process`]) ends when the executor is dropped.
+    pub fn session(limits: &Limits, isolation: Isolation) -> Executor {
+        Executor {
+            backend: Backend::start(limits, isolation, true),
+            session: Some(Mutex::new(SessionTrack::default())),
+        }
     }
 
     /// Runs one script to completion, failure or limit. Never panics; every problem ends up in
@@ -272,9 +374,22 @@ impl Executor {
                 "internal error: Executor::execute must run inside a tokio runtime".into(),
             );
         }
-        match &self.backend {
+        let mut outcome = match &self.backend {
             Backend::Thread(t) => t.execute(req).await,
             Backend::Process(p) => p.execute(req).await,
+        };
+        if let Some(track) = &self.session {
+            outcome.session = track.lock().unwrap_or_else(|p| p.into_inner()).step(&outcome);
+        }
+        outcome
+    }
+}
+
+impl Backend {
+    fn start(limits: &Limits, isolation: Isolation, keep: bool) -> Backend {
+        match isolation {
+            Isolation::Process(exe) => Backend::Process(process::Runner::start(exe, limits.memory_limit_mb, keep)),
+            Isolation::Thread => Backend::Thread(ThreadRunner::start(limits, keep)),
         }
     }
 }
@@ -282,20 +397,22 @@ impl Executor {
 /// The in-process runner: a dedicated thread of this process.
 struct ThreadRunner {
     worker: Mutex<isolate::Worker>,
+    /// Session steps: the runner keeps the isolate between them.
+    keep: bool,
     /// The heap limit the next runtime is prepared with (the last one asked for).
     prepared_limit_mb: Arc<std::sync::atomic::AtomicU64>,
 }
 
 impl ThreadRunner {
-    fn start(limits: &Limits) -> ThreadRunner {
+    fn start(limits: &Limits, keep: bool) -> ThreadRunner {
         let prepared_limit_mb = Arc::new(std::sync::atomic::AtomicU64::new(limits.memory_limit_mb));
-        ThreadRunner { worker: Mutex::new(isolate::Worker::spawn(prepared_limit_mb.clone())), prepared_limit_mb }
+        ThreadRunner { worker: Mutex::new(isolate::Worker::spawn(prepared_limit_mb.clone())), keep, prepared_limit_mb }
     }
 
     async fn execute(&self, req: ExecRequest) -> ExecOutcome {
         let timeout = req.limits.timeout;
         self.prepared_limit_mb.store(req.limits.memory_limit_mb, Ordering::Relaxed);
-        let (job, started, done) = isolate::Job::new(req);
+        let (job, started, done) = isolate::Job::new(req, self.keep);
         let Some(started) = self.submit(job, started) else {
             return ExecOutcome::failed(
                 FailureKind::Script,
@@ -325,6 +442,7 @@ impl ThreadRunner {
                         self.respawn();
                         let mut o = ExecOutcome::failed(FailureKind::Timeout, isolate::timeout_message(timeout));
                         o.duration_ms = timeout.as_secs_f64() * 1000.0;
+                        o.isolate.ran = true;
                         Some(o)
                     }
                 }
@@ -335,7 +453,7 @@ impl ThreadRunner {
             Some(o) => o,
             None => {
                 self.respawn();
-                ExecOutcome::failed(FailureKind::Script, "internal error: the script runner stopped".into())
+                ExecOutcome::failed(FailureKind::Script, "internal error: the script runner stopped".into()).ran()
             }
         }
     }

@@ -57,20 +57,20 @@ const KEPT_ENV_PREFIXES: &[&str] = &["V82JSC_", "V82_", "QJS_"];
 
 #[derive(Serialize, Deserialize)]
 enum ToWorker {
-    Run { id: u64, req: WireRequest },
+    Run { id: u64, req: WireRequest, keep: bool },
     Stop { id: u64, timeout: bool },
 }
 
 /// [`ToWorker::Run`] as the parent writes it, without copying the request.
 #[derive(Serialize)]
 enum RunRef<'a> {
-    Run { id: u64, req: &'a WireRequest },
+    Run { id: u64, req: &'a WireRequest, keep: bool },
 }
 
 #[derive(Serialize, Deserialize)]
 enum FromWorker {
     Started { id: u64 },
-    Done { id: u64, outcome: Box<ExecOutcome>, skills_saved: Vec<String> },
+    Done { id: u64, outcome: Box<ExecOutcome>, skills_saved: Vec<String>, isolate: super::IsolateUse },
 }
 
 /// An [`ExecRequest`] as it crosses to the worker (paths as bytes: they need not be UTF-8).
@@ -292,7 +292,7 @@ impl WorkerProcess {
     }
 
     /// Sends a job. `Err` when the worker is gone (its answers could never come).
-    fn submit(&self, req: &WireRequest) -> Result<Submitted, ()> {
+    fn submit(&self, req: &WireRequest, keep: bool) -> Result<Submitted, ()> {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         let (started_tx, started) = oneshot::channel();
         let (done_tx, done) = oneshot::channel();
@@ -304,7 +304,7 @@ impl WorkerProcess {
             jobs.waiting.insert(id, Waiter { started: Some(started_tx), done: done_tx });
         }
         let sent = match self.to_child.lock() {
-            Ok(mut s) => write_frame(&mut *s, &RunRef::Run { id, req }).is_ok(),
+            Ok(mut s) => write_frame(&mut *s, &RunRef::Run { id, req, keep }).is_ok(),
             Err(_) => false,
         };
         if !sent {
@@ -370,9 +370,10 @@ fn read_answers(mut stream: BufReader<UnixStream>, jobs: &Jobs) {
                     let _ = tx.send(());
                 }
             }
-            FromWorker::Done { id, mut outcome, skills_saved } => {
+            FromWorker::Done { id, mut outcome, skills_saved, isolate } => {
                 if let Some(w) = j.waiting.remove(&id) {
                     outcome.skills_saved = skills_saved;
+                    outcome.isolate = isolate;
                     let _ = w.done.send(*outcome);
                 }
                 jobs.changed.notify_all();
@@ -396,11 +397,13 @@ pub(crate) struct Runner {
     exe: PathBuf,
     slot: Slot,
     prepared_limit_mb: Arc<AtomicU64>,
+    /// Session steps: the worker keeps the isolate between them.
+    keep: bool,
 }
 
 impl Runner {
     /// Starts the first worker at once (its isolate warms while the caller does other work).
-    pub(crate) fn start(exe: PathBuf, limit_mb: u64) -> Runner {
+    pub(crate) fn start(exe: PathBuf, limit_mb: u64, keep: bool) -> Runner {
         let first = match WorkerProcess::spawn(&exe, limit_mb) {
             Ok(w) => Some(w),
             Err(e) => {
@@ -412,6 +415,7 @@ impl Runner {
             exe,
             slot: Arc::new(tokio::sync::Mutex::new(first)),
             prepared_limit_mb: Arc::new(AtomicU64::new(limit_mb)),
+            keep,
         }
     }
 
@@ -438,7 +442,7 @@ impl Runner {
                     }
                 },
             };
-            match worker.submit(&wire) {
+            match worker.submit(&wire, self.keep) {
                 Ok((id, started, done)) => {
                     submitted = Some((worker, id, started, done));
                     break;
@@ -466,7 +470,7 @@ impl Runner {
                 return o;
             }
             watch.replace_worker();
-            return ExecOutcome::failed(FailureKind::Script, "internal error: the script runner stopped".into());
+            return ExecOutcome::failed(FailureKind::Script, "internal error: the script runner stopped".into()).ran();
         }
         let outcome = tokio::select! {
             r = &mut done => r.ok(),
@@ -479,7 +483,7 @@ impl Runner {
                         // Stuck where the engine cannot interrupt it: end the process.
                         tracing::warn!("the script did not stop after its timeout; killing its worker process");
                         watch.replace_worker();
-                        let mut o = ExecOutcome::failed(FailureKind::Timeout, isolate::timeout_message(timeout));
+                        let mut o = ExecOutcome::failed(FailureKind::Timeout, isolate::timeout_message(timeout)).ran();
                         o.duration_ms = timeout.as_secs_f64() * 1000.0;
                         Some(o)
                     }
@@ -493,7 +497,7 @@ impl Runner {
             }
             None => {
                 watch.replace_worker();
-                ExecOutcome::failed(FailureKind::Script, "internal error: the script runner stopped".into())
+                ExecOutcome::failed(FailureKind::Script, "internal error: the script runner stopped".into()).ran()
             }
         }
     }
@@ -618,10 +622,10 @@ pub fn worker_main() -> u8 {
     let mut input = BufReader::new(socket);
     loop {
         match read_frame::<ToWorker>(&mut input) {
-            Ok(ToWorker::Run { id, req }) => {
+            Ok(ToWorker::Run { id, req, keep }) => {
                 let req = req.into_request();
                 limit.store(req.limits.memory_limit_mb, Ordering::Relaxed);
-                let (job, started, done) = isolate::Job::new(req);
+                let (job, started, done) = isolate::Job::new(req, keep);
                 if let Err(job) = runner.send(job) {
                     // The runner thread died (a panic in the engine): start another.
                     runner = isolate::Worker::spawn(limit.clone());
@@ -684,7 +688,8 @@ fn answer_jobs(jobs: std::sync::mpsc::Receiver<Taken>, mut out: UnixStream, cont
             c.finished(id);
         }
         let skills_saved = std::mem::take(&mut outcome.skills_saved);
-        if write_frame(&mut out, &FromWorker::Done { id, outcome: Box::new(outcome), skills_saved }).is_err() {
+        let isolate = outcome.isolate;
+        if write_frame(&mut out, &FromWorker::Done { id, outcome: Box::new(outcome), skills_saved, isolate }).is_err() {
             end_now();
         }
     }
@@ -707,11 +712,11 @@ mod tests {
         };
         let wire = WireRequest::from_request(&req);
         let mut frame = Vec::new();
-        write_frame(&mut frame, &RunRef::Run { id: 7, req: &wire }).unwrap();
-        let ToWorker::Run { id, req: back } = read_frame::<ToWorker>(&mut frame.as_slice()).unwrap() else {
+        write_frame(&mut frame, &RunRef::Run { id: 7, req: &wire, keep: true }).unwrap();
+        let ToWorker::Run { id, req: back, keep } = read_frame::<ToWorker>(&mut frame.as_slice()).unwrap() else {
             panic!("not a run")
         };
-        assert_eq!(id, 7);
+        assert_eq!((id, keep), (7, true));
         let back = back.into_request();
         assert_eq!(back.workspace, req.workspace);
         assert!(matches!(&back.script, Script::File(p) if *p == odd.join("main.ts")));

@@ -8,7 +8,8 @@
 //!   optional `result_handler` argument (compiled before the upstream call, run by the shared
 //!   [`HandlerRunner`]) and without `outputSchema` (a handler's value would not match it);
 //! - **code**: `execute_code`, TypeScript run as in `agent exec` through a small pool of
-//!   [`CodeMode`]s (one executor runs one script at a time);
+//!   [`CodeMode`]s (one executor runs one script at a time); with a `session` name, in that
+//!   client's code session instead, whose isolate lives across its calls ([`code_sessions`]);
 //! - **search**: `search_tools` / `describe_tool` over [`McpManager::search`] and the describer.
 //!
 //! Upstream `tools/list_changed` reaches every downstream peer. Each proxied call carries its
@@ -33,6 +34,7 @@
 //! `Origin` checks, caps on connections and sessions, timeouts); stdio is
 //! [`Server::serve_stdio`] ([`stdio`]: a line limit that answers).
 
+mod code_sessions;
 mod conns;
 mod gateway;
 pub mod http;
@@ -249,6 +251,10 @@ struct Inner {
     manager: Arc<McpManager>,
     expose: Expose,
     code: Option<CodePool>,
+    /// `execute_code` calls that name a `session`: each client's own code sessions.
+    code_sessions: code_sessions::CodeSessions,
+    /// What a code session's code mode is made with (the pool's options, as a session).
+    session_options: Options,
     handlers: HandlerRunner,
     handlers_enabled: bool,
     code_description: String,
@@ -303,6 +309,13 @@ struct SessionMark {
 impl Drop for SessionMark {
     fn drop(&mut self) {
         let Some(inner) = self.inner.upgrade() else { return };
+        // Its code sessions end with it (their worker processes too).
+        let ended = inner.code_sessions.end_client(self.id);
+        if !ended.is_empty()
+            && let Ok(rt) = tokio::runtime::Handle::try_current()
+        {
+            rt.spawn(code_sessions::stop(ended));
+        }
         let orphaned = match inner.sessions.lock() {
             Ok(mut sessions) => match sessions.remove(&self.id) {
                 Some(ended) => gateway::orphaned(&ended, &sessions),
@@ -361,10 +374,18 @@ impl Server {
         } else {
             None
         };
-        let limits = crate::codemode::tool::LimitsText::from_config(&config.mcp.code_execution);
+        let mut limits = crate::codemode::tool::LimitsText::from_config(&config.mcp.code_execution);
+        // Calls share an isolate only when they name a session.
+        limits.sessions = crate::codemode::tool::Sessions::Named;
         let code_description = crate::codemode::tool::description(&limits);
         let describer = crate::codemode::describer(manager.configured_names(), options.workspace.clone());
         let home = std::env::var_os("HOME").map(std::path::PathBuf::from);
+        let session_options = Options { session: true, ..options.clone() };
+        let caps = code_sessions::Caps {
+            per_client: config.serve.code_sessions_per_client,
+            total: config.serve.max_code_sessions,
+            idle: config.serve.code_session_idle_timeout,
+        };
         let upstream = names.iter().map(|n| (n.clone(), Upstream::Starting)).collect();
         let inner = Arc::new(Inner {
             handlers: HandlerRunner::from_config(config, Some(manager.clone()))?,
@@ -372,6 +393,8 @@ impl Server {
             manager,
             expose,
             code,
+            code_sessions: code_sessions::CodeSessions::new(caps),
+            session_options,
             code_description,
             describer,
             names: Mutex::new(None),
@@ -398,6 +421,9 @@ impl Server {
         }
         let server = Server { inner, session: None };
         server.forward_events();
+        if expose.code {
+            server.sweep_code_sessions();
+        }
         Ok(server)
     }
 
@@ -620,11 +646,27 @@ impl Server {
         Ok(())
     }
 
+    /// Ends idle code sessions, in the background, until serve stops.
+    fn sweep_code_sessions(&self) {
+        let inner = Arc::downgrade(&self.inner);
+        let every = self.inner.code_sessions.sweep_every();
+        tokio::spawn(async move {
+            loop {
+                tokio::time::sleep(every).await;
+                let Some(inner) = inner.upgrade() else { return };
+                let expired = inner.code_sessions.expire();
+                drop(inner);
+                code_sessions::stop(expired).await;
+            }
+        });
+    }
+
     /// Stops the code-mode bridges and the handler runner (servers belong to the manager).
     pub async fn stop(self) {
         if let Some(h) = self.inner.forwarder.lock().ok().and_then(|mut f| f.take()) {
             h.abort();
         }
+        code_sessions::stop(self.inner.code_sessions.end_all()).await;
         if let Some(pool) = &self.inner.code {
             for slot in &pool.slots {
                 if let Some(code) = slot.lock().await.take() {
@@ -677,7 +719,16 @@ impl Server {
                 &self.inner.code_description,
                 json!({
                     "type": "object",
-                    "properties": {"code": {"type": "string", "description": crate::codemode::tool::CODE_ARG_DESCRIPTION}},
+                    "properties": {
+                        "code": {"type": "string", "description": crate::codemode::tool::CODE_ARG_DESCRIPTION},
+                        "session": {
+                            "type": "string",
+                            "pattern": "^[A-Za-z0-9._:-]{1,64}$",
+                            "description": "Optional: a name of your choosing. Calls that pass the same name share \
+                                            an isolate: what one declares at its top level is a global in the next. \
+                                            Without it each call starts fresh."
+                        }
+                    },
                     "required": ["code"]
                 }),
             ));
@@ -834,6 +885,14 @@ impl Server {
             return error_result("execute_code: `code` (a string) is required");
         };
         let Some(pool) = &self.inner.code else { return error_result("code execution is not exposed") };
+        let session = match args.get("session") {
+            None | Some(Value::Null) => None,
+            Some(Value::String(name)) => match code_sessions::check_name(name) {
+                Ok(()) => Some(name.as_str()),
+                Err(e) => return error_result(e),
+            },
+            Some(_) => return error_result("execute_code: `session` must be a string"),
+        };
         // The servers the script uses must have started (or failed) before it runs against the tree.
         let workspace = &self.inner.workspace;
         let uses = CodeMode::servers_for_script(&self.inner.config, code, &workspace.join("main.ts"), workspace);
@@ -842,19 +901,55 @@ impl Server {
             Some(p) => uses.iter().map(|s| self.inner.in_flight.enter(s, self.session_id(), p.clone())).collect(),
             None => Vec::new(),
         };
-        let guard = pool.acquire().await;
-        let Some(mode) = guard.as_ref() else { return error_result("the server is stopping") };
         // The script's tool calls: cancelled with this request, eliciting through its client
         // (their progress is not forwarded: several calls would share one token).
         let (cx, _) = call_context(ct, None, peer);
-        let outcome = mode.run_with(Script::Inline(code.to_string()), cx).await;
-        drop(guard);
+        let script = Script::Inline(code.to_string());
+        let outcome = match session {
+            Some(name) => match self.run_in_session(name, script, cx).await {
+                Ok(o) => o,
+                Err(e) => return error_result(e),
+            },
+            None => {
+                let guard = pool.acquire().await;
+                let Some(mode) = guard.as_ref() else { return error_result("the server is stopping") };
+                mode.run_with(script, cx).await
+            }
+        };
         let (text, is_error) = crate::codemode::tool::script_result(&outcome);
         let mut r = CallToolResult::success(vec![ContentBlock::text(text)]);
         if is_error {
             r.is_error = Some(true);
         }
         r
+    }
+
+    /// Runs `script` as the next step of this client's code session `name` (opened, and its code
+    /// mode made, on first use). `Err`: the session could not be opened (a cap, no bridge).
+    async fn run_in_session(
+        &self,
+        name: &str,
+        script: Script,
+        cx: CallContext,
+    ) -> Result<crate::runtime::ExecOutcome, String> {
+        let session = self.inner.code_sessions.open(self.session_id(), name)?;
+        let mut mode = session.mode.lock().await;
+        if mode.is_none() {
+            let mut code = CodeMode::new(self.inner.manager.clone(), self.inner.session_options.clone());
+            if !self.inner.manager.server_names().is_empty() {
+                code.start_bridge().await.map_err(|e| format!("execute_code: cannot open the session: {e:#}"))?;
+            }
+            *mode = Some(code);
+        }
+        let Some(code) = mode.as_ref() else { return Err("execute_code: the session is gone".into()) };
+        let mut outcome = code.run_with(script, cx).await;
+        drop(mode);
+        session.touch();
+        // The first step after this name's previous session ended (unused too long) says so.
+        if let Some(why) = session.restarted.lock().ok().and_then(|mut r| r.take()) {
+            outcome.session.get_or_insert_with(Default::default).restarted.get_or_insert(why);
+        }
+        Ok(outcome)
     }
 
     async fn search_tools(&self, args: Map<String, Value>) -> CallToolResult {

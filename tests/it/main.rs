@@ -33,6 +33,7 @@ mod run;
 mod search;
 mod search_examples;
 mod serve;
+mod sessions;
 mod state;
 mod terminal;
 mod typecheck;

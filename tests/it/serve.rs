@@ -18,7 +18,7 @@ const PY_CLIENT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/serve/p
 
 /// A running `agent mcp serve --http`, its URL, its bearer token (read from the file it names,
 /// unless `--token-env` or `--no-auth`), and its stderr so far.
-struct Serving {
+pub(crate) struct Serving {
     child: Child,
     url: String,
     token: Option<String>,
@@ -27,7 +27,7 @@ struct Serving {
 }
 
 impl Serving {
-    fn start(p: &Project, extra: &[&str], env: &[(&str, &str)]) -> Serving {
+    pub(crate) fn start(p: &Project, extra: &[&str], env: &[(&str, &str)]) -> Serving {
         Serving::start_with(p, extra, env, |_| {})
     }
 
@@ -86,7 +86,7 @@ impl Serving {
         self.url.rsplit(':').next().unwrap().trim_end_matches("/mcp").parse().unwrap()
     }
 
-    fn pid(&self) -> u32 {
+    pub(crate) fn pid(&self) -> u32 {
         self.child.id()
     }
 
@@ -110,7 +110,7 @@ impl Serving {
         code.unwrap()
     }
 
-    fn client(&self) -> Mcp {
+    pub(crate) fn client(&self) -> Mcp {
         Mcp { http: reqwest::Client::new(), url: self.url.clone(), token: self.token.clone() }
     }
 }
@@ -148,7 +148,7 @@ fn post_initialize(port: u16, headers: &[(&str, &str)]) -> u16 {
 }
 
 /// A plain HTTP client of serve's MCP endpoint (one JSON-RPC message per POST).
-struct Mcp {
+pub(crate) struct Mcp {
     http: reqwest::Client,
     url: String,
     token: Option<String>,
@@ -156,7 +156,7 @@ struct Mcp {
 
 /// What one POST got back.
 #[derive(Debug)]
-struct Answer {
+pub(crate) struct Answer {
     status: u16,
     headers: reqwest::header::HeaderMap,
     body: String,
@@ -200,7 +200,7 @@ impl Mcp {
     }
 
     /// A new session: its id, or the answer that refused it.
-    async fn initialize(&self) -> Result<String, Answer> {
+    pub(crate) async fn initialize(&self) -> Result<String, Answer> {
         let a = self.post(INIT, None).await;
         let Some(id) = a.headers.get("mcp-session-id").and_then(|v| v.to_str().ok()).map(String::from) else {
             return Err(a);
@@ -211,13 +211,13 @@ impl Mcp {
     }
 
     /// `tools/call`: the answer's JSON-RPC message.
-    async fn call(&self, session: &str, name: &str, args: Value) -> Answer {
+    pub(crate) async fn call(&self, session: &str, name: &str, args: Value) -> Answer {
         let body = serde_json::json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call",
             "params": {"name": name, "arguments": args}});
         self.post(&body.to_string(), Some(session)).await
     }
 
-    async fn delete(&self, session: &str) -> u16 {
+    pub(crate) async fn delete(&self, session: &str) -> u16 {
         let mut req = self.http.delete(&self.url).header("mcp-session-id", session);
         if let Some(t) = &self.token {
             req = req.header("authorization", format!("Bearer {t}"));
@@ -227,7 +227,7 @@ impl Mcp {
 }
 
 /// The text of a `tools/call` answer, and whether it is an error.
-fn tool_text(a: &Answer) -> (String, bool) {
+pub(crate) fn tool_text(a: &Answer) -> (String, bool) {
     let v = a.json();
     let r = &v["result"];
     let text =
