@@ -1649,24 +1649,27 @@ fn mark_all_modules_evaluated() {
   // sweeping every registered module: a compiled-but-never-evaluated module
   // (e.g. an extension entry point awaiting its own mod_evaluate) must stay
   // Instantiated, or deno_core's "already evaluated" early-return skips it.
-  let evaluated_names: std::collections::HashSet<std::string::String> =
-    MODULE_DEF_CACHE.with(|c| {
-      c.borrow()
-        .iter()
-        .filter(|(_, d)| unsafe {
-          v82jsc_module_is_evaluated(**d as *mut JSModuleDef) != 0
-        })
-        .map(|(n, _)| n.clone())
-        .collect()
-    });
+  //
+  // agent: a module already marked Evaluated (or Errored) stays so, and a
+  // module's def is looked up by its name only when it is not; upstream built
+  // a set of every evaluated module's name on each evaluation, so a runtime
+  // that keeps evaluating new modules (a REPL-like session) paid per step for
+  // every module it had ever evaluated.
   MODULE_STATE.with(|t| {
     for m in t.borrow_mut().values_mut() {
-      if m.status == ModuleStatus::Errored {
+      if matches!(m.status, ModuleStatus::Errored | ModuleStatus::Evaluated) {
         continue;
       }
       let def_evaluated = !m.module_def.is_null()
         && unsafe { v82jsc_module_is_evaluated(m.module_def) != 0 };
-      if def_evaluated || evaluated_names.contains(&m.module_name) {
+      let named_def_evaluated = || {
+        MODULE_DEF_CACHE.with(|c| {
+          c.borrow().get(&m.module_name).is_some_and(|d| unsafe {
+            v82jsc_module_is_evaluated(*d as *mut JSModuleDef) != 0
+          })
+        })
+      };
+      if def_evaluated || named_def_evaluated() {
         m.status = ModuleStatus::Evaluated;
       }
     }
