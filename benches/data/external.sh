@@ -35,6 +35,7 @@ esac
 mkdir -p "$out"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
+echo "external.sh: LiveMCPBench at $(git -C "$live" rev-parse --short HEAD), MetaTool at $(git -C "$meta" rev-parse --short HEAD)" >&2
 git -C "$live" show HEAD:tools/LiveMCPTool/tools.json >"$tmp/lt.json"
 git -C "$live" show HEAD:annotated_data/all_annotations.json >"$tmp/la.json"
 git -C "$meta" show HEAD:dataset/plugin_des.json >"$tmp/pd.json"
