@@ -19,5 +19,24 @@ fn main() -> std::process::ExitCode {
         return std::process::ExitCode::from(agent::runtime::worker_main());
     }
     agent::runtime::run_scripts_in_worker_processes();
+    // `agent exec` always runs a script: its worker starts while the arguments and the
+    // configuration are read.
+    if subcommand().is_some_and(|c| c == "exec") {
+        agent::runtime::prestart_worker();
+    }
     std::process::ExitCode::from(agent::cli::main())
+}
+
+/// The first argument that is not an option (nor `--config`'s value): the subcommand, as far as
+/// `main` needs to know it before the command line is parsed.
+fn subcommand() -> Option<std::ffi::OsString> {
+    let mut args = std::env::args_os().skip(1);
+    while let Some(a) = args.next() {
+        if a == "--config" {
+            args.next();
+        } else if !a.as_encoded_bytes().starts_with(b"-") {
+            return Some(a);
+        }
+    }
+    None
 }

@@ -268,6 +268,17 @@ pub fn run_scripts_in_worker_processes() {
     }
 }
 
+/// Starts the first script worker now (see [`run_scripts_in_worker_processes`]), prepared for the
+/// default limits, for a command that will run a script: the first executor takes it. The
+/// `agent` binary calls it first thing for `agent exec`, so the worker's start overlaps
+/// `agent`'s own; a configuration with other limits still works (the worker prepares a runtime
+/// for the limits each job carries).
+pub fn prestart_worker() {
+    if let Some(exe) = WORKER_BINARY.get() {
+        process::prestart(exe, Limits::default().memory_limit_mb);
+    }
+}
+
 impl Isolation {
     /// What [`run_scripts_in_worker_processes`] decided: a worker process when it was called.
     pub fn configured() -> Isolation {

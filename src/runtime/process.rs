@@ -9,7 +9,7 @@
 //!
 //! What crosses the boundary: a job (the request, with the bridge's socket path and token) and
 //! stop requests go in, "started" and the outcome come out, as length-prefixed JSON frames on a
-//! Unix socket pair the child gets as fd 3. The script reaches MCP exactly as before, through
+//! Unix socket pair the child gets as its stdin. The script reaches MCP exactly as before, through
 //! the bridge socket. The child holds a bootstrapped isolate ready as the thread did; a job the
 //! parent stops that has not finished [`UNWIND_GRACE`](super::UNWIND_GRACE) later kills the child,
 //! and a fresh one (warming its isolate at once) takes its place.
@@ -41,8 +41,8 @@ use crate::bridge::BridgeEndpoint;
 /// The hidden first argument that turns `agent` into a script worker (see [`worker_main`]).
 pub const WORKER_ARG: &str = "__js-worker";
 
-/// The descriptor the child finds its end of the socket pair on.
-const CHILD_FD: RawFd = 3;
+/// The descriptor the child finds its end of the socket pair on: its stdin.
+const CHILD_FD: RawFd = 0;
 
 /// A frame longer than this is a broken peer, not a message (outcomes carry at most the output
 /// cap of a script).
@@ -222,6 +222,10 @@ fn relay_stderr(stderr: std::process::ChildStderr) {
 
 /// One worker process.
 struct WorkerProcess {
+    /// The binary it runs and the logging it was started with: a prestarted worker serves only
+    /// a runner of the same binary whose logging (set once the command line is read) matches.
+    exe: PathBuf,
+    verbosity: u8,
     child: Mutex<std::process::Child>,
     to_child: Mutex<UnixStream>,
     jobs: Arc<Jobs>,
@@ -232,39 +236,28 @@ impl WorkerProcess {
     fn spawn(exe: &std::path::Path, limit_mb: u64) -> std::io::Result<Arc<WorkerProcess>> {
         let (ours, theirs) = UnixStream::pair()?;
         let mut cmd = std::process::Command::new(exe);
+        // The socket is the child's stdin and the process group is set through `posix_spawn`'s
+        // attributes: with no `pre_exec` hook the standard library starts the child with
+        // `posix_spawn` (a vfork) instead of `fork`, which would copy all of `agent`'s page
+        // tables and make every page `agent` writes afterwards a copy-on-write fault.
+        let verbosity = log_verbosity();
         cmd.arg(WORKER_ARG)
             .arg(limit_mb.to_string())
-            .arg(log_verbosity().to_string())
-            .stdin(Stdio::null())
+            .arg(verbosity.to_string())
+            .stdin(Stdio::from(std::os::fd::OwnedFd::from(theirs)))
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
+            // A process group of its own, as the MCP servers have: Ctrl-C on the terminal
+            // reaches `agent`, which stops the script, not the worker, which would die.
+            .process_group(0)
             .env_clear()
             .envs(std::env::vars_os().filter(|(k, _)| {
                 let k = k.to_string_lossy();
                 KEPT_ENV.contains(&k.as_ref()) || KEPT_ENV_PREFIXES.iter().any(|p| k.starts_with(p))
             }));
-        let fd = theirs.as_raw_fd();
-        // SAFETY: only async-signal-safe calls (setpgid, dup2, fcntl) between fork and exec.
-        unsafe {
-            cmd.pre_exec(move || {
-                // A process group of its own, as the MCP servers have: Ctrl-C on the terminal
-                // reaches `agent`, which stops the script, not the worker, which would die.
-                if libc::setpgid(0, 0) == -1 {
-                    return Err(std::io::Error::last_os_error());
-                }
-                if fd == CHILD_FD {
-                    // Already in place: only the close-on-exec flag must go.
-                    if libc::fcntl(fd, libc::F_SETFD, 0) == -1 {
-                        return Err(std::io::Error::last_os_error());
-                    }
-                } else if libc::dup2(fd, CHILD_FD) == -1 {
-                    return Err(std::io::Error::last_os_error());
-                }
-                Ok(())
-            });
-        }
         let mut child = cmd.spawn()?;
-        drop(theirs);
+        // Our copy of the child's end: the child must see the end of the stream when we go.
+        drop(cmd);
         if let Some(stderr) = child.stderr.take() {
             relay_stderr(stderr);
         }
@@ -275,6 +268,8 @@ impl WorkerProcess {
             .name("agent-js-answers".into())
             .spawn(move || read_answers(BufReader::new(reader), &answers));
         let worker = Arc::new(WorkerProcess {
+            exe: exe.to_path_buf(),
+            verbosity,
             child: Mutex::new(child),
             to_child: Mutex::new(ours),
             jobs,
@@ -392,6 +387,25 @@ fn read_answers(mut stream: BufReader<UnixStream>, jobs: &Jobs) {
 type Slot = Arc<tokio::sync::Mutex<Option<Arc<WorkerProcess>>>>;
 type SlotGuard = tokio::sync::OwnedMutexGuard<Option<Arc<WorkerProcess>>>;
 
+/// The worker [`prestart`] started, until the first [`Runner`] takes it.
+static PRESTARTED: Mutex<Option<Arc<WorkerProcess>>> = Mutex::new(None);
+
+/// Starts a script worker of `exe` now, for the first executor this process makes to take: the
+/// worker's own start (loading the binary, restoring its first isolate) then overlaps what
+/// `agent` does before it has a script to run (parsing its arguments and configuration, reading
+/// the script), which is most of a cold `agent exec`. A worker no executor takes ends with
+/// `agent` (it sees the end of its socket).
+pub fn prestart(exe: &std::path::Path, limit_mb: u64) {
+    match WorkerProcess::spawn(exe, limit_mb) {
+        Ok(w) => {
+            if let Ok(mut p) = PRESTARTED.lock() {
+                *p = Some(w);
+            }
+        }
+        Err(e) => tracing::debug!("cannot start a script worker early: {e}"),
+    }
+}
+
 /// Runs jobs in a worker process of `exe` (the executor's process mode).
 pub(crate) struct Runner {
     exe: PathBuf,
@@ -402,14 +416,23 @@ pub(crate) struct Runner {
 }
 
 impl Runner {
-    /// Starts the first worker at once (its isolate warms while the caller does other work).
+    /// Starts the first worker at once (its isolate warms while the caller does other work), or
+    /// takes the one [`prestart`] started for this binary.
     pub(crate) fn start(exe: PathBuf, limit_mb: u64, keep: bool) -> Runner {
-        let first = match WorkerProcess::spawn(&exe, limit_mb) {
-            Ok(w) => Some(w),
-            Err(e) => {
-                tracing::warn!("cannot start the script worker {}: {e}", exe.display());
-                None
-            }
+        let early = PRESTARTED
+            .lock()
+            .ok()
+            .and_then(|mut p| p.take())
+            .filter(|w| w.exe == exe && w.verbosity == log_verbosity() && !w.gone());
+        let first = match early {
+            Some(w) => Some(w),
+            None => match WorkerProcess::spawn(&exe, limit_mb) {
+                Ok(w) => Some(w),
+                Err(e) => {
+                    tracing::warn!("cannot start the script worker {}: {e}", exe.display());
+                    None
+                }
+            },
         };
         Runner {
             exe,
@@ -598,12 +621,12 @@ impl Controls {
     }
 }
 
-/// The script worker: runs the jobs that come on fd 3, one at a time on its runner thread, and
+/// The script worker: runs the jobs that come on its stdin (a socket), one at a time on its runner thread, and
 /// answers on the same socket; ends as soon as the parent's end closes. Called by `main` when
 /// the first argument is [`WORKER_ARG`]; returns the exit code.
 pub fn worker_main() -> u8 {
     let Some(socket) = inherited_socket() else {
-        tracing::error!("{WORKER_ARG}: fd {CHILD_FD} is not the socket this worker is started with");
+        tracing::error!("{WORKER_ARG}: stdin is not the socket this worker is started with");
         return 2;
     };
     let limit_mb = std::env::args().nth(2).and_then(|a| a.parse().ok()).unwrap_or(super::MIN_HEAP_MB);
@@ -653,20 +676,28 @@ fn end_now() -> ! {
     unsafe { libc::_exit(0) }
 }
 
-/// Fd 3, when it is a socket (as the parent leaves it), owned from here on.
+/// The socket on stdin, as the parent leaves it, moved to a descriptor of its own that is owned
+/// from here on; stdin becomes `/dev/null`, so nothing that reads stdin can take its frames.
 fn inherited_socket() -> Option<UnixStream> {
     // SAFETY: fstat on a descriptor number with a zeroed out-buffer; fails cleanly if it is not open.
     let mut st: libc::stat = unsafe { std::mem::zeroed() };
     if unsafe { libc::fstat(CHILD_FD, &mut st) } != 0 || st.st_mode & libc::S_IFMT != libc::S_IFSOCK {
         return None;
     }
-    // Not inherited further (the worker starts no processes, but nothing else should see it).
-    // SAFETY: as above, on the same open descriptor.
-    unsafe {
-        libc::fcntl(CHILD_FD, libc::F_SETFD, libc::FD_CLOEXEC);
+    // Close-on-exec: the worker starts no processes, but nothing else should see it.
+    // SAFETY: duplicates an open descriptor; the copy is owned by nothing else in this process.
+    let fd = unsafe { libc::fcntl(CHILD_FD, libc::F_DUPFD_CLOEXEC, 3) };
+    if fd < 0 {
+        return None;
     }
-    // SAFETY: the descriptor is open, a socket, and owned by nothing else in this process.
-    Some(unsafe { UnixStream::from_raw_fd(CHILD_FD) })
+    // SAFETY: `fd` was just created by the call above and is owned here alone.
+    let socket = unsafe { UnixStream::from_raw_fd(fd) };
+    let null = std::fs::File::open("/dev/null").ok()?;
+    // SAFETY: dup2 of an open descriptor onto stdin, which closes our other copy of the socket.
+    if unsafe { libc::dup2(null.as_raw_fd(), CHILD_FD) } < 0 {
+        return None;
+    }
+    Some(socket)
 }
 
 /// The worker's answering thread: for each job in order, "started" once the runner took it

@@ -573,6 +573,61 @@ fn a_script_stuck_in_a_builtin_is_killed_after_a_short_grace() {
     }
 }
 
+/// `agent exec` starts its script worker before it has read its arguments: one that is never
+/// given a script (the file does not exist; only `--help` was asked) still ends with `agent`.
+#[test]
+fn an_early_worker_no_script_takes_ends_with_agent() {
+    let p = fixture_project();
+    let home = format!("HOME={}", p.path().join("home").display());
+    for args in [&["exec", "no-such-script.ts"][..], &["exec", "--help"][..]] {
+        let out = p.run(args);
+        assert_eq!(out.code == 0, args[1] == "--help", "{out:?}");
+        let t = Instant::now();
+        while !support::procs::with_env("__js-worker", &home).is_empty() && t.elapsed() < Duration::from_secs(5) {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let left = support::procs::with_env("__js-worker", &home);
+        let _cleanup: Vec<_> = left.iter().map(|&w| support::procs::KillOnDrop(w)).collect();
+        assert!(left.is_empty(), "`agent {}` left script workers behind: {left:?}", args.join(" "));
+    }
+}
+
+/// The worker started early logs as the command line (read later) asks: with `-vv` the script
+/// runs in a worker started at debug level, not in the early one started before logging was set.
+#[test]
+fn the_worker_logs_at_the_verbosity_the_command_asked_for() {
+    let p = fixture_project();
+    let mut child = p
+        .cmd(&["-vv", "exec", "-"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    {
+        use std::io::Write;
+        let script = "await new Promise((r) => setTimeout(r, 1500));\nconsole.log('done');\n";
+        child.stdin.take().unwrap().write_all(script.as_bytes()).unwrap();
+    }
+    let mut seen = Vec::new();
+    while child.try_wait().unwrap().is_none() {
+        for w in support::procs::descendants_with(child.id(), "__js-worker") {
+            if let Ok(c) = std::fs::read(format!("/proc/{w}/cmdline")) {
+                let args: Vec<String> = c.split(|&b| b == 0).map(|a| String::from_utf8_lossy(a).into_owned()).collect();
+                if !seen.contains(&args) {
+                    seen.push(args);
+                }
+            }
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "done\n", "{out:?}");
+    // The last worker seen is the one that ran the script (an early one is ended first).
+    let ran = seen.last().expect("no script worker was seen while the script ran");
+    assert_eq!(ran.get(3).map(String::as_str), Some("2"), "the worker's arguments: {ran:?}");
+}
+
 /// The process that runs scripts holds none of `agent`'s environment (an LLM key, a token) but
 /// the few variables the engine reads: a script that found a way out of the sandbox would still
 /// find no secret in its own process.

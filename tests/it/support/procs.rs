@@ -114,3 +114,18 @@ impl Drop for KillOnDrop {
         }
     }
 }
+
+/// Every running process whose command line contains `needle` and whose environment holds the
+/// entry `var` exactly (`HOME=/tmp/...`): finds a test's processes after their parent is gone.
+pub fn with_env(needle: &str, var: &str) -> Vec<u32> {
+    let Ok(dir) = std::fs::read_dir("/proc") else { return Vec::new() };
+    dir.flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|&p| {
+            std::fs::read(format!("/proc/{p}/cmdline")).is_ok_and(|c| String::from_utf8_lossy(&c).contains(needle))
+                && std::fs::read(format!("/proc/{p}/environ"))
+                    .is_ok_and(|e| e.split(|&b| b == 0).any(|entry| entry == var.as_bytes()))
+                && running(p)
+        })
+        .collect()
+}
