@@ -19,7 +19,8 @@ use deno_core::{JsRuntimeForSnapshot, RuntimeOptions};
 
 use crate::util::fs::{Access, write_atomic};
 
-const MAGIC: &[u8; 8] = b"AGSNAP01";
+/// The file format: the magic, the body's length, its checksum ([`checksum`]), the body.
+const MAGIC: &[u8; 8] = b"AGSNAP02";
 /// The engine build, part of the cache key beside the binary's identity: a snapshot holds what the
 /// engine put in a context, and one made by an engine that put in other globals (the crates.io
 /// v8x with its Temporal polyfill and WebAssembly) must never be restored by this one. Change it
@@ -76,21 +77,29 @@ fn cache_file() -> Option<PathBuf> {
     Some(base.join("agent").join(format!("runtime-{:016x}.snap", h.finish())))
 }
 
+/// CRC-32 of the body (hardware-assisted: ~0.03 ms for the 389 KB snapshot, where SipHash took
+/// ~0.3 ms of every cold start). It catches a torn or damaged file; trust comes from ownership and
+/// permissions, checked on the open descriptor.
 fn checksum(bytes: &[u8]) -> u64 {
-    let mut h = std::hash::DefaultHasher::new();
-    bytes.hash(&mut h);
-    h.finish()
+    u64::from(crc32fast::hash(bytes))
 }
 
-/// The snapshot in `path`, if it is ours, intact, and nobody else could have written it.
+/// The snapshot in `path`, if it is ours, intact, and nobody else could have written it. Checked
+/// and read through one descriptor opened without following a symlink, so the file checked is
+/// the file read.
 fn read_trusted(path: &Path) -> Option<Box<[u8]>> {
-    let meta = std::fs::symlink_metadata(path).ok()?;
+    use std::io::Read;
+    use std::os::unix::fs::OpenOptionsExt;
+    let mut file =
+        std::fs::OpenOptions::new().read(true).custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK).open(path).ok()?;
+    let meta = file.metadata().ok()?;
     // SAFETY: getuid has no preconditions.
     let uid = unsafe { libc::getuid() };
     if !meta.is_file() || meta.uid() != uid || meta.mode() & 0o022 != 0 {
         return None;
     }
-    let data = std::fs::read(path).ok()?;
+    let mut data = Vec::with_capacity(usize::try_from(meta.len()).ok()?);
+    file.read_to_end(&mut data).ok()?;
     let (header, body) = data.split_at_checked(24)?;
     let len = u64::from_le_bytes(header[8..16].try_into().ok()?);
     let sum = u64::from_le_bytes(header[16..24].try_into().ok()?);
@@ -219,6 +228,14 @@ mod tests {
         std::fs::write(&path, &data).unwrap();
         assert!(read_trusted(&path).is_some());
         std::fs::set_permissions(&path, std::os::unix::fs::PermissionsExt::from_mode(0o620)).unwrap();
+        assert!(read_trusted(&path).is_none());
+        // A symlink to an intact snapshot of ours: not followed.
+        let elsewhere = dir.path().join("elsewhere.snap");
+        std::fs::write(&elsewhere, &data).unwrap();
+        std::fs::set_permissions(&elsewhere, std::os::unix::fs::PermissionsExt::from_mode(0o600)).unwrap();
+        assert!(read_trusted(&elsewhere).is_some());
+        std::fs::remove_file(&path).unwrap();
+        std::os::unix::fs::symlink(&elsewhere, &path).unwrap();
         assert!(read_trusted(&path).is_none());
     }
 
