@@ -61,7 +61,7 @@ impl Anthropic {
             }
             return Ok(r);
         }
-        let mut stream = sse_stream::SseStream::from_bytes_stream(resp.bytes_stream());
+        let mut stream = sse_stream::SseStream::from_bytes_stream(super::provider::capped_stream(resp));
         let mut acc = StreamState::default();
         while let Some(ev) = next_chunk(&mut stream, &self.url, self.http.idle_timeout).await? {
             let Some(data) = ev.data.as_deref() else { continue };

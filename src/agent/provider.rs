@@ -376,8 +376,9 @@ impl HttpSettings {
             return Ok(resp);
         }
         let retry_after = retry_after(resp.headers());
-        let body = match tokio::time::timeout(self.idle_timeout, resp.bytes()).await {
-            Ok(Ok(b)) => String::from_utf8_lossy(&b).into_owned(),
+        // Only the start of an error body is read: its message is all we show.
+        let body = match tokio::time::timeout(self.idle_timeout, read_capped(resp, MAX_ERROR_BODY_BYTES)).await {
+            Ok(Ok(b) | Err(BodyError::TooLarge(b))) => String::from_utf8_lossy(&b).into_owned(),
             _ => String::new(),
         };
         Err(ProviderError::Http {
@@ -389,15 +390,78 @@ impl HttpSettings {
     }
 
     /// Reads a whole (non-streamed) response body as JSON, within the idle timeout.
+    /// A body past [`MAX_RESPONSE_BYTES`] is a protocol error, read no further.
     pub async fn read_json(&self, url: &str, resp: reqwest::Response) -> Result<Value, ProviderError> {
-        let bytes = match tokio::time::timeout(self.idle_timeout, resp.bytes()).await {
+        let bytes = match tokio::time::timeout(self.idle_timeout, read_capped(resp, MAX_RESPONSE_BYTES)).await {
             Err(_) => return Err(ProviderError::Timeout { url: url.to_string(), timeout: self.idle_timeout }),
-            Ok(Err(e)) => return Err(ProviderError::Network { url: url.to_string(), message: reqwest_reason(&e) }),
+            Ok(Err(BodyError::Read(e))) => {
+                return Err(ProviderError::Network { url: url.to_string(), message: reqwest_reason(&e) });
+            }
+            Ok(Err(BodyError::TooLarge(_))) => {
+                return Err(ProviderError::Protocol { url: url.to_string(), message: too_large() });
+            }
             Ok(Ok(b)) => b,
         };
         serde_json::from_slice(&bytes)
             .map_err(|e| ProviderError::Protocol { url: url.to_string(), message: format!("invalid JSON ({e})") })
     }
+}
+
+/// The most a model endpoint's response may hold (a whole reply, or all events of a stream).
+/// Replies are bounded by `max_tokens`, so this is far above any real one; it bounds what a
+/// broken or hostile endpoint can make `agent` hold in memory.
+pub const MAX_RESPONSE_BYTES: usize = 64 << 20;
+/// The most of an error response's body that is read (for its message).
+const MAX_ERROR_BODY_BYTES: usize = 64 << 10;
+
+fn too_large() -> String {
+    format!("the response is larger than {} MiB; it was not read further", MAX_RESPONSE_BYTES >> 20)
+}
+
+/// Why a body was not read whole.
+#[derive(Debug)]
+pub enum BodyError {
+    Read(reqwest::Error),
+    /// More than the cap came; what was read up to it.
+    TooLarge(Vec<u8>),
+}
+
+impl std::fmt::Display for BodyError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            BodyError::Read(e) => f.write_str(&reqwest_reason(e)),
+            BodyError::TooLarge(_) => f.write_str(&too_large()),
+        }
+    }
+}
+
+impl std::error::Error for BodyError {}
+
+/// The body, chunk by chunk, until it ends or passes `cap` bytes.
+async fn read_capped(mut resp: reqwest::Response, cap: usize) -> Result<Vec<u8>, BodyError> {
+    let mut body = Vec::new();
+    while let Some(chunk) = resp.chunk().await.map_err(BodyError::Read)? {
+        if body.len() + chunk.len() > cap {
+            body.extend_from_slice(&chunk[..cap - body.len()]);
+            return Err(BodyError::TooLarge(body));
+        }
+        body.extend_from_slice(&chunk);
+    }
+    Ok(body)
+}
+
+/// A streamed body's chunks, ending in [`BodyError::TooLarge`] once more than
+/// [`MAX_RESPONSE_BYTES`] came (an event that never ends, a stream that never stops).
+pub fn capped_stream(
+    resp: reqwest::Response,
+) -> impl futures::Stream<Item = Result<bytes::Bytes, BodyError>> + Unpin + Send {
+    use futures::StreamExt;
+    let mut seen = 0usize;
+    resp.bytes_stream().map(move |chunk| {
+        let chunk = chunk.map_err(BodyError::Read)?;
+        seen = seen.saturating_add(chunk.len());
+        if seen > MAX_RESPONSE_BYTES { Err(BodyError::TooLarge(Vec::new())) } else { Ok(chunk) }
+    })
 }
 
 /// `retry-after-ms` (OpenAI) or `retry-after` in seconds. HTTP-date values are ignored (backoff applies).
@@ -454,13 +518,21 @@ fn reqwest_reason(e: &reqwest::Error) -> String {
 pub async fn next_chunk<S, T, E>(stream: &mut S, url: &str, idle: Duration) -> Result<Option<T>, ProviderError>
 where
     S: futures::Stream<Item = Result<T, E>> + Unpin,
-    E: std::fmt::Display,
+    E: std::error::Error + 'static,
 {
     use futures::StreamExt;
     match tokio::time::timeout(idle, stream.next()).await {
         Err(_) => Err(ProviderError::Timeout { url: url.to_string(), timeout: idle }),
         Ok(None) => Ok(None),
         Ok(Some(Err(e))) => {
+            // Past the cap is the endpoint's fault, not the network's: not retried.
+            let mut cause: Option<&(dyn std::error::Error + 'static)> = Some(&e);
+            while let Some(c) = cause {
+                if matches!(c.downcast_ref::<BodyError>(), Some(BodyError::TooLarge(_))) {
+                    return Err(ProviderError::Protocol { url: url.to_string(), message: too_large() });
+                }
+                cause = c.source();
+            }
             Err(ProviderError::Network { url: url.to_string(), message: format!("the stream broke off: {e}") })
         }
         Ok(Some(Ok(v))) => Ok(Some(v)),

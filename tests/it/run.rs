@@ -384,6 +384,38 @@ fn a_reply_cut_off_mid_stream_is_retried_and_the_restart_is_announced() {
     assert_eq!(fake.requests().len(), 2);
 }
 
+/// A model endpoint that never stops sending (a reply, a stream event, an error body) cannot
+/// make `agent` hold it all: the reply is refused past its cap with one line, and not retried;
+/// of an error body only the start is read.
+#[test]
+fn an_endless_reply_is_refused_at_its_cap_not_read_forever() {
+    for (api, stream, status) in
+        [(Api::Anthropic, false, 200), (Api::OpenAi, true, 200), (Api::Anthropic, true, 200), (Api::OpenAi, false, 400)]
+    {
+        let fake = FakeLlm::start(vec![Reply::Endless(status), Reply::text("not reached")]);
+        let p = Project::new();
+        // A short request timeout: without the cap the endless body is read until it fires.
+        p.write_config(&fake.llm_yaml(api).replace("max_retries: 3", "max_retries: 1").replace("60s", "5s"));
+        let started = Instant::now();
+        let r = p.run(if stream { &["run", "hello"][..] } else { &["run", "--no-stream", "hello"][..] });
+        let took = started.elapsed();
+        let what = format!("{api:?} stream {stream} HTTP {status}");
+        assert_ne!(r.code, 0, "{what}: {r:?}");
+        assert!(took < Duration::from_secs(20), "{what}: took {took:?}");
+        let last = r.stderr.lines().last().unwrap_or_default();
+        if status == 200 {
+            assert!(
+                last.contains("the response is larger than 64 MiB; it was not read further"),
+                "{what}: {}",
+                r.stderr
+            );
+            assert_eq!(fake.requests().len(), 1, "{what}: retried");
+        } else {
+            assert!(last.contains("HTTP 400") && last.len() < 1000, "{what}: {last}");
+        }
+    }
+}
+
 #[test]
 fn retries_run_out_with_the_providers_message() {
     let fake = FakeLlm::start(vec![

@@ -38,6 +38,10 @@ pub enum Reply {
     /// Stream this text, then end the stream before it is complete (OpenAI streaming only;
     /// otherwise the same as `Disconnect`).
     CutOff(String),
+    /// Answer with this status and a body that never ends: the start of a JSON reply (or of a
+    /// stream event) and then the same bytes for as long as the client reads (a hostile or
+    /// broken endpoint).
+    Endless(u16),
 }
 
 impl Reply {
@@ -270,6 +274,21 @@ async fn handle(req: Request<Incoming>, state: Arc<Mutex<State>>) -> Result<Resp
                 return Ok(sse(events));
             }
             return Err(std::io::Error::other("fake LLM: cutting off on purpose"));
+        }
+        Reply::Endless(status) => {
+            let start = match (status, stream) {
+                (200, true) => "data: {\"x\": \"",
+                _ => "{\"error\": {\"message\": \"",
+            };
+            let chunk = Bytes::from(vec![b'x'; 64 << 10]);
+            let body = futures::stream::once(async move { Bytes::from(start) })
+                .chain(futures::stream::repeat(chunk))
+                .map(|b| Ok::<_, Infallible>(Frame::data(b)));
+            let content_type = if status == 200 && stream { "text/event-stream" } else { "application/json" };
+            let mut r = Response::new(BodyExt::boxed(StreamBody::new(body)));
+            *r.status_mut() = hyper::StatusCode::from_u16(status).unwrap_or(hyper::StatusCode::INTERNAL_SERVER_ERROR);
+            r.headers_mut().insert("content-type", content_type.parse().expect("content type"));
+            return Ok(r);
         }
         Reply::Status(status, msg, retry_after) => {
             let mut r = full(status, "application/json", error_body(api, "error", &msg));
