@@ -2296,11 +2296,21 @@ thread_local! {
 
 struct ScriptSource {
   text: std::string::String,
-  line_ranges: Vec<std::ops::Range<usize>>,
+  /// The byte range of each line, split on the first `line()` call: most sources (every
+  /// module a snapshot restore registers) are never asked for a line, and splitting them on
+  /// registration cost a pass over the text and a vector per source on every restore.
+  line_ranges: std::cell::OnceCell<Vec<std::ops::Range<usize>>>,
 }
 
 impl ScriptSource {
   fn new(text: &str) -> Self {
+    Self {
+      text: text.to_string(),
+      line_ranges: std::cell::OnceCell::new(),
+    }
+  }
+
+  fn split_lines(text: &str) -> Vec<std::ops::Range<usize>> {
     let mut line_ranges = Vec::new();
     let mut start = 0;
     for line in text.split_inclusive('\n') {
@@ -2315,16 +2325,14 @@ impl ScriptSource {
       line_ranges.push(start..end);
       start = next;
     }
-    Self {
-      text: text.to_string(),
-      line_ranges,
-    }
+    line_ranges
   }
 
   fn line(&self, line: i32) -> Option<&str> {
     let index = usize::try_from(line.checked_sub(1)?).ok()?;
     self
       .line_ranges
+      .get_or_init(|| Self::split_lines(&self.text))
       .get(index)
       .map(|range| &self.text[range.clone()])
   }

@@ -2828,9 +2828,33 @@ pub(crate) fn is_module_wrapper(p: *const std::os::raw::c_void) -> bool {
 /// state carries just enough for post-restore queries — status comes from
 /// the def cache once the ModuleEval tape entry has run, the namespace path
 /// falls back to the def cache by name.
+/// What a module handle restored from a snapshot needs from its source text: the import
+/// specifiers and whether it has top-level await. The snapshot records them beside the source
+/// (computed by these same functions when it is made), so a restore does not scan the text of
+/// every snapshotted module again: the same text, with the same answer, every time.
+#[derive(Debug, PartialEq)]
+pub(crate) struct ModuleSourceScan {
+  pub(crate) import_specifiers:
+    Vec<(std::string::String, Option<std::string::String>)>,
+  pub(crate) is_async: bool,
+}
+
+impl ModuleSourceScan {
+  pub(crate) fn of(source: &str) -> Self {
+    Self {
+      import_specifiers: parse_import_specifiers(source),
+      is_async: has_top_level_await(source),
+    }
+  }
+}
+
+/// A module handle for a snapshotted module. `recorded` is the source the snapshot carried for
+/// it (already registered under `name`) with its recorded scan; without it the source registered
+/// under `name` is looked up and scanned.
 pub(crate) fn tape_make_module_handle(
   ctx: *mut JSContext,
   name: &str,
+  recorded: Option<(std::string::String, ModuleSourceScan)>,
 ) -> *const Module {
   let handle_val = unsafe { JS_NewObject(ctx) };
   if handle_val.tag == JS_TAG_EXCEPTION {
@@ -2842,7 +2866,14 @@ pub(crate) fn tape_make_module_handle(
   if this.is_null() {
     return this;
   }
-  let source = lookup_module_source_by_name(name).unwrap_or_default();
+  let (source, scan) = match recorded {
+    Some(recorded) => recorded,
+    None => {
+      let source = lookup_module_source_by_name(name).unwrap_or_default();
+      let scan = ModuleSourceScan::of(&source);
+      (source, scan)
+    }
+  };
   let script_id = module_script_id_for_name(name);
   let def = MODULE_DEF_CACHE
     .with(|c| c.borrow().get(name).copied())
@@ -2860,15 +2891,15 @@ pub(crate) fn tape_make_module_handle(
       },
       module_def: def,
       bytecode: None,
-      import_specifiers: parse_import_specifiers(&source),
+      import_specifiers: scan.import_specifiers,
       import_offsets: Vec::new(),
       import_attributes: Vec::new(),
       source_imports: Vec::new(),
       deferred_imports: Vec::new(),
       synthetic: false,
       engine_synthetic: false,
-      is_async: has_top_level_await(&source),
-      source_text: source.clone(),
+      is_async: scan.is_async,
+      source_text: source,
       source_name: name.to_string(),
       module_name: name.to_string(),
       script_id,

@@ -23,7 +23,7 @@ use crate::{
   Data, FunctionCallback, FunctionTemplate, ObjectTemplate, RealIsolate,
 };
 
-const MAGIC: &[u8; 8] = b"V8XSNP4\0";
+const MAGIC: &[u8; 8] = b"V8XSNP5\0";
 const DATA_MAGIC: &[u8; 8] = b"V8XSDAT\0";
 const CONTEXT_DATA_REGISTRY: &std::ffi::CStr = c"__v8x_snapshot_context_data";
 const NO_REF_INDEX: u32 = u32::MAX;
@@ -617,6 +617,9 @@ fn encode_module_data(
   out.push(SNAPSHOT_DATA_MODULE);
   put_str(&mut out, &info.name);
   put_opt_string(&mut out, info.source.as_deref());
+  if let Some(source) = info.source.as_deref() {
+    put_module_scan(&mut out, &super::module::ModuleSourceScan::of(source));
+  }
   out.push(u8::from(info.evaluated));
   out.push(u8::from(info.synthetic));
   out.push(u8::from(registry_exports));
@@ -825,9 +828,16 @@ fn decode_special_data(
   match input.get_u8()? {
     SNAPSHOT_DATA_MODULE => {
       let name = input.get_string()?;
-      if let Some(source) = input.get_opt_string()? {
-        super::module::register_module_source(&name, &source);
-      }
+      let recorded = match input.get_opt_string()? {
+        Some(source) => {
+          super::module::register_module_source(&name, &source);
+          let scan = input.get_module_scan()?;
+          // An unnamed source is not registered, so a handle made without the record would
+          // see an empty source: keep it that way.
+          (!name.is_empty()).then_some((source, scan))
+        }
+        None => None,
+      };
       let evaluated = input.get_u8()? != 0;
       let synthetic = input.get_u8()? != 0;
       let registry_exports = input.get_u8()? != 0;
@@ -848,7 +858,7 @@ fn decode_special_data(
           ctx, &name, exports, evaluated, synthetic,
         )
       } else {
-        super::module::tape_make_module_handle(ctx, &name)
+        super::module::tape_make_module_handle(ctx, &name, recorded)
       };
       if module.is_null() {
         return None;
@@ -1843,6 +1853,15 @@ fn put_vec<T>(
   }
 }
 
+/// A module source's scan, recorded beside the source so a restore does not scan it again.
+fn put_module_scan(out: &mut Vec<u8>, scan: &super::module::ModuleSourceScan) {
+  out.push(u8::from(scan.is_async));
+  put_vec(out, &scan.import_specifiers, |out, (specifier, kind)| {
+    put_str(out, specifier);
+    put_opt_string(out, kind.as_deref());
+  });
+}
+
 fn put_str(out: &mut Vec<u8>, value: &str) {
   put_bytes(out, value.as_bytes());
 }
@@ -2038,6 +2057,16 @@ impl<'a> Reader<'a> {
     }
   }
 
+  fn get_module_scan(&mut self) -> Option<super::module::ModuleSourceScan> {
+    let is_async = self.get_u8()? != 0;
+    let import_specifiers = self
+      .get_vec(|input| Some((input.get_string()?, input.get_opt_string()?)))?;
+    Some(super::module::ModuleSourceScan {
+      import_specifiers,
+      is_async,
+    })
+  }
+
   fn get_opt_string(&mut self) -> Option<Option<String>> {
     match self.get_u8()? {
       0 => Some(None),
@@ -2100,6 +2129,33 @@ mod tests {
 
     assert_eq!(decoded.as_ptr(), payload_ptr);
     assert_eq!(decoded.as_ref(), b"snapshot payload");
+  }
+
+  #[test]
+  fn module_scan_read_back_equals_a_fresh_scan() {
+    // A restore uses the recorded scan instead of scanning the source: both must agree for
+    // static imports, re-exports, import attributes, dynamic imports and top-level await.
+    let sources = [
+      "import { a } from './a.js';\nexport * from \"./b.js\";\nexport { c } from './c.js';\n\
+       import d from './d.json' with { type: 'json' };\nconst e = await import('./e.js');\n",
+      "// import { x } from './not-an-import.js';\nfor await (const v of g()) {}\n",
+      "function f() { await x; }\nconst s = `import { y } from './in-a-template.js'`;\n",
+      "",
+    ];
+    for source in sources {
+      let scan = super::super::module::ModuleSourceScan::of(source);
+      let mut encoded = Vec::new();
+      put_module_scan(&mut encoded, &scan);
+      encoded.push(0xAB);
+      let mut reader = Reader::new(&encoded, 0);
+      let read_back = reader.get_module_scan().unwrap();
+      assert_eq!(read_back, scan, "{source}");
+      // The record ends where it should: the next field reads as written.
+      assert_eq!(reader.get_u8(), Some(0xAB));
+    }
+    let first = super::super::module::ModuleSourceScan::of(sources[0]);
+    assert!(first.is_async);
+    assert!(first.import_specifiers.len() >= 4, "{:?}", first.import_specifiers);
   }
 
   #[test]

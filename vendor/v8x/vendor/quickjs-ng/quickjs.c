@@ -40239,7 +40239,11 @@ static void js_object_list_init(JSObjectList *s)
 
 static uint32_t js_object_list_get_hash(JSObject *p, uint32_t hash_size)
 {
-    return ((uintptr_t)p * 3163) & (hash_size - 1);
+    /* Objects are at least 16-byte aligned: hashing the address itself left
+       the low 4 bits of every hash zero, so only one bucket in 16 was used and
+       each chain was ~16 long. Drop the alignment bits first (v8x vendored in
+       agent: VENDORED.md). */
+    return (((uintptr_t)p >> 4) * 3163) & (hash_size - 1);
 }
 
 static int js_object_list_resize_hash(JSContext *ctx, JSObjectList *s,
