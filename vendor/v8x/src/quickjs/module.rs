@@ -2867,7 +2867,13 @@ pub(crate) fn tape_make_module_handle(
     return this;
   }
   let (source, scan) = match recorded {
-    Some(recorded) => recorded,
+    Some(recorded) => {
+      // agent: in debug builds (agent's whole test suite) every restore checks the recorded
+      // scan against a fresh one, so a record that disagrees fails a test instead of
+      // changing how a module links.
+      debug_assert_eq!(recorded.1, ModuleSourceScan::of(&recorded.0), "module {name}");
+      recorded
+    }
     None => {
       let source = lookup_module_source_by_name(name).unwrap_or_default();
       let scan = ModuleSourceScan::of(&source);
