@@ -10,7 +10,8 @@
 //! 3. Per-call overhead: `callMCPTool` in the isolate → bridge socket → manager, vs
 //!    `McpManager::call_tool` from Rust, same fixture tool. Target: ≤ 1.3× the direct cost.
 //! 4. Peak RSS of `agent exec` on a trivial script, `agent` and its script worker process
-//!    together. Target: ≤ 60 MB.
+//!    together. Target: ≤ 60 MB. Also the largest proportional set size (PSS) seen while it runs,
+//!    which counts the pages of the binary both processes map once instead of twice.
 //! 5. Per-call cost of recording result shapes (`mcp.types.learn`): `McpManager::call_tool` of
 //!    the fixture's `profile` (JSON text, no output schema) with and without the type recorder,
 //!    and the flush that writes the registry. Target: < 5% of a fixture call.
@@ -726,10 +727,18 @@ async fn call_overhead(dir: &Path, n: usize) {
 
 /// The high-water mark (VmHWM) of `pid` in KiB, if it is still there.
 fn hwm_kb(pid: u32) -> Option<u64> {
-    let text = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
-    text.lines()
-        .find_map(|l| l.strip_prefix("VmHWM:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+    kb_field(&format!("/proc/{pid}/status"), "VmHWM:")
+}
+
+/// The proportional set size: each page shared by n processes counts 1/n in each, so the pages of
+/// the binary `agent` and its worker both map count once in their sum (VmHWM counts them twice).
+fn pss_kb(pid: u32) -> Option<u64> {
+    kb_field(&format!("/proc/{pid}/smaps_rollup"), "Pss:")
+}
+
+fn kb_field(path: &str, field: &str) -> Option<u64> {
+    let text = std::fs::read_to_string(path).ok()?;
+    text.lines().find_map(|l| l.strip_prefix(field)).and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
 }
 
 /// The children of `pid` (their pids), from `/proc/<pid>/task/*/children`.
@@ -749,6 +758,7 @@ fn peak_rss(dir: &Path, script: &Path, n: usize) {
     // is what we want: `agent`'s and its script worker's, polled until they exit, added up.
     let mut peaks = Vec::new();
     let mut parts = Vec::new();
+    let mut pss_peaks = Vec::new();
     for _ in 0..n {
         let mut c = Command::new(agent_bin());
         c.arg("exec").arg(script);
@@ -756,16 +766,20 @@ fn peak_rss(dir: &Path, script: &Path, n: usize) {
         let mut child = c.stdout(Stdio::null()).stderr(Stdio::null()).spawn().expect("spawn");
         let mut agent_kb = 0u64;
         let mut workers: std::collections::HashMap<u32, u64> = std::collections::HashMap::new();
+        let mut pss_peak = 0u64;
         loop {
             agent_kb = agent_kb.max(hwm_kb(child.id()).unwrap_or(0));
+            let mut pss = pss_kb(child.id()).unwrap_or(0);
             for w in children(child.id()) {
                 let is_worker = std::fs::read(format!("/proc/{w}/cmdline"))
                     .is_ok_and(|c| String::from_utf8_lossy(&c).contains(agent::runtime::WORKER_ARG));
                 if is_worker && let Some(kb) = hwm_kb(w) {
                     let e = workers.entry(w).or_default();
                     *e = (*e).max(kb);
+                    pss += pss_kb(w).unwrap_or(0);
                 }
             }
+            pss_peak = pss_peak.max(pss);
             if child.try_wait().expect("wait").is_some() {
                 break;
             }
@@ -774,6 +788,7 @@ fn peak_rss(dir: &Path, script: &Path, n: usize) {
         assert!(child.wait().expect("wait").success(), "agent exec failed");
         let worker_kb: u64 = workers.values().sum();
         peaks.push((agent_kb + worker_kb) as f64 / 1024.0);
+        pss_peaks.push(pss_peak as f64 / 1024.0);
         parts.push((agent_kb as f64 / 1024.0, worker_kb as f64 / 1024.0));
     }
     parts.sort_by(|a, b| (a.0 + a.1).total_cmp(&(b.0 + b.1)));
@@ -785,5 +800,11 @@ fn peak_rss(dir: &Path, script: &Path, n: usize) {
         peaks[peaks.len() / 2],
         max,
         verdict(max <= 60.0)
+    );
+    pss_peaks.sort_by(f64::total_cmp);
+    println!(
+        "largest PSS seen (agent + worker, sampled every 0.5 ms; pages both map count once)  median {:.1} MB  max {:.1} MB",
+        pss_peaks[pss_peaks.len() / 2],
+        pss_peaks[pss_peaks.len() - 1]
     );
 }
