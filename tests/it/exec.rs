@@ -573,6 +573,22 @@ fn a_script_stuck_in_a_builtin_is_killed_after_a_short_grace() {
     }
 }
 
+/// A script that runs long enough (1.5 s) for a test to look at its worker, then prints `done`.
+const SLOW_DONE: &str = "await new Promise((r) => setTimeout(r, 1500));\nconsole.log('done');\n";
+
+/// `cmd` started with piped stdio and `script` written to its stdin (then closed).
+fn spawn_fed(mut cmd: std::process::Command, script: &str) -> std::process::Child {
+    use std::io::Write;
+    let mut child = cmd
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(script.as_bytes()).unwrap();
+    child
+}
+
 /// `agent exec` starts its script worker before it has read its arguments: one that is never
 /// given a script (the file does not exist; only `--help` was asked) still ends with `agent`.
 #[test]
@@ -597,18 +613,7 @@ fn an_early_worker_no_script_takes_ends_with_agent() {
 #[test]
 fn the_worker_logs_at_the_verbosity_the_command_asked_for() {
     let p = fixture_project();
-    let mut child = p
-        .cmd(&["-vv", "exec", "-"])
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    {
-        use std::io::Write;
-        let script = "await new Promise((r) => setTimeout(r, 1500));\nconsole.log('done');\n";
-        child.stdin.take().unwrap().write_all(script.as_bytes()).unwrap();
-    }
+    let mut child = spawn_fed(p.cmd(&["-vv", "exec", "-"]), SLOW_DONE);
     let mut seen = Vec::new();
     while child.try_wait().unwrap().is_none() {
         for w in support::procs::descendants_with(child.id(), "__js-worker") {
@@ -635,20 +640,9 @@ fn the_worker_logs_at_the_verbosity_the_command_asked_for() {
 fn the_script_worker_holds_none_of_agents_secrets() {
     let p = fixture_project();
     let secret = "sk-worker-env-secret-3f9a";
-    let mut child = p
-        .cmd(&["exec", "-"])
-        .env("ANTHROPIC_API_KEY", secret)
-        .env("AGENT_TEST_TOKEN", secret)
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    {
-        use std::io::Write;
-        let script = "await new Promise((r) => setTimeout(r, 1500));\nconsole.log('done');\n";
-        child.stdin.take().unwrap().write_all(script.as_bytes()).unwrap();
-    }
+    let mut cmd = p.cmd(&["exec", "-"]);
+    cmd.env("ANTHROPIC_API_KEY", secret).env("AGENT_TEST_TOKEN", secret);
+    let mut child = spawn_fed(cmd, SLOW_DONE);
     let mut environ = None;
     while environ.is_none() && child.try_wait().unwrap().is_none() {
         if let Some(&w) = support::procs::descendants_with(child.id(), "__js-worker").first() {
