@@ -4,7 +4,8 @@
 //!   (a) each in a closed loop (the next call as soon as the last answered): the most executions/s
 //!   serve sustains, with p50/p99 (on 2 cores with 16 callers always waiting, p50 is 16 / rate:
 //!   queueing, not service time); (b) together offering 200 executions/s (each client on its own
-//!   schedule, 12.5/s): p50/p99 at the target rate (targets: ≥ 200/s sustained, p50 ≤ 10 ms);
+//!   schedule, 12.5/s): p50/p99 at the target rate (targets: ≥ 600/s in the closed loop; 200/s
+//!   served with p50 ≤ 5 ms);
 //!   (c) one client alone, back to back: the latency of one execution;
 //! - one client calling a proxied fixture tool vs the same call straight to the upstream fixture
 //!   server (also Streamable HTTP), in alternating rounds: `add` (no work: pure protocol
@@ -244,7 +245,7 @@ async fn execute_code_rows(url: &str, per_client: usize) {
         lat.sort();
         let per_s = lat.len() as f64 / took.as_secs_f64();
         println!(
-            "execute_code, {CLIENTS} clients x {per_client}, closed loop: {per_s:.0} executions/s (target >= 200), \
+            "execute_code, {CLIENTS} clients x {per_client}, closed loop: {per_s:.0} executions/s (target >= 600), \
              p50 {:.2} ms, p99 {:.2} ms",
             ms(percentile(&lat, 0.5)),
             ms(percentile(&lat, 0.99))
@@ -309,13 +310,19 @@ async fn offered(
     lat.sort();
     let per_s = lat.len() as f64 / took.as_secs_f64();
     let p50 = percentile(&lat, 0.5);
+    // The target is stated at 200/s; lower rates are shown for comparison only.
+    let verdict = if rate < 200.0 {
+        String::new()
+    } else {
+        let met = p50 <= Duration::from_millis(5) && per_s >= 0.95 * rate;
+        format!("; target (200/s served with p50 <= 5 ms): {}", if met { "met" } else { "not met" })
+    };
     println!(
         "execute_code, {CLIENTS} clients offering {rate:.0}/s: {per_s:.0} executions/s done, p50 {:.2} ms, p99 {:.2} ms, \
-         {late} of {} started late; target (>= 200/s with p50 <= 10 ms): {}",
+         {late} of {} started late{verdict}",
         ms(p50),
         ms(percentile(&lat, 0.99)),
         lat.len(),
-        if rate >= 200.0 && p50 <= Duration::from_millis(10) && per_s >= 0.95 * rate { "met" } else { "not met" }
     );
 }
 
