@@ -209,8 +209,9 @@ fn hand_over(
 /// modules) but would grow by one file per distinct script forever. The `agent` binary points it
 /// at a directory of its own cache ([`use_private_bytecode_cache`]); each runner thread trims it
 /// when it starts (every [`ISOLATES_PER_THREAD`] isolates) to the most recently used entries, by
-/// count and by size. It holds compiled scripts (their string literals included), so it is kept
-/// private: 0700, files 0600.
+/// count and by size; a temporary file is removed once it is a minute old (younger, it may be
+/// the engine's write in progress in another process). It holds compiled scripts (their string
+/// literals included), so it is kept private: 0700, files 0600.
 const BYTECODE_CACHE_KEEP: usize = 512;
 const BYTECODE_CACHE_MAX_BYTES: u64 = 32 << 20;
 
@@ -257,7 +258,7 @@ fn engine_bytecode_cache_dir() -> Option<PathBuf> {
 /// this pass reads anyway (the 0700 directory already keeps them from other users; no extra
 /// pass over the directory, no work after a job).
 pub(crate) fn prune_bytecode_cache(dir: &Path, keep: usize, max_bytes: u64) {
-    use std::os::unix::fs::{MetadataExt, PermissionsExt};
+    use std::os::unix::fs::MetadataExt;
     let Ok(entries) = std::fs::read_dir(dir) else { return };
     // SAFETY: getuid has no preconditions.
     let uid = unsafe { libc::getuid() };
@@ -273,7 +274,7 @@ pub(crate) fn prune_bytecode_cache(dir: &Path, keep: usize, max_bytes: u64) {
                     continue;
                 }
                 if m.uid() == uid && m.mode() & 0o077 != 0 {
-                    let _ = std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600));
+                    tighten(&path, &m);
                 }
                 total += m.len();
                 // Reads update the access time at most daily on `relatime` mounts (the Linux
@@ -282,7 +283,12 @@ pub(crate) fn prune_bytecode_cache(dir: &Path, keep: usize, max_bytes: u64) {
                 files.push((used, m.len(), path));
             }
             Some("tmp") => {
-                let _ = std::fs::remove_file(&path);
+                let stale = std::fs::symlink_metadata(&path)
+                    .and_then(|m| m.modified())
+                    .is_ok_and(|t| t.elapsed().is_ok_and(|age| age > Duration::from_secs(60)));
+                if stale {
+                    let _ = std::fs::remove_file(&path);
+                }
             }
             _ => {}
         }
@@ -299,6 +305,21 @@ pub(crate) fn prune_bytecode_cache(dir: &Path, keep: usize, max_bytes: u64) {
         } else {
             let _ = std::fs::remove_file(path);
         }
+    }
+}
+
+/// Makes the cache file `path` (seen as `seen`) 0600 through a descriptor opened without
+/// following a link, and only if it is still the file that was seen: a file swapped for a link
+/// between the look and the change is left alone, and nothing a link points at is changed.
+fn tighten(path: &Path, seen: &std::fs::Metadata) {
+    use std::os::unix::fs::{MetadataExt, OpenOptionsExt, PermissionsExt};
+    let Ok(f) = std::fs::OpenOptions::new().read(true).custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK).open(path)
+    else {
+        return;
+    };
+    let Ok(now) = f.metadata() else { return };
+    if now.is_file() && now.dev() == seen.dev() && now.ino() == seen.ino() {
+        let _ = f.set_permissions(std::fs::Permissions::from_mode(0o600));
     }
 }
 
@@ -836,6 +857,32 @@ mod tests {
         assert_eq!(local.to_rust_string_lossy(scope), "undefined,undefined,undefined,function");
     }
 
+    /// A racing process swaps a cache file it saw loose for a link to another file of the user:
+    /// neither the link's target nor anything else is tightened through it.
+    #[test]
+    fn a_cache_file_swapped_for_a_link_is_not_changed_through_it() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let entry = dir.path().join("0000000000000001.qbc");
+        std::fs::write(&entry, b"compiled").unwrap();
+        std::fs::set_permissions(&entry, std::fs::Permissions::from_mode(0o644)).unwrap();
+        let seen = std::fs::symlink_metadata(&entry).unwrap();
+        let elsewhere = dir.path().join("elsewhere");
+        std::fs::write(&elsewhere, b"the user's").unwrap();
+        std::fs::set_permissions(&elsewhere, std::fs::Permissions::from_mode(0o644)).unwrap();
+        std::fs::remove_file(&entry).unwrap();
+        std::os::unix::fs::symlink(&elsewhere, &entry).unwrap();
+        tighten(&entry, &seen);
+        let mode = std::fs::metadata(&elsewhere).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o644, "changed through the link");
+        // The file as seen, still in place, is tightened.
+        std::fs::remove_file(&entry).unwrap();
+        std::fs::write(&entry, b"compiled").unwrap();
+        std::fs::set_permissions(&entry, std::fs::Permissions::from_mode(0o644)).unwrap();
+        tighten(&entry, &std::fs::symlink_metadata(&entry).unwrap());
+        assert_eq!(std::fs::metadata(&entry).unwrap().permissions().mode() & 0o777, 0o600);
+    }
+
     #[test]
     fn the_bytecode_cache_is_trimmed_to_the_most_recently_used_entries_by_count_and_size() {
         let dir = tempfile::tempdir().unwrap();
@@ -854,10 +901,16 @@ mod tests {
         let p0 = dir.path().join(format!("{:016x}.qbc", 0));
         let t = std::fs::FileTimes::new().set_accessed(std::time::SystemTime::now()).set_modified(older);
         std::fs::File::options().write(true).open(&p0).unwrap().set_times(t).unwrap();
-        std::fs::write(dir.path().join("stale.tmp"), b"x").unwrap();
+        // A temporary file an hour old is a write that died; a new one may be in progress.
+        let stale = dir.path().join("stale.tmp");
+        std::fs::write(&stale, b"x").unwrap();
+        std::fs::File::options().write(true).open(&stale).unwrap().set_modified(old).unwrap();
+        std::fs::write(dir.path().join("in-progress.tmp"), b"x").unwrap();
         std::fs::write(dir.path().join("other.txt"), b"x").unwrap();
         prune_bytecode_cache(dir.path(), 20, 1 << 20);
-        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 11, "under both limits only .tmp goes");
+        assert!(!stale.exists(), "a stale temporary file was kept");
+        assert!(dir.path().join("in-progress.tmp").exists(), "a write in progress was removed");
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 12, "under both limits only the stale .tmp goes");
         let qbc = |dir: &Path| -> Vec<u64> {
             let mut v: Vec<u64> = std::fs::read_dir(dir)
                 .unwrap()
