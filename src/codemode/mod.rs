@@ -413,11 +413,7 @@ fn type_errors(errors: Vec<String>, took: std::time::Duration) -> ExecOutcome {
             message: format!("{n} type error{plural}; the script did not run"),
             stack: Some(errors.join("\n")),
         }),
-        tool_calls: 0,
         duration_ms: took.as_secs_f64() * 1000.0,
-        output_truncated_bytes: 0,
-        skills_saved: Vec::new(),
-        session: None,
         ..ExecOutcome::default()
     }
 }

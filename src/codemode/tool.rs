@@ -135,11 +135,7 @@ mod tests {
             stderr: stderr.into(),
             value,
             error,
-            tool_calls: 0,
             duration_ms: 1.0,
-            output_truncated_bytes: 0,
-            skills_saved: Vec::new(),
-            session: None,
             ..ExecOutcome::default()
         }
     }

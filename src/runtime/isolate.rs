@@ -562,8 +562,7 @@ impl Prepared {
             duration_ms: start.elapsed().as_secs_f64() * 1000.0,
             output_truncated_bytes: omitted,
             skills_saved: std::mem::take(&mut job.skills_saved),
-            session: None,
-            isolate: super::IsolateUse::default(),
+            ..ExecOutcome::default()
         }
     }
 

@@ -220,18 +220,7 @@ impl ExecOutcome {
     }
 
     fn failed(kind: FailureKind, message: String) -> ExecOutcome {
-        ExecOutcome {
-            stdout: String::new(),
-            stderr: String::new(),
-            value: None,
-            error: Some(ExecFailure { kind, message, stack: None }),
-            tool_calls: 0,
-            duration_ms: 0.0,
-            output_truncated_bytes: 0,
-            skills_saved: Vec::new(),
-            session: None,
-            isolate: IsolateUse::default(),
-        }
+        ExecOutcome { error: Some(ExecFailure { kind, message, stack: None }), ..ExecOutcome::default() }
     }
 }
 
@@ -451,9 +440,8 @@ impl ThreadRunner {
                         // The isolate is stuck in native code: abandon its thread.
                         tracing::warn!("the script did not stop after its timeout; abandoning its runner thread");
                         self.respawn();
-                        let mut o = ExecOutcome::failed(FailureKind::Timeout, isolate::timeout_message(timeout));
+                        let mut o = ExecOutcome::failed(FailureKind::Timeout, isolate::timeout_message(timeout)).ran();
                         o.duration_ms = timeout.as_secs_f64() * 1000.0;
-                        o.isolate.ran = true;
                         Some(o)
                     }
                 }
