@@ -15,8 +15,11 @@
 //!
 //! recall@k is the share of queries with an answering tool in the top k. Compared: plain BM25
 //! over name + description (the baseline, implemented here), the index without its extra signals
-//! and synonyms (BM25F only), the shipped ranking, and three levers at their dev-chosen settings
-//! (a server-level first stage, verbs vs objects field weights, co-occurrence expansion).
+//! and synonyms (BM25F only), the shipped ranking, three lexical levers at their dev-chosen
+//! settings (a server-level first stage, verbs vs objects field weights, co-occurrence
+//! expansion), and the shipped ranking with model-written example queries per tool: what
+//! `agent mcp examples` caches (benches/data/examples.json: written once, by a model given the
+//! same system prompt and batches of 16 tools the command sends, never shown a query).
 //! `SEARCH_BENCH_MISSES=1` lists the dev and seed queries the shipped ranking misses at 3; test
 //! misses are never printed, so that nobody tunes on them.
 //!
@@ -25,9 +28,9 @@
 //! queries with LiveMCPBench's 527 tools as more distractors, LiveMCPBench's annotated tasks, and
 //! MetaTool's queries split dev/test by the same rule. Without it, one line says how to run them.
 //!
-//! Speed: building the index of 1,000 tools (the GitHub corpus repeated with renamed servers;
-//! target ≤ 50 ms) and one query's p50 on it (target ≤ 1 ms). Prints numbers, asserts nothing
-//! except that the data files are well formed.
+//! Speed: building the index of 1,000 tools (the GitHub corpus repeated with renamed servers,
+//! each with its model-written examples; target ≤ 50 ms) and one query's p50 on it (target
+//! ≤ 1 ms). Prints numbers, asserts nothing except that the data files are well formed.
 
 use std::collections::{BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
@@ -170,6 +173,35 @@ impl PlainBm25 {
     }
 }
 
+/// The examples lever's ranking: the shipped one, with the example-query field's weight and
+/// length normalisation from `SEARCH_BENCH_EXAMPLES_FIELD` (`weight,b`; shipped 1.0, 0.75).
+fn examples_ranking() -> Ranking {
+    let mut r = Ranking::default();
+    let last = r.weights.len() - 1;
+    if let Ok(v) = std::env::var("SEARCH_BENCH_EXAMPLES_FIELD") {
+        let n: Vec<f32> =
+            v.split(',').map(|x| x.trim().parse().expect("SEARCH_BENCH_EXAMPLES_FIELD: weight,b")).collect();
+        r.weights[last] = n[0];
+        if let Some(&b) = n.get(1) {
+            r.b[last] = b;
+        }
+    }
+    r
+}
+
+/// Model-written example queries by qualified tool name (`server.tool`), as the model
+/// `agent mcp examples` asks answers them (one JSON object per file).
+type Written = HashMap<String, Vec<String>>;
+
+/// The example queries of one catalogue: benches/data/examples.json for ours, and
+/// examples-livemcp.json, examples-metatool.json for the held-out ones (our own text, keyed by
+/// those datasets' tool names). A tool without examples is indexed as shipped.
+fn examples(file: &str) -> Written {
+    let f = manifest(&format!("benches/data/{file}"));
+    let text = std::fs::read_to_string(&f).unwrap_or_else(|e| panic!("{}: {e}", f.display()));
+    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", f.display()))
+}
+
 /// The rankings over one catalogue.
 struct Rankers {
     plain: PlainBm25,
@@ -177,6 +209,9 @@ struct Rankers {
     shipped: Index,
     verbs: Index,
     expand: Index,
+    /// The shipped ranking over documents that carry their tool's model-written example
+    /// queries ([`examples`]), as `agent mcp examples` caches them.
+    with_examples: Index,
     /// One document per server (its tools' names, titles, descriptions and parameters): the
     /// first stage of the server-stage lever.
     servers: Index,
@@ -184,13 +219,14 @@ struct Rankers {
     server_of: Vec<usize>,
 }
 
-const RANKINGS: [&str; 6] = [
+const RANKINGS: [&str; 7] = [
     "plain BM25 (name + description)",
     "BM25F only (no signals, no synonyms)",
     "shipped",
     "lever: shipped x server stage",
     "lever: verbs vs objects",
     "lever: co-occurrence expansion",
+    "lever: model-written examples",
 ];
 const SHIPPED: usize = 2;
 
@@ -249,7 +285,7 @@ fn expand_ranking() -> Ranking {
 }
 
 impl Rankers {
-    fn build(tools: &[ToolInfo]) -> Rankers {
+    fn build(tools: &[ToolInfo], written: &Written) -> Rankers {
         let docs: Vec<_> = tools.iter().map(doc_for).collect();
         let mut names: Vec<String> = Vec::new();
         let mut server_of = Vec::new();
@@ -268,8 +304,22 @@ impl Rankers {
             }
             sd.params.extend(d.params.iter().cloned());
         }
+        let with_examples = Index::build(
+            docs.iter()
+                .cloned()
+                .map(|mut d| {
+                    let key = format!("{}.{}", d.server, d.tool);
+                    if let Some(e) = written.get(&key) {
+                        d.examples = agent::search::examples::clean_all(e.iter().map(String::as_str));
+                    }
+                    d
+                })
+                .collect(),
+        )
+        .with_ranking(examples_ranking());
         let shipped = Index::build(docs);
         Rankers {
+            with_examples,
             plain: PlainBm25::build(tools),
             bm25f: shipped.clone().with_ranking(Ranking { boosts: false, synonyms: false, ..Ranking::default() }),
             verbs: shipped.clone().with_ranking(verbs_ranking()),
@@ -317,14 +367,15 @@ impl Rankers {
             2 => docs(&self.shipped),
             3 => self.server_stage(query),
             4 => docs(&self.verbs),
-            _ => docs(&self.expand),
+            5 => docs(&self.expand),
+            _ => docs(&self.with_examples),
         }
     }
 }
 
 /// recall@1/3/5 of every ranking, per split, over one catalogue (every tool a candidate).
-fn whole_catalogue(tools: &[ToolInfo], queries: &[Query]) -> [[Recall; RANKINGS.len()]; 3] {
-    let rankers = Rankers::build(tools);
+fn whole_catalogue(tools: &[ToolInfo], written: &Written, queries: &[Query]) -> [[Recall; RANKINGS.len()]; 3] {
+    let rankers = Rankers::build(tools, written);
     let mut table: [[Recall; RANKINGS.len()]; 3] = Default::default();
     for q in queries {
         for (which, cell) in table[q.split as usize].iter_mut().enumerate() {
@@ -387,7 +438,7 @@ fn servers_of(q: &Query) -> Vec<String> {
 /// `SEARCH_BENCH_EXTERNAL` names: (a) our queries with LiveMCPBench's 527 tools as more
 /// distractors, (b) LiveMCPBench's own annotated tasks over its catalogue, (c) MetaTool's
 /// queries over its 199 tools, split dev/test by the same rule as ours.
-fn external(tools: &[ToolInfo], ours: &[Query]) {
+fn external(tools: &[ToolInfo], ours_written: &Written, ours: &[Query]) {
     let Some(dir) = std::env::var_os("SEARCH_BENCH_EXTERNAL").map(PathBuf::from) else {
         println!(
             "external sections (LiveMCPBench, MetaTool) not run: run benches/data/external.sh OUT-DIR \
@@ -399,16 +450,22 @@ fn external(tools: &[ToolInfo], ours: &[Query]) {
         load_tools_file(&dir.join(name), None).unwrap_or_else(|e| panic!("{e} (run benches/data/external.sh)"))
     };
     let live = load("livemcp-tools.json");
+    let live_written = examples("examples-livemcp.json");
     let ours_servers: BTreeSet<&str> = tools.iter().map(|t| t.server.as_str()).collect();
-    // A LiveMCPBench server named like one of ours stays a server of its own.
+    // A LiveMCPBench server named like one of ours stays a server of its own (its examples too).
     let mut merged = tools.to_vec();
-    merged.extend(live.iter().cloned().map(|mut t| {
+    let mut merged_written = ours_written.clone();
+    for mut t in live.iter().cloned() {
+        let key = t.qualified_name();
         if ours_servers.contains(t.server.as_str()) {
             t.server.push_str("-livemcp");
         }
-        t
-    }));
-    let table = whole_catalogue(&merged, ours);
+        if let Some(e) = live_written.get(&key) {
+            merged_written.insert(t.qualified_name(), e.clone());
+        }
+        merged.push(t);
+    }
+    let table = whole_catalogue(&merged, &merged_written, ours);
     println!("(a) our queries, {} tools: ours plus LiveMCPBench's {} as distractors", merged.len(), live.len());
     for (split, name) in [(Split::Test, "test"), (Split::Dev, "dev"), (Split::Seed, "seed")] {
         let rows = &table[split as usize];
@@ -419,7 +476,7 @@ fn external(tools: &[ToolInfo], ours: &[Query]) {
 
     let known: BTreeSet<String> = live.iter().map(|t| t.qualified_name()).collect();
     let tasks = queries_at(&dir.join("livemcp-tasks.tsv"), false, &known);
-    let table = whole_catalogue(&live, &tasks);
+    let table = whole_catalogue(&live, &live_written, &tasks);
     println!(
         "(b) LiveMCPBench's annotated tasks over its {} tools (a hit: any tool the annotators listed; never tuned on)",
         live.len()
@@ -440,7 +497,7 @@ fn external(tools: &[ToolInfo], ours: &[Query]) {
     let meta = load("metatool-tools.json");
     let known: BTreeSet<String> = meta.iter().map(|t| t.qualified_name()).collect();
     let queries = queries_at(&dir.join("metatool-queries.tsv"), false, &known);
-    let table = whole_catalogue(&meta, &queries);
+    let table = whole_catalogue(&meta, &examples("examples-metatool.json"), &queries);
     println!("(c) MetaTool, {} tools (dev may be tuned on, test only reported)", meta.len());
     for (split, name) in [(Split::Test, "test"), (Split::Dev, "dev")] {
         let rows = &table[split as usize];
@@ -486,7 +543,8 @@ fn main() {
     );
 
     // Every query ranked by every ranking, in its own servers' catalogue and in the whole one.
-    let full = Rankers::build(&tools);
+    let written = examples("examples.json");
+    let full = Rankers::build(&tools, &written);
     let mut own: HashMap<Vec<String>, (Vec<ToolInfo>, Rankers)> = HashMap::new();
     // [split][setting][ranking]
     let mut table: [[[Recall; RANKINGS.len()]; 2]; 3] = Default::default();
@@ -495,7 +553,7 @@ fn main() {
         let key = servers_of(q);
         let (own_tools, own_rankers) = own.entry(key.clone()).or_insert_with(|| {
             let subset: Vec<ToolInfo> = tools.iter().filter(|t| key.contains(&t.server)).cloned().collect();
-            let r = Rankers::build(&subset);
+            let r = Rankers::build(&subset, &written);
             (subset, r)
         });
         let [own_row, full_row] = &mut table[q.split as usize];
@@ -526,7 +584,7 @@ fn main() {
         }
         println!();
     }
-    external(&tools, &all);
+    external(&tools, &written, &all);
     let all: Vec<String> = all.into_iter().map(|q| q.text).collect();
 
     // Speed on 1,000 tools.
@@ -538,7 +596,19 @@ fn main() {
     let mut index = None;
     for _ in 0..iters {
         let start = Instant::now();
-        let i = Index::build(big.iter().map(doc_for).collect());
+        // Each document with its GitHub tool's model-written examples, as a catalog with
+        // examples cached builds it.
+        let i = Index::build(
+            big.iter()
+                .map(|t| {
+                    let mut d = doc_for(t);
+                    if let Some(e) = written.get(&format!("github.{}", t.name)) {
+                        d.examples = agent::search::examples::clean_all(e.iter().map(String::as_str));
+                    }
+                    d
+                })
+                .collect(),
+        );
         builds.push(start.elapsed());
         index = Some(i);
     }
