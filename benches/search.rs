@@ -451,6 +451,10 @@ fn external(tools: &[ToolInfo], ours_written: &Written, ours: &[Query]) {
     };
     let live = load("livemcp-tools.json");
     let live_written = examples("examples-livemcp.json");
+    let live_known: BTreeSet<String> = live.iter().map(|t| t.qualified_name()).collect();
+    for tool in live_written.keys() {
+        assert!(live_known.contains(tool), "benches/data/examples-livemcp.json: `{tool}` is not in LiveMCPBench");
+    }
     let ours_servers: BTreeSet<&str> = tools.iter().map(|t| t.server.as_str()).collect();
     // A LiveMCPBench server named like one of ours stays a server of its own (its examples too).
     let mut merged = tools.to_vec();
@@ -474,8 +478,7 @@ fn external(tools: &[ToolInfo], ours_written: &Written, ours: &[Query]) {
     }
     println!();
 
-    let known: BTreeSet<String> = live.iter().map(|t| t.qualified_name()).collect();
-    let tasks = queries_at(&dir.join("livemcp-tasks.tsv"), false, &known);
+    let tasks = queries_at(&dir.join("livemcp-tasks.tsv"), false, &live_known);
     let table = whole_catalogue(&live, &live_written, &tasks);
     println!(
         "(b) LiveMCPBench's annotated tasks over its {} tools (a hit: any tool the annotators listed; never tuned on)",
@@ -497,7 +500,11 @@ fn external(tools: &[ToolInfo], ours_written: &Written, ours: &[Query]) {
     let meta = load("metatool-tools.json");
     let known: BTreeSet<String> = meta.iter().map(|t| t.qualified_name()).collect();
     let queries = queries_at(&dir.join("metatool-queries.tsv"), false, &known);
-    let table = whole_catalogue(&meta, &examples("examples-metatool.json"), &queries);
+    let meta_written = examples("examples-metatool.json");
+    for tool in meta_written.keys() {
+        assert!(known.contains(tool), "benches/data/examples-metatool.json: `{tool}` is not in MetaTool");
+    }
+    let table = whole_catalogue(&meta, &meta_written, &queries);
     println!("(c) MetaTool, {} tools (dev may be tuned on, test only reported)", meta.len());
     for (split, name) in [(Split::Test, "test"), (Split::Dev, "dev")] {
         let rows = &table[split as usize];
@@ -544,6 +551,9 @@ fn main() {
 
     // Every query ranked by every ranking, in its own servers' catalogue and in the whole one.
     let written = examples("examples.json");
+    for tool in written.keys() {
+        assert!(known.contains(tool), "benches/data/examples.json: `{tool}` is not in the catalogue");
+    }
     let full = Rankers::build(&tools, &written);
     let mut own: HashMap<Vec<String>, (Vec<ToolInfo>, Rankers)> = HashMap::new();
     // [split][setting][ranking]
