@@ -1804,8 +1804,7 @@ static void js_trigger_gc(JSRuntime *rt, size_t size)
         }
 #endif
         JS_RunGC(rt);
-        rt->malloc_gc_threshold = rt->malloc_state.malloc_size +
-            (rt->malloc_state.malloc_size >> 1);
+        rt->malloc_gc_threshold = rt->malloc_state.malloc_size * 2;
     }
 }
 
@@ -15386,73 +15385,6 @@ static JSValue JS_ToStringCheckObject(JSContext *ctx, JSValueConst val)
     if (tag == JS_TAG_NULL || tag == JS_TAG_UNDEFINED)
         return JS_ThrowTypeError(ctx, "null or undefined are forbidden");
     return JS_ToString(ctx, val);
-}
-
-static JSValue JS_ToQuotedString(JSContext *ctx, JSValueConst val1)
-{
-    JSValue val;
-    JSString *p;
-    int i;
-    uint32_t c;
-    StringBuffer b_s, *b = &b_s;
-    char buf[16];
-
-    val = JS_ToStringCheckObject(ctx, val1);
-    if (JS_IsException(val))
-        return val;
-    p = JS_VALUE_GET_STRING(val);
-
-    if (string_buffer_init(ctx, b, p->len + 2))
-        goto fail;
-
-    if (string_buffer_putc8(b, '\"'))
-        goto fail;
-    for(i = 0; i < p->len; ) {
-        c = string_getc(p, &i);
-        switch(c) {
-        case '\t':
-            c = 't';
-            goto quote;
-        case '\r':
-            c = 'r';
-            goto quote;
-        case '\n':
-            c = 'n';
-            goto quote;
-        case '\b':
-            c = 'b';
-            goto quote;
-        case '\f':
-            c = 'f';
-            goto quote;
-        case '\"':
-        case '\\':
-        quote:
-            if (string_buffer_putc8(b, '\\'))
-                goto fail;
-            if (string_buffer_putc8(b, c))
-                goto fail;
-            break;
-        default:
-            if (c < 32 || is_surrogate(c)) {
-                snprintf(buf, sizeof(buf), "\\u%04x", c);
-                if (string_buffer_write8(b, (uint8_t*)buf, 6))
-                    goto fail;
-            } else {
-                if (string_buffer_putc(b, c))
-                    goto fail;
-            }
-            break;
-        }
-    }
-    if (string_buffer_putc8(b, '\"'))
-        goto fail;
-    JS_FreeValue(ctx, val);
-    return string_buffer_end(b);
- fail:
-    JS_FreeValue(ctx, val);
-    string_buffer_free(b);
-    return JS_EXCEPTION;
 }
 
 static __maybe_unused void JS_DumpObjectHeader(JSRuntime *rt)
@@ -55032,17 +54964,118 @@ typedef struct JSONStringifyContext {
     StringBuffer *b;
 } JSONStringifyContext;
 
-static JSValue JS_ToQuotedStringFree(JSContext *ctx, JSValue val) {
-    JSValue r = JS_ToQuotedString(ctx, val);
+/* Writes the JSON escape of one code unit (a control character, '"',
+   '\\' or a lone surrogate): a short escape where JSON has one, else
+   backslash, u and four lowercase hex digits. */
+static int json_escape_char(StringBuffer *b, uint32_t c)
+{
+    static const char hex[] = "0123456789abcdef";
+    uint8_t buf[6];
+
+    switch(c) {
+    case '\t': c = 't'; goto quote;
+    case '\r': c = 'r'; goto quote;
+    case '\n': c = 'n'; goto quote;
+    case '\b': c = 'b'; goto quote;
+    case '\f': c = 'f'; goto quote;
+    case '\"':
+    case '\\':
+    quote:
+        buf[0] = '\\';
+        buf[1] = c;
+        return string_buffer_write8(b, buf, 2);
+    default:
+        buf[0] = '\\';
+        buf[1] = 'u';
+        buf[2] = hex[(c >> 12) & 15];
+        buf[3] = hex[(c >> 8) & 15];
+        buf[4] = hex[(c >> 4) & 15];
+        buf[5] = hex[c & 15];
+        return string_buffer_write8(b, buf, 6);
+    }
+}
+
+/* Appends JSON.stringify's quoted form (QuoteJSONString) of the flat string
+   p to b, straight into the output buffer: runs of characters that need no
+   escape are copied in one go (upstream built a quoted copy of each string
+   character by character, then copied it again into the output). */
+static int json_quote_string(StringBuffer *b, JSString *p)
+{
+    uint32_t i, start, len = p->len;
+
+    if (string_buffer_putc8(b, '\"'))
+        return -1;
+    start = 0;
+    if (!p->is_wide_char) {
+        const uint8_t *s = str8(p);
+        for (i = 0; i < len; i++) {
+            uint8_t c = s[i];
+            if (likely(c >= 32 && c != '\"' && c != '\\'))
+                continue;
+            if (string_buffer_write8(b, s + start, i - start) ||
+                json_escape_char(b, c))
+                return -1;
+            start = i + 1;
+        }
+        if (string_buffer_write8(b, s + start, len - start))
+            return -1;
+    } else {
+        const uint16_t *s = str16(p);
+        for (i = 0; i < len; i++) {
+            uint16_t c = s[i];
+            if (likely(c >= 32 && c != '\"' && c != '\\' && !is_surrogate(c)))
+                continue;
+            if (is_hi_surrogate(c) && i + 1 < len && is_lo_surrogate(s[i + 1])) {
+                /* a well-formed pair is copied as it is */
+                i++;
+                continue;
+            }
+            if (string_buffer_write16(b, s + start, i - start) ||
+                json_escape_char(b, c))
+                return -1;
+            start = i + 1;
+        }
+        if (string_buffer_write16(b, s + start, len - start))
+            return -1;
+    }
+    return string_buffer_putc8(b, '\"');
+}
+
+/* json_quote_string for any string value (a rope is flattened first, so a
+   surrogate pair split between its halves is still one pair); frees val. */
+static int json_quote_value_free(JSContext *ctx, StringBuffer *b, JSValue val)
+{
+    int ret;
+
+    if (JS_VALUE_GET_TAG(val) != JS_TAG_STRING) {
+        val = JS_ToStringFree(ctx, val);
+        if (JS_IsException(val))
+            return -1;
+    }
+    ret = json_quote_string(b, JS_VALUE_GET_STRING(val));
     JS_FreeValue(ctx, val);
-    return r;
+    return ret;
+}
+
+/* The key of a property for toJSON and the replacer, made only when one of
+   them is called: key itself when it is defined, else the string of atom
+   when it is not JS_ATOM_NULL, else the string of index. */
+static JSValue json_check_key(JSContext *ctx, JSValueConst key, JSAtom atom,
+                              int64_t index)
+{
+    if (!JS_IsUndefined(key))
+        return js_dup(key);
+    if (atom != JS_ATOM_NULL)
+        return JS_AtomToString(ctx, atom);
+    return JS_ToStringFree(ctx, js_int64(index));
 }
 
 static JSValue js_json_check(JSContext *ctx, JSONStringifyContext *jsc,
                              JSValueConst holder, JSValue val,
-                             JSValueConst key)
+                             JSValueConst key0, JSAtom key_atom,
+                             int64_t key_index)
 {
-    JSValue v;
+    JSValue v, key;
     JSValueConst args[2];
 
     if (JS_IsObject(val) || JS_IsBigInt(val)) {
@@ -55050,7 +55083,13 @@ static JSValue js_json_check(JSContext *ctx, JSONStringifyContext *jsc,
 		if (JS_IsException(f))
 			goto exception;
 		if (JS_IsFunction(ctx, f)) {
-			v = JS_CallFree(ctx, f, val, 1, &key);
+			key = json_check_key(ctx, key0, key_atom, key_index);
+			if (JS_IsException(key)) {
+				JS_FreeValue(ctx, f);
+				goto exception;
+			}
+			v = JS_CallFree(ctx, f, val, 1, vc(&key));
+			JS_FreeValue(ctx, key);
 			JS_FreeValue(ctx, val);
 			val = v;
 			if (JS_IsException(val))
@@ -55061,9 +55100,13 @@ static JSValue js_json_check(JSContext *ctx, JSONStringifyContext *jsc,
 	}
 
     if (!JS_IsUndefined(jsc->replacer_func)) {
+        key = json_check_key(ctx, key0, key_atom, key_index);
+        if (JS_IsException(key))
+            goto exception;
         args[0] = key;
         args[1] = val;
         v = JS_Call(ctx, jsc->replacer_func, holder, 2, args);
+        JS_FreeValue(ctx, key);
         JS_FreeValue(ctx, val);
         val = v;
         if (JS_IsException(val))
@@ -55095,6 +55138,61 @@ exception:
     return JS_EXCEPTION;
 }
 
+/* The keys JSON.stringify serialises for p, read from its shape when p is a
+   plain object (no exotic behaviour) whose enumerable own string keys include
+   no array index: then [[OwnPropertyKeys]] lists them in shape order. Stores
+   them (each duplicated) in *patoms (buf when at most buf_len, else a new
+   array) and returns their count; returns -2 when the object does not
+   qualify (the caller takes the general path) and -1 on error. */
+static int json_object_fast_keys(JSContext *ctx, JSObject *p, JSAtom **patoms,
+                                 JSAtom *buf, int buf_len)
+{
+    JSShape *sh;
+    JSShapeProperty *prs;
+    JSAtom *atoms;
+    uint32_t num;
+    int i, n;
+
+    if (p->class_id != JS_CLASS_OBJECT || p->is_exotic)
+        return -2;
+    sh = p->shape;
+    n = 0;
+    for(i = 0, prs = get_shape_prop(sh); i < sh->prop_count; i++, prs++) {
+        if (prs->atom == JS_ATOM_NULL || !(prs->flags & JS_PROP_ENUMERABLE) ||
+            JS_AtomGetKind(ctx, prs->atom) != JS_ATOM_KIND_STRING)
+            continue;
+        if (JS_AtomIsArrayIndex(ctx, &num, prs->atom))
+            return -2;
+        n++;
+    }
+    atoms = buf;
+    if (n > buf_len) {
+        atoms = js_malloc(ctx, sizeof(atoms[0]) * n);
+        if (!atoms)
+            return -1;
+    }
+    n = 0;
+    for(i = 0, prs = get_shape_prop(sh); i < sh->prop_count; i++, prs++) {
+        if (prs->atom == JS_ATOM_NULL || !(prs->flags & JS_PROP_ENUMERABLE) ||
+            JS_AtomGetKind(ctx, prs->atom) != JS_ATOM_KIND_STRING)
+            continue;
+        atoms[n++] = JS_DupAtom(ctx, prs->atom);
+    }
+    *patoms = atoms;
+    return n;
+}
+
+static void json_free_fast_keys(JSContext *ctx, JSAtom *atoms, int n,
+                                JSAtom *buf)
+{
+    int i;
+
+    for(i = 0; i < n; i++)
+        JS_FreeAtom(ctx, atoms[i]);
+    if (atoms != buf)
+        js_free(ctx, atoms);
+}
+
 static int js_json_to_str(JSContext *ctx, JSONStringifyContext *jsc,
                           JSValueConst holder, JSValue val,
                           JSValueConst indent)
@@ -55104,6 +55202,8 @@ static int js_json_to_str(JSContext *ctx, JSONStringifyContext *jsc,
     int64_t i, len;
     int cl, ret;
     bool has_content;
+    JSAtom atoms_buf[16], *atoms = atoms_buf;
+    int natoms = 0;
 
     indent1 = JS_UNDEFINED;
     sep = JS_UNDEFINED;
@@ -55179,13 +55279,10 @@ static int js_json_to_str(JSContext *ctx, JSONStringifyContext *jsc,
                 v = JS_GetPropertyInt64(ctx, val, i);
                 if (JS_IsException(v))
                     goto exception;
-                /* XXX: could do this string conversion only when needed */
-                prop = JS_ToStringFree(ctx, js_int64(i));
-                if (JS_IsException(prop))
-                    goto exception;
-                v = js_json_check(ctx, jsc, val, v, prop);
-                JS_FreeValue(ctx, prop);
-                prop = JS_UNDEFINED;
+                /* the index's string is made only if toJSON or the
+                   replacer is called */
+                v = js_json_check(ctx, jsc, val, v, JS_UNDEFINED,
+                                  JS_ATOM_NULL, i);
                 if (JS_IsException(v))
                     goto exception;
                 if (JS_IsUndefined(v))
@@ -55198,7 +55295,47 @@ static int js_json_to_str(JSContext *ctx, JSONStringifyContext *jsc,
                 string_buffer_concat_value(jsc->b, indent);
             }
             string_buffer_putc8(jsc->b, ']');
+        } else if (JS_IsUndefined(jsc->property_list) &&
+                   (ret = json_object_fast_keys(ctx, JS_VALUE_GET_OBJ(val),
+                                                &atoms, atoms_buf,
+                                                countof(atoms_buf))) >= 0) {
+            /* a plain object whose enumerable own keys are all non-index
+               strings: its keys are read from its shape (the order of
+               [[OwnPropertyKeys]] is then insertion order), taken once
+               before any value is read, as EnumerableOwnProperties does */
+            natoms = ret;
+            string_buffer_putc8(jsc->b, '{');
+            has_content = false;
+            for(i = 0; i < natoms; i++) {
+                v = JS_GetProperty(ctx, val, atoms[i]);
+                if (JS_IsException(v))
+                    goto exception;
+                v = js_json_check(ctx, jsc, val, v, JS_UNDEFINED, atoms[i], 0);
+                if (JS_IsException(v))
+                    goto exception;
+                if (!JS_IsUndefined(v)) {
+                    if (has_content)
+                        string_buffer_putc8(jsc->b, ',');
+                    string_buffer_concat_value(jsc->b, sep);
+                    if (json_quote_string(jsc->b, ctx->rt->atom_array[atoms[i]])) {
+                        JS_FreeValue(ctx, v);
+                        goto exception;
+                    }
+                    string_buffer_putc8(jsc->b, ':');
+                    string_buffer_concat_value(jsc->b, sep1);
+                    if (js_json_to_str(ctx, jsc, val, v, indent1))
+                        goto exception;
+                    has_content = true;
+                }
+            }
+            if (has_content && JS_VALUE_GET_STRING(jsc->gap)->len != 0) {
+                string_buffer_putc8(jsc->b, '\n');
+                string_buffer_concat_value(jsc->b, indent);
+            }
+            string_buffer_putc8(jsc->b, '}');
         } else {
+            if (ret == -1)
+                goto exception;
             if (!JS_IsUndefined(jsc->property_list))
                 tab = js_dup(jsc->property_list);
             else
@@ -55218,19 +55355,19 @@ static int js_json_to_str(JSContext *ctx, JSONStringifyContext *jsc,
                 v = JS_GetPropertyValue(ctx, val, js_dup(prop));
                 if (JS_IsException(v))
                     goto exception;
-                v = js_json_check(ctx, jsc, val, v, prop);
+                v = js_json_check(ctx, jsc, val, v, prop, JS_ATOM_NULL, 0);
                 if (JS_IsException(v))
                     goto exception;
                 if (!JS_IsUndefined(v)) {
                     if (has_content)
                         string_buffer_putc8(jsc->b, ',');
-                    prop = JS_ToQuotedStringFree(ctx, prop);
-                    if (JS_IsException(prop)) {
+                    string_buffer_concat_value(jsc->b, sep);
+                    if (json_quote_value_free(ctx, jsc->b, prop)) {
+                        prop = JS_UNDEFINED;
                         JS_FreeValue(ctx, v);
                         goto exception;
                     }
-                    string_buffer_concat_value(jsc->b, sep);
-                    string_buffer_concat_value(jsc->b, prop);
+                    prop = JS_UNDEFINED;
                     string_buffer_putc8(jsc->b, ':');
                     string_buffer_concat_value(jsc->b, sep1);
                     if (js_json_to_str(ctx, jsc, val, v, indent1))
@@ -55246,6 +55383,7 @@ static int js_json_to_str(JSContext *ctx, JSONStringifyContext *jsc,
         }
         if (check_exception_free(ctx, js_array_pop(ctx, jsc->stack, 0, NULL, 0)))
             goto exception;
+        json_free_fast_keys(ctx, atoms, natoms, atoms_buf);
         JS_FreeValue(ctx, val);
         JS_FreeValue(ctx, tab);
         JS_FreeValue(ctx, sep);
@@ -55258,16 +55396,19 @@ static int js_json_to_str(JSContext *ctx, JSONStringifyContext *jsc,
     switch (JS_VALUE_GET_NORM_TAG(val)) {
     case JS_TAG_STRING:
     case JS_TAG_STRING_ROPE:
-        val = JS_ToQuotedStringFree(ctx, val);
-        if (JS_IsException(val))
-            goto exception;
-        goto concat_value;
+        return json_quote_value_free(ctx, jsc->b, val);
     case JS_TAG_FLOAT64:
         if (!isfinite(JS_VALUE_GET_FLOAT64(val))) {
             val = JS_NULL;
         }
         goto concat_value;
     case JS_TAG_INT:
+        {
+            /* the same digits as JS_ToString, without a string */
+            char buf[16];
+            size_t n = i32toa(buf, JS_VALUE_GET_INT(val));
+            return string_buffer_write8(jsc->b, (const uint8_t *)buf, n);
+        }
     case JS_TAG_BOOL:
     case JS_TAG_NULL:
     concat_value:
@@ -55282,6 +55423,7 @@ static int js_json_to_str(JSContext *ctx, JSONStringifyContext *jsc,
     }
 
 exception:
+    json_free_fast_keys(ctx, atoms, natoms, atoms_buf);
     JS_FreeValue(ctx, val);
     JS_FreeValue(ctx, tab);
     JS_FreeValue(ctx, sep);
@@ -55399,7 +55541,7 @@ JSValue JS_JSONStringify(JSContext *ctx, JSValueConst obj,
         goto exception;
     val = js_dup(obj);
 
-    val = js_json_check(ctx, jsc, wrapper, val, jsc->empty);
+    val = js_json_check(ctx, jsc, wrapper, val, jsc->empty, JS_ATOM_NULL, 0);
     if (JS_IsException(val))
         goto exception;
     if (JS_IsUndefined(val)) {
