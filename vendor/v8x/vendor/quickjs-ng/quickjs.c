@@ -23906,6 +23906,9 @@ typedef struct JSParseState {
     JSFunctionDef *cur_func;
     bool is_module; /* parsing a module */
     bool allow_html_comments;
+    /* JSON.parse without a reviver: the shapes of objects already parsed,
+       one per slot chosen by the first key's atom (see json_parse_object) */
+    JSShape *json_shapes[16];
 } JSParseState;
 
 typedef struct JSOpCode {
@@ -25063,6 +25066,22 @@ static int json_parse_string(JSParseState *s, const uint8_t **pp)
     int i;
     uint32_t c;
     StringBuffer b_s, *b = &b_s;
+
+    /* the common case, printable ASCII with no escape: the string is made
+       at its exact size from the source, with no growing buffer */
+    p = *pp;
+    while (p < s->buf_end && *p != '"' && *p != '\\' && *p >= 0x20 && *p < 0x80)
+        p++;
+    if (p < s->buf_end && *p == '"' && p - *pp <= JS_STRING_LEN_MAX) {
+        JSValue str = js_new_string8_len(s->ctx, (const char *)*pp, p - *pp);
+        if (JS_IsException(str))
+            return -1;
+        s->token.val = TOK_STRING;
+        s->token.u.str.sep = '"';
+        s->token.u.str.str = str;
+        *pp = p + 1;
+        return 0;
+    }
 
     if (string_buffer_init(s->ctx, b, 48))
         goto fail;
@@ -54522,6 +54541,218 @@ static void json_free_parse_record(JSContext *ctx, JSONParseRecord *pr)
 }
 
 /* 'pr' can be NULL */
+static JSValue json_parse_value(JSParseState *s, JSONParseRecord *pr);
+
+/* Reads the next token as json_next_token does, except when it is the
+   string of atom `expect` written without escapes (printable ASCII only):
+   then the token's string is the atom's own string (no new string, and the
+   caller needs no atom lookup) and *patom is a new reference to expect.
+   Otherwise *patom is JS_ATOM_NULL. */
+static int json_next_key(JSParseState *s, JSAtom expect, JSAtom *patom)
+{
+    const uint8_t *p, *q;
+    JSString *str;
+    bool skipped;
+    uint32_t i;
+
+    *patom = JS_ATOM_NULL;
+    if (expect == JS_ATOM_NULL || __JS_AtomIsTaggedInt(expect))
+        return json_next_token(s);
+    str = s->ctx->rt->atom_array[expect];
+    if (str->atom_type != JS_ATOM_TYPE_STRING || str->is_wide_char)
+        return json_next_token(s);
+    p = s->buf_ptr;
+    skipped = false;
+    while (*p == ' ' || *p == '\t') {
+        p++;
+        skipped = true;
+    }
+    q = p + 1;
+    if (*p != '"' || s->buf_end - q <= (ptrdiff_t)str->len ||
+        q[str->len] != '"' || memcmp(q, str8(str), str->len) != 0)
+        return json_next_token(s);
+    for (i = 0; i < str->len; i++) {
+        if (q[i] < 0x20 || q[i] >= 0x80 || q[i] == '"' || q[i] == '\\')
+            return json_next_token(s);
+    }
+    /* the same bookkeeping as json_next_token for a string token */
+    json_free_token(s, &s->token);
+    s->last_ptr = s->buf_ptr;
+    s->last_line_num = s->token.line_num;
+    s->last_col_num = s->token.col_num;
+    if (skipped)
+        s->mark = p;
+    s->token.line_num = s->line_num;
+    s->token.ptr = p;
+    s->token.val = TOK_STRING;
+    s->token.u.str.sep = '"';
+    s->token.u.str.str = JS_AtomToString(s->ctx, expect);
+    s->token.col_num = s->mark - s->eol;
+    s->buf_ptr = q + str->len + 1;
+    *patom = JS_DupAtom(s->ctx, expect);
+    return 0;
+}
+
+/* Makes the object of a parsed JSON object from its n keys and values
+   (both consumed, also on failure). When sh, a shape of an earlier object
+   of this parse, has exactly these keys in this order, the object is made
+   with sh at once; otherwise the keys are defined one by one as before
+   (a later duplicate key overwrites the value and keeps the first
+   position) and, when slot is given and the keys were distinct, the
+   object's shape is remembered there for the objects that follow. */
+static JSValue json_object_from_props(JSParseState *s, JSAtom *atoms,
+                                      JSProperty *props, int n,
+                                      JSShape *sh, JSShape **slot)
+{
+    JSContext *ctx = s->ctx;
+    JSShapeProperty *prs;
+    JSValue obj;
+    JSObject *p;
+    int i, ret;
+
+    if (sh && sh->prop_count == n && sh->is_hashed &&
+        sh->proto == JS_VALUE_GET_OBJ(ctx->class_proto[JS_CLASS_OBJECT])) {
+        prs = get_shape_prop(sh);
+        for (i = 0; i < n; i++) {
+            if (prs[i].atom != atoms[i] || prs[i].flags != JS_PROP_C_W_E)
+                break;
+        }
+        if (i == n) {
+            /* the shape holds its own references to the keys */
+            for (i = 0; i < n; i++)
+                JS_FreeAtom(ctx, atoms[i]);
+            return JS_NewObjectFromShape(ctx, js_dup_shape(sh),
+                                         JS_CLASS_OBJECT, props);
+        }
+    }
+    obj = JS_NewObject(ctx);
+    for (i = 0; i < n; i++) {
+        if (JS_IsException(obj)) {
+            JS_FreeValue(ctx, props[i].u.value);
+            ret = 0;
+        } else {
+            ret = JS_DefinePropertyValue(ctx, obj, atoms[i], props[i].u.value,
+                                         JS_PROP_C_W_E);
+        }
+        JS_FreeAtom(ctx, atoms[i]);
+        if (ret < 0) {
+            JS_FreeValue(ctx, obj);
+            obj = JS_EXCEPTION;
+        }
+    }
+    if (!JS_IsException(obj) && slot && n > 0) {
+        p = JS_VALUE_GET_OBJ(obj);
+        if (p->shape->is_hashed && p->shape->prop_count == n) {
+            if (*slot)
+                js_free_shape(ctx->rt, *slot);
+            *slot = js_dup_shape(p->shape);
+        }
+    }
+    return obj;
+}
+
+#define JSON_PENDING_PROPS 16
+
+/* JSON.parse of an object without a reviver (the current token is '{').
+   Keys and values are collected first and the object is made at the end,
+   so an object with the same keys in the same order as an earlier one of
+   the same parse (the common case: arrays of records) gets that object's
+   shape at once instead of one shape transition per key, and its keys are
+   matched against the shape's atoms in the source text. An object with
+   more keys than JSON_PENDING_PROPS is made when that many are read, and
+   the rest are defined one by one. */
+static JSValue json_parse_object(JSParseState *s)
+{
+    JSContext *ctx = s->ctx;
+    JSAtom atoms[JSON_PENDING_PROPS];
+    JSProperty props[JSON_PENDING_PROPS];
+    JSValue obj = JS_UNDEFINED, prop_val;
+    JSShape *sh = NULL, **slot = NULL;
+    JSAtom atom, expect;
+    int n = 0, i, ret;
+
+    if (json_next_key(s, JS_ATOM_NULL, &atom))
+        goto fail;
+    if (s->token.val != '}') {
+        for(;;) {
+            if (atom == JS_ATOM_NULL) {
+                if (s->token.val != TOK_STRING) {
+                    json_parse_error(s, s->token.ptr, "Expected property name or '}'");
+                    goto fail;
+                }
+                atom = JS_ValueToAtom(ctx, s->token.u.str.str);
+                if (atom == JS_ATOM_NULL)
+                    goto fail;
+            }
+            if (json_next_token(s))
+                goto fail1;
+            if (s->token.val != ':') {
+                json_parse_error(s, s->token.ptr, "Expected ':' after property name");
+                goto fail1;
+            }
+            if (json_next_token(s))
+                goto fail1;
+            prop_val = json_parse_value(s, NULL);
+            if (JS_IsException(prop_val))
+                goto fail1;
+            if (n == 0 && JS_IsUndefined(obj)) {
+                /* the first key picks the shape expected for the rest */
+                slot = &s->json_shapes[atom % countof(s->json_shapes)];
+                sh = *slot;
+                if (sh && (sh->prop_count == 0 || get_shape_prop(sh)[0].atom != atom))
+                    sh = NULL;
+            }
+            if (JS_IsUndefined(obj) && n < JSON_PENDING_PROPS) {
+                atoms[n] = atom;
+                props[n].u.value = prop_val;
+                n++;
+            } else {
+                if (JS_IsUndefined(obj)) {
+                    obj = json_object_from_props(s, atoms, props, n, NULL, NULL);
+                    n = 0;
+                    if (JS_IsException(obj)) {
+                        JS_FreeValue(ctx, prop_val);
+                        goto fail1;
+                    }
+                }
+                ret = JS_DefinePropertyValue(ctx, obj, atom, prop_val,
+                                             JS_PROP_C_W_E);
+                JS_FreeAtom(ctx, atom);
+                if (ret < 0)
+                    goto fail;
+            }
+            atom = JS_ATOM_NULL;
+            if (s->token.val == '}')
+                break;
+            if (s->token.val != ',') {
+                json_parse_error(s, s->token.ptr, "Expected ',' or '}' after property value");
+                goto fail;
+            }
+            expect = JS_ATOM_NULL;
+            if (sh && JS_IsUndefined(obj) && n < sh->prop_count)
+                expect = get_shape_prop(sh)[n].atom;
+            if (json_next_key(s, expect, &atom))
+                goto fail;
+        }
+    }
+    if (json_next_token(s))
+        goto fail;
+    if (JS_IsUndefined(obj)) {
+        obj = json_object_from_props(s, atoms, props, n, sh, slot);
+        n = 0;
+    }
+    return obj;
+ fail1:
+    JS_FreeAtom(ctx, atom);
+ fail:
+    for (i = 0; i < n; i++) {
+        JS_FreeAtom(ctx, atoms[i]);
+        JS_FreeValue(ctx, props[i].u.value);
+    }
+    JS_FreeValue(ctx, obj);
+    return JS_EXCEPTION;
+}
+
 static JSValue json_parse_value(JSParseState *s, JSONParseRecord *pr)
 {
     JSContext *ctx = s->ctx;
@@ -54538,6 +54769,8 @@ static JSValue json_parse_value(JSParseState *s, JSONParseRecord *pr)
 
     switch(s->token.val) {
     case '{':
+        if (!pr)
+            return json_parse_object(s);
         {
             JSValue prop_val;
             JSAtom prop_name;
@@ -54715,6 +54948,7 @@ static JSValue JS_ParseJSON_internal(JSContext *ctx, const char *buf, size_t buf
 {
     JSParseState s1, *s = &s1;
     JSValue val = JS_UNDEFINED;
+    int i;
 
     js_parse_init(ctx, s, buf, buf_len, filename, 1);
     if (json_next_token(s))
@@ -54728,11 +54962,17 @@ static JSValue JS_ParseJSON_internal(JSContext *ctx, const char *buf, size_t buf
             goto fail;
         }
     }
-    return val;
+    goto done;
  fail:
     JS_FreeValue(ctx, val);
     free_token(s, &s->token);
-    return JS_EXCEPTION;
+    val = JS_EXCEPTION;
+ done:
+    for (i = 0; i < countof(s->json_shapes); i++) {
+        if (s->json_shapes[i])
+            js_free_shape(ctx->rt, s->json_shapes[i]);
+    }
+    return val;
 }
 
 /* 'buf' must be zero terminated i.e. buf[buf_len] = '\0'. */
