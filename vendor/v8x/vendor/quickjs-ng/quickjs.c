@@ -1788,6 +1788,23 @@ void v82jsc_free_heap_objects(JSContext *ctx, JSValue *objects, size_t count) {
     free(objects);
 }
 
+/* The heap size at which the next cycle collection runs, after one that
+   left s->malloc_size. The heap may double (upstream: grow by half, which
+   made a script that builds a large heap collect ~twice as often for
+   nothing when its garbage has no cycles: reference counting frees it), but
+   with a memory limit the next collection comes before the limit: half way
+   between the heap and the limit, so cyclic garbage is collected before an
+   allocation is refused. */
+static size_t js_next_gc_threshold(const JSMallocState *s)
+{
+    size_t size = s->malloc_size, threshold = size * 2;
+
+    if (s->malloc_limit != 0 && size < s->malloc_limit &&
+        threshold - size > (s->malloc_limit - size) / 2)
+        threshold = size + (s->malloc_limit - size) / 2;
+    return threshold;
+}
+
 static void js_trigger_gc(JSRuntime *rt, size_t size)
 {
     bool force_gc;
@@ -1804,7 +1821,7 @@ static void js_trigger_gc(JSRuntime *rt, size_t size)
         }
 #endif
         JS_RunGC(rt);
-        rt->malloc_gc_threshold = rt->malloc_state.malloc_size * 2;
+        rt->malloc_gc_threshold = js_next_gc_threshold(&rt->malloc_state);
     }
 }
 
