@@ -234,3 +234,20 @@ for (const indent of [undefined, 1, '\t']) {
 "#,
     );
 }
+
+/// The collector's threshold grows with the heap, but with a memory limit the next collection
+/// comes before the limit: a script (a hostile or just a careless one) that keeps most of its
+/// heap live and makes garbage in cycles (which only the collector frees) runs to the end. With
+/// the threshold at twice the heap and no cap, the garbage reached the limit before any
+/// collection and the script failed with "memory limit of 64 MB exceeded".
+#[test]
+fn cyclic_garbage_near_the_memory_limit_is_collected_before_the_limit() {
+    let p = Project::new();
+    let script = "const live = []; for (let i = 0; i < 165000; i++) live.push({ i, s: 'x' + i, a: [i] });\n\
+                  let made = 0;\n\
+                  for (let round = 0; round < 2000000; round++) { const o = { round, pad: [round, round + 1] }; o.self = o; made++; }\n\
+                  console.log(live.length, made);\n";
+    let r = p.run_stdin(&["exec", "--memory-limit", "64MB", "--timeout", "120s", "-"], script);
+    r.assert_ok();
+    assert_eq!(r.stdout, "165000 2000000\n");
+}
