@@ -22,6 +22,7 @@ mod generate;
 mod handlers;
 mod host;
 mod interactive;
+mod json_engine;
 mod layers;
 mod manage;
 mod mcp;

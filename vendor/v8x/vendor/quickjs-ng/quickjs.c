@@ -1788,6 +1788,23 @@ void v82jsc_free_heap_objects(JSContext *ctx, JSValue *objects, size_t count) {
     free(objects);
 }
 
+/* The heap size at which the next cycle collection runs, after one that
+   left s->malloc_size. The heap may double (upstream: grow by half, which
+   made a script that builds a large heap collect ~twice as often for
+   nothing when its garbage has no cycles: reference counting frees it), but
+   with a memory limit the next collection comes before the limit: half way
+   between the heap and the limit, so cyclic garbage is collected before an
+   allocation is refused. */
+static size_t js_next_gc_threshold(const JSMallocState *s)
+{
+    size_t size = s->malloc_size, threshold = size * 2;
+
+    if (s->malloc_limit != 0 && size < s->malloc_limit &&
+        threshold - size > (s->malloc_limit - size) / 2)
+        threshold = size + (s->malloc_limit - size) / 2;
+    return threshold;
+}
+
 static void js_trigger_gc(JSRuntime *rt, size_t size)
 {
     bool force_gc;
@@ -1804,8 +1821,7 @@ static void js_trigger_gc(JSRuntime *rt, size_t size)
         }
 #endif
         JS_RunGC(rt);
-        rt->malloc_gc_threshold = rt->malloc_state.malloc_size +
-            (rt->malloc_state.malloc_size >> 1);
+        rt->malloc_gc_threshold = js_next_gc_threshold(&rt->malloc_state);
     }
 }
 
@@ -15388,73 +15404,6 @@ static JSValue JS_ToStringCheckObject(JSContext *ctx, JSValueConst val)
     return JS_ToString(ctx, val);
 }
 
-static JSValue JS_ToQuotedString(JSContext *ctx, JSValueConst val1)
-{
-    JSValue val;
-    JSString *p;
-    int i;
-    uint32_t c;
-    StringBuffer b_s, *b = &b_s;
-    char buf[16];
-
-    val = JS_ToStringCheckObject(ctx, val1);
-    if (JS_IsException(val))
-        return val;
-    p = JS_VALUE_GET_STRING(val);
-
-    if (string_buffer_init(ctx, b, p->len + 2))
-        goto fail;
-
-    if (string_buffer_putc8(b, '\"'))
-        goto fail;
-    for(i = 0; i < p->len; ) {
-        c = string_getc(p, &i);
-        switch(c) {
-        case '\t':
-            c = 't';
-            goto quote;
-        case '\r':
-            c = 'r';
-            goto quote;
-        case '\n':
-            c = 'n';
-            goto quote;
-        case '\b':
-            c = 'b';
-            goto quote;
-        case '\f':
-            c = 'f';
-            goto quote;
-        case '\"':
-        case '\\':
-        quote:
-            if (string_buffer_putc8(b, '\\'))
-                goto fail;
-            if (string_buffer_putc8(b, c))
-                goto fail;
-            break;
-        default:
-            if (c < 32 || is_surrogate(c)) {
-                snprintf(buf, sizeof(buf), "\\u%04x", c);
-                if (string_buffer_write8(b, (uint8_t*)buf, 6))
-                    goto fail;
-            } else {
-                if (string_buffer_putc(b, c))
-                    goto fail;
-            }
-            break;
-        }
-    }
-    if (string_buffer_putc8(b, '\"'))
-        goto fail;
-    JS_FreeValue(ctx, val);
-    return string_buffer_end(b);
- fail:
-    JS_FreeValue(ctx, val);
-    string_buffer_free(b);
-    return JS_EXCEPTION;
-}
-
 static __maybe_unused void JS_DumpObjectHeader(JSRuntime *rt)
 {
     printf("%14s %4s %4s %14s %10s %s\n",
@@ -23974,6 +23923,9 @@ typedef struct JSParseState {
     JSFunctionDef *cur_func;
     bool is_module; /* parsing a module */
     bool allow_html_comments;
+    /* JSON.parse without a reviver: the shapes of objects already parsed,
+       one per slot chosen by the first key's atom (see json_parse_object) */
+    JSShape *json_shapes[16];
 } JSParseState;
 
 typedef struct JSOpCode {
@@ -25131,6 +25083,22 @@ static int json_parse_string(JSParseState *s, const uint8_t **pp)
     int i;
     uint32_t c;
     StringBuffer b_s, *b = &b_s;
+
+    /* the common case, printable ASCII with no escape: the string is made
+       at its exact size from the source, with no growing buffer */
+    p = *pp;
+    while (p < s->buf_end && *p != '"' && *p != '\\' && *p >= 0x20 && *p < 0x80)
+        p++;
+    if (p < s->buf_end && *p == '"' && p - *pp <= JS_STRING_LEN_MAX) {
+        JSValue str = js_new_string8_len(s->ctx, (const char *)*pp, p - *pp);
+        if (JS_IsException(str))
+            return -1;
+        s->token.val = TOK_STRING;
+        s->token.u.str.sep = '"';
+        s->token.u.str.str = str;
+        *pp = p + 1;
+        return 0;
+    }
 
     if (string_buffer_init(s->ctx, b, 48))
         goto fail;
@@ -54590,6 +54558,218 @@ static void json_free_parse_record(JSContext *ctx, JSONParseRecord *pr)
 }
 
 /* 'pr' can be NULL */
+static JSValue json_parse_value(JSParseState *s, JSONParseRecord *pr);
+
+/* Reads the next token as json_next_token does, except when it is the
+   string of atom `expect` written without escapes (printable ASCII only):
+   then the token's string is the atom's own string (no new string, and the
+   caller needs no atom lookup) and *patom is a new reference to expect.
+   Otherwise *patom is JS_ATOM_NULL. */
+static int json_next_key(JSParseState *s, JSAtom expect, JSAtom *patom)
+{
+    const uint8_t *p, *q;
+    JSString *str;
+    bool skipped;
+    uint32_t i;
+
+    *patom = JS_ATOM_NULL;
+    if (expect == JS_ATOM_NULL || __JS_AtomIsTaggedInt(expect))
+        return json_next_token(s);
+    str = s->ctx->rt->atom_array[expect];
+    if (str->atom_type != JS_ATOM_TYPE_STRING || str->is_wide_char)
+        return json_next_token(s);
+    p = s->buf_ptr;
+    skipped = false;
+    while (*p == ' ' || *p == '\t') {
+        p++;
+        skipped = true;
+    }
+    q = p + 1;
+    if (*p != '"' || s->buf_end - q <= (ptrdiff_t)str->len ||
+        q[str->len] != '"' || memcmp(q, str8(str), str->len) != 0)
+        return json_next_token(s);
+    for (i = 0; i < str->len; i++) {
+        if (q[i] < 0x20 || q[i] >= 0x80 || q[i] == '"' || q[i] == '\\')
+            return json_next_token(s);
+    }
+    /* the same bookkeeping as json_next_token for a string token */
+    json_free_token(s, &s->token);
+    s->last_ptr = s->buf_ptr;
+    s->last_line_num = s->token.line_num;
+    s->last_col_num = s->token.col_num;
+    if (skipped)
+        s->mark = p;
+    s->token.line_num = s->line_num;
+    s->token.ptr = p;
+    s->token.val = TOK_STRING;
+    s->token.u.str.sep = '"';
+    s->token.u.str.str = JS_AtomToString(s->ctx, expect);
+    s->token.col_num = s->mark - s->eol;
+    s->buf_ptr = q + str->len + 1;
+    *patom = JS_DupAtom(s->ctx, expect);
+    return 0;
+}
+
+/* Makes the object of a parsed JSON object from its n keys and values
+   (both consumed, also on failure). When sh, a shape of an earlier object
+   of this parse, has exactly these keys in this order, the object is made
+   with sh at once; otherwise the keys are defined one by one as before
+   (a later duplicate key overwrites the value and keeps the first
+   position) and, when slot is given and the keys were distinct, the
+   object's shape is remembered there for the objects that follow. */
+static JSValue json_object_from_props(JSParseState *s, JSAtom *atoms,
+                                      JSProperty *props, int n,
+                                      JSShape *sh, JSShape **slot)
+{
+    JSContext *ctx = s->ctx;
+    JSShapeProperty *prs;
+    JSValue obj;
+    JSObject *p;
+    int i, ret;
+
+    if (sh && sh->prop_count == n && sh->is_hashed &&
+        sh->proto == JS_VALUE_GET_OBJ(ctx->class_proto[JS_CLASS_OBJECT])) {
+        prs = get_shape_prop(sh);
+        for (i = 0; i < n; i++) {
+            if (prs[i].atom != atoms[i] || prs[i].flags != JS_PROP_C_W_E)
+                break;
+        }
+        if (i == n) {
+            /* the shape holds its own references to the keys */
+            for (i = 0; i < n; i++)
+                JS_FreeAtom(ctx, atoms[i]);
+            return JS_NewObjectFromShape(ctx, js_dup_shape(sh),
+                                         JS_CLASS_OBJECT, props);
+        }
+    }
+    obj = JS_NewObject(ctx);
+    for (i = 0; i < n; i++) {
+        if (JS_IsException(obj)) {
+            JS_FreeValue(ctx, props[i].u.value);
+            ret = 0;
+        } else {
+            ret = JS_DefinePropertyValue(ctx, obj, atoms[i], props[i].u.value,
+                                         JS_PROP_C_W_E);
+        }
+        JS_FreeAtom(ctx, atoms[i]);
+        if (ret < 0) {
+            JS_FreeValue(ctx, obj);
+            obj = JS_EXCEPTION;
+        }
+    }
+    if (!JS_IsException(obj) && slot && n > 0) {
+        p = JS_VALUE_GET_OBJ(obj);
+        if (p->shape->is_hashed && p->shape->prop_count == n) {
+            if (*slot)
+                js_free_shape(ctx->rt, *slot);
+            *slot = js_dup_shape(p->shape);
+        }
+    }
+    return obj;
+}
+
+#define JSON_PENDING_PROPS 16
+
+/* JSON.parse of an object without a reviver (the current token is '{').
+   Keys and values are collected first and the object is made at the end,
+   so an object with the same keys in the same order as an earlier one of
+   the same parse (the common case: arrays of records) gets that object's
+   shape at once instead of one shape transition per key, and its keys are
+   matched against the shape's atoms in the source text. An object with
+   more keys than JSON_PENDING_PROPS is made when that many are read, and
+   the rest are defined one by one. */
+static JSValue json_parse_object(JSParseState *s)
+{
+    JSContext *ctx = s->ctx;
+    JSAtom atoms[JSON_PENDING_PROPS];
+    JSProperty props[JSON_PENDING_PROPS];
+    JSValue obj = JS_UNDEFINED, prop_val;
+    JSShape *sh = NULL, **slot = NULL;
+    JSAtom atom, expect;
+    int n = 0, i, ret;
+
+    if (json_next_key(s, JS_ATOM_NULL, &atom))
+        goto fail;
+    if (s->token.val != '}') {
+        for(;;) {
+            if (atom == JS_ATOM_NULL) {
+                if (s->token.val != TOK_STRING) {
+                    json_parse_error(s, s->token.ptr, "Expected property name or '}'");
+                    goto fail;
+                }
+                atom = JS_ValueToAtom(ctx, s->token.u.str.str);
+                if (atom == JS_ATOM_NULL)
+                    goto fail;
+            }
+            if (json_next_token(s))
+                goto fail1;
+            if (s->token.val != ':') {
+                json_parse_error(s, s->token.ptr, "Expected ':' after property name");
+                goto fail1;
+            }
+            if (json_next_token(s))
+                goto fail1;
+            prop_val = json_parse_value(s, NULL);
+            if (JS_IsException(prop_val))
+                goto fail1;
+            if (n == 0 && JS_IsUndefined(obj)) {
+                /* the first key picks the shape expected for the rest */
+                slot = &s->json_shapes[atom % countof(s->json_shapes)];
+                sh = *slot;
+                if (sh && (sh->prop_count == 0 || get_shape_prop(sh)[0].atom != atom))
+                    sh = NULL;
+            }
+            if (JS_IsUndefined(obj) && n < JSON_PENDING_PROPS) {
+                atoms[n] = atom;
+                props[n].u.value = prop_val;
+                n++;
+            } else {
+                if (JS_IsUndefined(obj)) {
+                    obj = json_object_from_props(s, atoms, props, n, NULL, NULL);
+                    n = 0;
+                    if (JS_IsException(obj)) {
+                        JS_FreeValue(ctx, prop_val);
+                        goto fail1;
+                    }
+                }
+                ret = JS_DefinePropertyValue(ctx, obj, atom, prop_val,
+                                             JS_PROP_C_W_E);
+                JS_FreeAtom(ctx, atom);
+                if (ret < 0)
+                    goto fail;
+            }
+            atom = JS_ATOM_NULL;
+            if (s->token.val == '}')
+                break;
+            if (s->token.val != ',') {
+                json_parse_error(s, s->token.ptr, "Expected ',' or '}' after property value");
+                goto fail;
+            }
+            expect = JS_ATOM_NULL;
+            if (sh && JS_IsUndefined(obj) && n < sh->prop_count)
+                expect = get_shape_prop(sh)[n].atom;
+            if (json_next_key(s, expect, &atom))
+                goto fail;
+        }
+    }
+    if (json_next_token(s))
+        goto fail;
+    if (JS_IsUndefined(obj)) {
+        obj = json_object_from_props(s, atoms, props, n, sh, slot);
+        n = 0;
+    }
+    return obj;
+ fail1:
+    JS_FreeAtom(ctx, atom);
+ fail:
+    for (i = 0; i < n; i++) {
+        JS_FreeAtom(ctx, atoms[i]);
+        JS_FreeValue(ctx, props[i].u.value);
+    }
+    JS_FreeValue(ctx, obj);
+    return JS_EXCEPTION;
+}
+
 static JSValue json_parse_value(JSParseState *s, JSONParseRecord *pr)
 {
     JSContext *ctx = s->ctx;
@@ -54606,6 +54786,8 @@ static JSValue json_parse_value(JSParseState *s, JSONParseRecord *pr)
 
     switch(s->token.val) {
     case '{':
+        if (!pr)
+            return json_parse_object(s);
         {
             JSValue prop_val;
             JSAtom prop_name;
@@ -54783,6 +54965,7 @@ static JSValue JS_ParseJSON_internal(JSContext *ctx, const char *buf, size_t buf
 {
     JSParseState s1, *s = &s1;
     JSValue val = JS_UNDEFINED;
+    int i;
 
     js_parse_init(ctx, s, buf, buf_len, filename, 1);
     if (json_next_token(s))
@@ -54796,11 +54979,17 @@ static JSValue JS_ParseJSON_internal(JSContext *ctx, const char *buf, size_t buf
             goto fail;
         }
     }
-    return val;
+    goto done;
  fail:
     JS_FreeValue(ctx, val);
     free_token(s, &s->token);
-    return JS_EXCEPTION;
+    val = JS_EXCEPTION;
+ done:
+    for (i = 0; i < countof(s->json_shapes); i++) {
+        if (s->json_shapes[i])
+            js_free_shape(ctx->rt, s->json_shapes[i]);
+    }
+    return val;
 }
 
 /* 'buf' must be zero terminated i.e. buf[buf_len] = '\0'. */
@@ -55032,17 +55221,118 @@ typedef struct JSONStringifyContext {
     StringBuffer *b;
 } JSONStringifyContext;
 
-static JSValue JS_ToQuotedStringFree(JSContext *ctx, JSValue val) {
-    JSValue r = JS_ToQuotedString(ctx, val);
+/* Writes the JSON escape of one code unit (a control character, '"',
+   '\\' or a lone surrogate): a short escape where JSON has one, else
+   backslash, u and four lowercase hex digits. */
+static int json_escape_char(StringBuffer *b, uint32_t c)
+{
+    static const char hex[] = "0123456789abcdef";
+    uint8_t buf[6];
+
+    switch(c) {
+    case '\t': c = 't'; goto quote;
+    case '\r': c = 'r'; goto quote;
+    case '\n': c = 'n'; goto quote;
+    case '\b': c = 'b'; goto quote;
+    case '\f': c = 'f'; goto quote;
+    case '\"':
+    case '\\':
+    quote:
+        buf[0] = '\\';
+        buf[1] = c;
+        return string_buffer_write8(b, buf, 2);
+    default:
+        buf[0] = '\\';
+        buf[1] = 'u';
+        buf[2] = hex[(c >> 12) & 15];
+        buf[3] = hex[(c >> 8) & 15];
+        buf[4] = hex[(c >> 4) & 15];
+        buf[5] = hex[c & 15];
+        return string_buffer_write8(b, buf, 6);
+    }
+}
+
+/* Appends JSON.stringify's quoted form (QuoteJSONString) of the flat string
+   p to b, straight into the output buffer: runs of characters that need no
+   escape are copied in one go (upstream built a quoted copy of each string
+   character by character, then copied it again into the output). */
+static int json_quote_string(StringBuffer *b, JSString *p)
+{
+    uint32_t i, start, len = p->len;
+
+    if (string_buffer_putc8(b, '\"'))
+        return -1;
+    start = 0;
+    if (!p->is_wide_char) {
+        const uint8_t *s = str8(p);
+        for (i = 0; i < len; i++) {
+            uint8_t c = s[i];
+            if (likely(c >= 32 && c != '\"' && c != '\\'))
+                continue;
+            if (string_buffer_write8(b, s + start, i - start) ||
+                json_escape_char(b, c))
+                return -1;
+            start = i + 1;
+        }
+        if (string_buffer_write8(b, s + start, len - start))
+            return -1;
+    } else {
+        const uint16_t *s = str16(p);
+        for (i = 0; i < len; i++) {
+            uint16_t c = s[i];
+            if (likely(c >= 32 && c != '\"' && c != '\\' && !is_surrogate(c)))
+                continue;
+            if (is_hi_surrogate(c) && i + 1 < len && is_lo_surrogate(s[i + 1])) {
+                /* a well-formed pair is copied as it is */
+                i++;
+                continue;
+            }
+            if (string_buffer_write16(b, s + start, i - start) ||
+                json_escape_char(b, c))
+                return -1;
+            start = i + 1;
+        }
+        if (string_buffer_write16(b, s + start, len - start))
+            return -1;
+    }
+    return string_buffer_putc8(b, '\"');
+}
+
+/* json_quote_string for any string value (a rope is flattened first, so a
+   surrogate pair split between its halves is still one pair); frees val. */
+static int json_quote_value_free(JSContext *ctx, StringBuffer *b, JSValue val)
+{
+    int ret;
+
+    if (JS_VALUE_GET_TAG(val) != JS_TAG_STRING) {
+        val = JS_ToStringFree(ctx, val);
+        if (JS_IsException(val))
+            return -1;
+    }
+    ret = json_quote_string(b, JS_VALUE_GET_STRING(val));
     JS_FreeValue(ctx, val);
-    return r;
+    return ret;
+}
+
+/* The key of a property for toJSON and the replacer, made only when one of
+   them is called: key itself when it is defined, else the string of atom
+   when it is not JS_ATOM_NULL, else the string of index. */
+static JSValue json_check_key(JSContext *ctx, JSValueConst key, JSAtom atom,
+                              int64_t index)
+{
+    if (!JS_IsUndefined(key))
+        return js_dup(key);
+    if (atom != JS_ATOM_NULL)
+        return JS_AtomToString(ctx, atom);
+    return JS_ToStringFree(ctx, js_int64(index));
 }
 
 static JSValue js_json_check(JSContext *ctx, JSONStringifyContext *jsc,
                              JSValueConst holder, JSValue val,
-                             JSValueConst key)
+                             JSValueConst key0, JSAtom key_atom,
+                             int64_t key_index)
 {
-    JSValue v;
+    JSValue v, key;
     JSValueConst args[2];
 
     if (JS_IsObject(val) || JS_IsBigInt(val)) {
@@ -55050,7 +55340,13 @@ static JSValue js_json_check(JSContext *ctx, JSONStringifyContext *jsc,
 		if (JS_IsException(f))
 			goto exception;
 		if (JS_IsFunction(ctx, f)) {
-			v = JS_CallFree(ctx, f, val, 1, &key);
+			key = json_check_key(ctx, key0, key_atom, key_index);
+			if (JS_IsException(key)) {
+				JS_FreeValue(ctx, f);
+				goto exception;
+			}
+			v = JS_CallFree(ctx, f, val, 1, vc(&key));
+			JS_FreeValue(ctx, key);
 			JS_FreeValue(ctx, val);
 			val = v;
 			if (JS_IsException(val))
@@ -55061,9 +55357,13 @@ static JSValue js_json_check(JSContext *ctx, JSONStringifyContext *jsc,
 	}
 
     if (!JS_IsUndefined(jsc->replacer_func)) {
+        key = json_check_key(ctx, key0, key_atom, key_index);
+        if (JS_IsException(key))
+            goto exception;
         args[0] = key;
         args[1] = val;
         v = JS_Call(ctx, jsc->replacer_func, holder, 2, args);
+        JS_FreeValue(ctx, key);
         JS_FreeValue(ctx, val);
         val = v;
         if (JS_IsException(val))
@@ -55095,6 +55395,61 @@ exception:
     return JS_EXCEPTION;
 }
 
+/* The keys JSON.stringify serialises for p, read from its shape when p is a
+   plain object (no exotic behaviour) whose enumerable own string keys include
+   no array index: then [[OwnPropertyKeys]] lists them in shape order. Stores
+   them (each duplicated) in *patoms (buf when at most buf_len, else a new
+   array) and returns their count; returns -2 when the object does not
+   qualify (the caller takes the general path) and -1 on error. */
+static int json_object_fast_keys(JSContext *ctx, JSObject *p, JSAtom **patoms,
+                                 JSAtom *buf, int buf_len)
+{
+    JSShape *sh;
+    JSShapeProperty *prs;
+    JSAtom *atoms;
+    uint32_t num;
+    int i, n;
+
+    if (p->class_id != JS_CLASS_OBJECT || p->is_exotic)
+        return -2;
+    sh = p->shape;
+    n = 0;
+    for(i = 0, prs = get_shape_prop(sh); i < sh->prop_count; i++, prs++) {
+        if (prs->atom == JS_ATOM_NULL || !(prs->flags & JS_PROP_ENUMERABLE) ||
+            JS_AtomGetKind(ctx, prs->atom) != JS_ATOM_KIND_STRING)
+            continue;
+        if (JS_AtomIsArrayIndex(ctx, &num, prs->atom))
+            return -2;
+        n++;
+    }
+    atoms = buf;
+    if (n > buf_len) {
+        atoms = js_malloc(ctx, sizeof(atoms[0]) * n);
+        if (!atoms)
+            return -1;
+    }
+    n = 0;
+    for(i = 0, prs = get_shape_prop(sh); i < sh->prop_count; i++, prs++) {
+        if (prs->atom == JS_ATOM_NULL || !(prs->flags & JS_PROP_ENUMERABLE) ||
+            JS_AtomGetKind(ctx, prs->atom) != JS_ATOM_KIND_STRING)
+            continue;
+        atoms[n++] = JS_DupAtom(ctx, prs->atom);
+    }
+    *patoms = atoms;
+    return n;
+}
+
+static void json_free_fast_keys(JSContext *ctx, JSAtom *atoms, int n,
+                                JSAtom *buf)
+{
+    int i;
+
+    for(i = 0; i < n; i++)
+        JS_FreeAtom(ctx, atoms[i]);
+    if (atoms != buf)
+        js_free(ctx, atoms);
+}
+
 static int js_json_to_str(JSContext *ctx, JSONStringifyContext *jsc,
                           JSValueConst holder, JSValue val,
                           JSValueConst indent)
@@ -55104,6 +55459,8 @@ static int js_json_to_str(JSContext *ctx, JSONStringifyContext *jsc,
     int64_t i, len;
     int cl, ret;
     bool has_content;
+    JSAtom atoms_buf[16], *atoms = atoms_buf;
+    int natoms = 0;
 
     indent1 = JS_UNDEFINED;
     sep = JS_UNDEFINED;
@@ -55179,13 +55536,10 @@ static int js_json_to_str(JSContext *ctx, JSONStringifyContext *jsc,
                 v = JS_GetPropertyInt64(ctx, val, i);
                 if (JS_IsException(v))
                     goto exception;
-                /* XXX: could do this string conversion only when needed */
-                prop = JS_ToStringFree(ctx, js_int64(i));
-                if (JS_IsException(prop))
-                    goto exception;
-                v = js_json_check(ctx, jsc, val, v, prop);
-                JS_FreeValue(ctx, prop);
-                prop = JS_UNDEFINED;
+                /* the index's string is made only if toJSON or the
+                   replacer is called */
+                v = js_json_check(ctx, jsc, val, v, JS_UNDEFINED,
+                                  JS_ATOM_NULL, i);
                 if (JS_IsException(v))
                     goto exception;
                 if (JS_IsUndefined(v))
@@ -55198,7 +55552,47 @@ static int js_json_to_str(JSContext *ctx, JSONStringifyContext *jsc,
                 string_buffer_concat_value(jsc->b, indent);
             }
             string_buffer_putc8(jsc->b, ']');
+        } else if (JS_IsUndefined(jsc->property_list) &&
+                   (ret = json_object_fast_keys(ctx, JS_VALUE_GET_OBJ(val),
+                                                &atoms, atoms_buf,
+                                                countof(atoms_buf))) >= 0) {
+            /* a plain object whose enumerable own keys are all non-index
+               strings: its keys are read from its shape (the order of
+               [[OwnPropertyKeys]] is then insertion order), taken once
+               before any value is read, as EnumerableOwnProperties does */
+            natoms = ret;
+            string_buffer_putc8(jsc->b, '{');
+            has_content = false;
+            for(i = 0; i < natoms; i++) {
+                v = JS_GetProperty(ctx, val, atoms[i]);
+                if (JS_IsException(v))
+                    goto exception;
+                v = js_json_check(ctx, jsc, val, v, JS_UNDEFINED, atoms[i], 0);
+                if (JS_IsException(v))
+                    goto exception;
+                if (!JS_IsUndefined(v)) {
+                    if (has_content)
+                        string_buffer_putc8(jsc->b, ',');
+                    string_buffer_concat_value(jsc->b, sep);
+                    if (json_quote_string(jsc->b, ctx->rt->atom_array[atoms[i]])) {
+                        JS_FreeValue(ctx, v);
+                        goto exception;
+                    }
+                    string_buffer_putc8(jsc->b, ':');
+                    string_buffer_concat_value(jsc->b, sep1);
+                    if (js_json_to_str(ctx, jsc, val, v, indent1))
+                        goto exception;
+                    has_content = true;
+                }
+            }
+            if (has_content && JS_VALUE_GET_STRING(jsc->gap)->len != 0) {
+                string_buffer_putc8(jsc->b, '\n');
+                string_buffer_concat_value(jsc->b, indent);
+            }
+            string_buffer_putc8(jsc->b, '}');
         } else {
+            if (ret == -1)
+                goto exception;
             if (!JS_IsUndefined(jsc->property_list))
                 tab = js_dup(jsc->property_list);
             else
@@ -55218,19 +55612,19 @@ static int js_json_to_str(JSContext *ctx, JSONStringifyContext *jsc,
                 v = JS_GetPropertyValue(ctx, val, js_dup(prop));
                 if (JS_IsException(v))
                     goto exception;
-                v = js_json_check(ctx, jsc, val, v, prop);
+                v = js_json_check(ctx, jsc, val, v, prop, JS_ATOM_NULL, 0);
                 if (JS_IsException(v))
                     goto exception;
                 if (!JS_IsUndefined(v)) {
                     if (has_content)
                         string_buffer_putc8(jsc->b, ',');
-                    prop = JS_ToQuotedStringFree(ctx, prop);
-                    if (JS_IsException(prop)) {
+                    string_buffer_concat_value(jsc->b, sep);
+                    if (json_quote_value_free(ctx, jsc->b, prop)) {
+                        prop = JS_UNDEFINED;
                         JS_FreeValue(ctx, v);
                         goto exception;
                     }
-                    string_buffer_concat_value(jsc->b, sep);
-                    string_buffer_concat_value(jsc->b, prop);
+                    prop = JS_UNDEFINED;
                     string_buffer_putc8(jsc->b, ':');
                     string_buffer_concat_value(jsc->b, sep1);
                     if (js_json_to_str(ctx, jsc, val, v, indent1))
@@ -55246,6 +55640,7 @@ static int js_json_to_str(JSContext *ctx, JSONStringifyContext *jsc,
         }
         if (check_exception_free(ctx, js_array_pop(ctx, jsc->stack, 0, NULL, 0)))
             goto exception;
+        json_free_fast_keys(ctx, atoms, natoms, atoms_buf);
         JS_FreeValue(ctx, val);
         JS_FreeValue(ctx, tab);
         JS_FreeValue(ctx, sep);
@@ -55258,16 +55653,19 @@ static int js_json_to_str(JSContext *ctx, JSONStringifyContext *jsc,
     switch (JS_VALUE_GET_NORM_TAG(val)) {
     case JS_TAG_STRING:
     case JS_TAG_STRING_ROPE:
-        val = JS_ToQuotedStringFree(ctx, val);
-        if (JS_IsException(val))
-            goto exception;
-        goto concat_value;
+        return json_quote_value_free(ctx, jsc->b, val);
     case JS_TAG_FLOAT64:
         if (!isfinite(JS_VALUE_GET_FLOAT64(val))) {
             val = JS_NULL;
         }
         goto concat_value;
     case JS_TAG_INT:
+        {
+            /* the same digits as JS_ToString, without a string */
+            char buf[16];
+            size_t n = i32toa(buf, JS_VALUE_GET_INT(val));
+            return string_buffer_write8(jsc->b, (const uint8_t *)buf, n);
+        }
     case JS_TAG_BOOL:
     case JS_TAG_NULL:
     concat_value:
@@ -55282,6 +55680,7 @@ static int js_json_to_str(JSContext *ctx, JSONStringifyContext *jsc,
     }
 
 exception:
+    json_free_fast_keys(ctx, atoms, natoms, atoms_buf);
     JS_FreeValue(ctx, val);
     JS_FreeValue(ctx, tab);
     JS_FreeValue(ctx, sep);
@@ -55399,7 +55798,7 @@ JSValue JS_JSONStringify(JSContext *ctx, JSValueConst obj,
         goto exception;
     val = js_dup(obj);
 
-    val = js_json_check(ctx, jsc, wrapper, val, jsc->empty);
+    val = js_json_check(ctx, jsc, wrapper, val, jsc->empty, JS_ATOM_NULL, 0);
     if (JS_IsException(val))
         goto exception;
     if (JS_IsUndefined(val)) {
