@@ -856,6 +856,80 @@ mod tests {
         assert_eq!(local.to_rust_string_lossy(scope), "undefined,undefined,undefined,function");
     }
 
+    /// The engine's per-thread maps keyed by address (native functions by object, external
+    /// strings by handle) hold what live isolates recorded, and lose it when the isolate goes: a
+    /// thread that runs isolate after isolate (a runner thread, `serve`'s warm pool) does not
+    /// keep every address it ever used.
+    #[test]
+    fn the_engines_address_maps_hold_only_live_isolates() {
+        std::thread::spawn(|| {
+            let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+            let _enter = rt.enter();
+            let cache = TranspileCache::default();
+            assert_eq!(v8::thread_address_map_entries(), 0);
+            for round in 0..12 {
+                let prepared = Prepared::new(64, &cache).unwrap();
+                let live = v8::thread_address_map_entries();
+                assert!(live > 0, "round {round}: a live isolate recorded nothing");
+                drop(prepared);
+                assert_eq!(v8::thread_address_map_entries(), 0, "round {round}: kept after dispose");
+            }
+        })
+        .join()
+        .unwrap();
+    }
+
+    /// An op function, as a script sees it: V8's `toString` text with its name, its name and
+    /// arity, the same own properties; two ops print their own names through the `toString`
+    /// they share.
+    #[test]
+    fn an_op_function_looks_as_it_did_to_a_script() {
+        let mut runtime = JsRuntime::new(RuntimeOptions::default());
+        let value = runtime
+            .execute_script(
+                "<op-shape>",
+                "const ops = Deno.core.ops; const names = Object.keys(ops).filter((k) => typeof ops[k] === 'function').slice(0, 2);
+                 names.map((k) => { const f = ops[k]; const d = Object.getOwnPropertyDescriptor(f, 'name');
+                   return [f.toString() === `function ${k}() { [native code] }`, f.name === k, typeof f.length,
+                           d.configurable, d.writable, d.enumerable, Object.getOwnPropertyNames(f).join(' ')].join(); }).join(';')",
+            )
+            .unwrap();
+        deno_core::scope!(scope, &mut runtime);
+        let local = v8::Local::new(scope, value);
+        let text = local.to_rust_string_lossy(scope);
+        let rows: Vec<&str> = text.split(';').collect();
+        assert_eq!(rows.len(), 2, "{text}");
+        for row in rows {
+            assert_eq!(row, "true,true,number,true,false,false,length name toString prototype", "{text}");
+        }
+    }
+
+    /// A handle's slot is freed with its scope and a later handle takes its address: a string a
+    /// script makes afterwards is neither taken for the external string that had the address
+    /// nor given that string's bytes.
+    #[test]
+    fn a_string_at_a_freed_handle_address_is_not_taken_for_an_external_string() {
+        let mut runtime = JsRuntime::new(RuntimeOptions::default());
+        deno_core::scope!(scope, &mut runtime);
+        let external_at = {
+            v8::scope!(let inner, scope);
+            let s = v8::String::new_external_onebyte_static(inner, b"engine-owned").unwrap();
+            assert!(s.is_external_onebyte());
+            &*s as *const v8::String as usize
+        };
+        let mut reused = 0;
+        for _ in 0..1000 {
+            v8::scope!(let inner, scope);
+            let s = v8::String::new(inner, "a script's own string").unwrap();
+            if &*s as *const v8::String as usize == external_at {
+                reused += 1;
+                assert!(!s.is_external_onebyte(), "a script's string taken for an external one");
+                assert!(s.get_external_string_resource_base().0.is_none(), "given the external string's bytes");
+            }
+        }
+        assert!(reused > 0, "no later handle took the freed address");
+    }
+
     /// A racing process swaps a cache file it saw loose for a link to another file of the user:
     /// neither the link's target nor anything else is tightened through it.
     #[test]

@@ -112,6 +112,9 @@ mod jsc;
 
 #[cfg(feature = "engine_quickjs")]
 mod quickjs;
+#[cfg(feature = "engine_quickjs")]
+#[doc(hidden)]
+pub use quickjs::thread_address_map_entries;
 
 // Pure-Rust implementation of the `crdtp__*` inspector-protocol C-ABI surface
 // (engine-independent), so `test_api.rs` and friends link and run. See the

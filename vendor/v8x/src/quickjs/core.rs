@@ -393,6 +393,11 @@ pub(crate) struct IsoState {
   /// Per-context AddData slot counters (SnapshotCreator::AddData returns the
   /// data index; the tape replays slots in call order).
   pub ctx_data_counts: HashMap<usize, usize>,
+  /// Per context, the one `toString` that every native function made from a
+  /// template gets as an own property (it prints the function's `name`, so
+  /// one serves all of them). Each holds a reference, freed in
+  /// `v8__Isolate__Dispose` before the contexts.
+  pub native_to_string: HashMap<usize, JSValue>,
   pub iso_data_count: usize,
   pub iso_added_contexts: usize,
   pub snap_default_context: Option<usize>,
@@ -941,6 +946,7 @@ pub extern "C" fn v8__Isolate__New(params: *const c_void) -> *mut RealIsolate {
     extra_contexts: Vec::new(),
     is_snapshot_creator: false,
     ctx_data_counts: HashMap::new(),
+    native_to_string: HashMap::new(),
     iso_data_count: 0,
     iso_added_contexts: 0,
     snap_default_context: None,
@@ -1101,6 +1107,9 @@ pub extern "C" fn v8__Isolate__Dispose(this: *mut RealIsolate) {
     // Free dup'd promise-hook functions while their runtime is still alive;
     // the thread-local would otherwise poison the next isolate on this thread.
     super::isolate::release_promise_hooks(st.ctx);
+    for (_, to_string) in st.native_to_string.drain() {
+      JS_FreeValueRT(st.rt, to_string);
+    }
     for c in st.extra_contexts.drain(..) {
       JS_FreeContext(c);
     }
@@ -1108,6 +1117,10 @@ pub extern "C" fn v8__Isolate__Dispose(this: *mut RealIsolate) {
     if std::env::var_os("QJS_SKIP_FREE_RT").is_none() {
       JS_FreeRuntime(st.rt);
     }
+    // What this thread recorded by address about the runtime's objects and
+    // the isolate's handles is freed with them.
+    super::function::forget_runtime_functions(st.rt);
+    super::string::forget_isolate_strings(this);
     for (allocator, data, byte_length) in
       std::mem::take(&mut st.pending_array_buffer_frees)
     {

@@ -357,6 +357,11 @@ struct DispatchEntry {
   instance: *const ObjTemplate,
   signature: *const FnTemplate,
   fast_overloads: Vec<RawCFunction>,
+
+  /// The runtimes with functions that call through this entry. An entry is
+  /// free again (its index handed to the next registration) once every one
+  /// of them is freed: no function can name its index any more.
+  owners: Vec<usize>,
 }
 
 #[derive(Clone, Copy, Hash, PartialEq, Eq)]
@@ -369,6 +374,35 @@ struct ReusableDispatchKey {
 struct DispatchTable {
   entries: Vec<DispatchEntry>,
   reusable: std::collections::HashMap<ReusableDispatchKey, c_int>,
+  /// Indices of entries no live runtime uses, reused before the table grows.
+  free: Vec<c_int>,
+}
+
+impl DispatchTable {
+  /// `rt` is freed: its functions are gone, so an entry only it used is free.
+  fn forget_runtime(&mut self, rt: *mut JSRuntime) {
+    let rt = rt as usize;
+    let mut freed = false;
+    for (index, entry) in self.entries.iter_mut().enumerate() {
+      if entry.owners.is_empty() {
+        continue;
+      }
+      entry.owners.retain(|owner| *owner != rt);
+      if entry.owners.is_empty() {
+        // The data value belonged to the freed runtime; it is not touched.
+        entry.data = jsv_undefined();
+        entry.fast_overloads = Vec::new();
+        self.free.push(index as c_int);
+        freed = true;
+      }
+    }
+    if freed {
+      let entries = &self.entries;
+      self
+        .reusable
+        .retain(|_, index| !entries[*index as usize].owners.is_empty());
+    }
+  }
 }
 
 #[repr(C)]
@@ -424,10 +458,11 @@ thread_local! {
         std::cell::RefCell::new(DispatchTable {
           entries: Vec::new(),
           reusable: std::collections::HashMap::new(),
+          free: Vec::new(),
         });
     static SNAPSHOT_FUNCTIONS: std::cell::RefCell<
-      std::collections::HashMap<usize, SnapshotFunctionInfo>,
-    > = std::cell::RefCell::new(std::collections::HashMap::new());
+      ByRuntime<SnapshotFunctionInfo>,
+    > = std::cell::RefCell::new(ByRuntime::default());
     static NAMED_GETTER_DISPATCH: std::cell::RefCell<Vec<NamedGetterEntry>> =
         const { std::cell::RefCell::new(Vec::new()) };
     static GLOBAL_DEFINE_DISPATCH: std::cell::RefCell<Vec<*const GlobalDefineEntry>> =
@@ -581,14 +616,18 @@ fn register_dispatch(
       data_external: data_external.map(|data| data as usize),
       data_is_undefined,
     });
+    let rt = unsafe { JS_GetRuntime(ctx) } as usize;
     if let Some(key) = reusable_key
       && let Some(&index) = t.reusable.get(&key)
     {
+      let owners = &mut t.entries[index as usize].owners;
+      if !owners.contains(&rt) {
+        owners.push(rt);
+      }
       unsafe { JS_FreeValue(ctx, data) };
       return index;
     }
-    let idx = t.entries.len() as c_int;
-    t.entries.push(DispatchEntry {
+    let entry = DispatchEntry {
       callback,
       data,
       data_external,
@@ -596,7 +635,18 @@ fn register_dispatch(
       instance,
       signature,
       fast_overloads,
-    });
+      owners: vec![rt],
+    };
+    let idx = match t.free.pop() {
+      Some(idx) => {
+        t.entries[idx as usize] = entry;
+        idx
+      }
+      None => {
+        t.entries.push(entry);
+        (t.entries.len() - 1) as c_int
+      }
+    };
     if let Some(key) = reusable_key {
       t.reusable.insert(key, idx);
     }
@@ -3438,13 +3488,40 @@ unsafe extern "C" fn native_function_to_string(
   unsafe { JS_NewStringLen(ctx, text.as_ptr() as *const c_char, text.len()) }
 }
 
+/// The `toString` of the native functions of `ctx` (a new reference): made
+/// once per context and shared, since it reads the `name` of the function it
+/// is called on. Without a current isolate owning `ctx`, a new one.
+unsafe fn native_function_to_string_of(ctx: *mut JSContext) -> JSValue {
+  let new = || unsafe {
+    JS_NewCFunction(ctx, native_function_to_string, c"toString".as_ptr(), 0)
+  };
+  let iso = super::core::current_iso();
+  if iso.is_null() {
+    return new();
+  }
+  let st = super::core::iso_state(iso);
+  if st.rt != unsafe { JS_GetRuntime(ctx) } {
+    return new();
+  }
+  if let Some(shared) = st.native_to_string.get(&(ctx as usize)) {
+    return unsafe { JS_DupValue(ctx, *shared) };
+  }
+  let to_string = new();
+  if jsv_is_object(&to_string) {
+    st.native_to_string
+      .insert(ctx as usize, unsafe { JS_DupValue(ctx, to_string) });
+  }
+  to_string
+}
+
 unsafe fn install_native_function_to_string(
   ctx: *mut JSContext,
   function: JSValue,
 ) {
-  let to_string = unsafe {
-    JS_NewCFunction(ctx, native_function_to_string, c"toString".as_ptr(), 0)
-  };
+  let to_string = unsafe { native_function_to_string_of(ctx) };
+  if !jsv_is_object(&to_string) {
+    return;
+  }
   unsafe {
     JS_DefinePropertyValueStr(
       ctx,
@@ -3473,10 +3550,14 @@ pub(crate) unsafe fn make_function_len(
       ptr::null(),
       ptr::null(),
       Vec::new(),
+      ptr::null(),
     )
   }
 }
 
+/// A native function calling `callback`; `name` (a C string, or null for
+/// none) is its `name`, defined where QuickJS defines `length`.
+#[allow(clippy::too_many_arguments)]
 unsafe fn make_function_len_with_instance(
   ctx: *mut JSContext,
   callback: FunctionCallback,
@@ -3486,6 +3567,7 @@ unsafe fn make_function_len_with_instance(
   instance: *const ObjTemplate,
   signature: *const FnTemplate,
   fast_overloads: Vec<RawCFunction>,
+  name: *const c_char,
 ) -> JSValue {
   let data_owned = if jsv_is_undefined(&data) {
     jsv_undefined()
@@ -3514,9 +3596,9 @@ unsafe fn make_function_len_with_instance(
     fn_trampoline
   };
   let f = unsafe {
-    make_cfunc_magic(ctx, tramp, ptr::null(), length.max(0), cproto, magic)
+    make_cfunc_magic(ctx, tramp, name, length.max(0), cproto, magic)
   };
-  record_snapshot_function(f, callback, data, length, construct);
+  record_snapshot_function(ctx, f, callback, data, length, construct);
   unsafe { install_native_function_to_string(ctx, f) };
   f
 }
@@ -3597,8 +3679,67 @@ struct RawScriptOrigin {
 
 thread_local! {
   static FUNCTION_SCRIPT_INFO: std::cell::RefCell<
-    std::collections::HashMap<usize, FunctionScriptInfo>,
-  > = std::cell::RefCell::new(std::collections::HashMap::new());
+    ByRuntime<FunctionScriptInfo>,
+  > = std::cell::RefCell::new(ByRuntime::default());
+}
+
+/// What this thread knows about objects of its runtimes, keyed by the
+/// object's address. An entry names the runtime that owns the object, and the
+/// runtime's entries go when it is freed (`forget_runtime`): an address is
+/// only meaningful while its runtime lives, and a map that kept every address
+/// ever used would grow with every isolate the thread ever made (and answer
+/// for an unrelated object that later took a freed one's address). Its
+/// capacity stays, so the next isolate on the thread does not rehash it.
+pub(crate) struct ByRuntime<V> {
+  entries: std::collections::HashMap<usize, (usize, V)>,
+}
+
+impl<V> Default for ByRuntime<V> {
+  fn default() -> Self {
+    Self {
+      entries: std::collections::HashMap::new(),
+    }
+  }
+}
+
+impl<V> ByRuntime<V> {
+  fn insert(&mut self, rt: *mut JSRuntime, key: usize, value: V) {
+    self.entries.insert(key, (rt as usize, value));
+  }
+
+  fn get(&self, key: usize) -> Option<&V> {
+    self.entries.get(&key).map(|(_, value)| value)
+  }
+
+  fn forget_runtime(&mut self, rt: *mut JSRuntime) {
+    let rt = rt as usize;
+    self.entries.retain(|_, (owner, _)| *owner != rt);
+  }
+
+  fn len(&self) -> usize {
+    self.entries.len()
+  }
+}
+
+/// Drops what this thread recorded about the objects of `rt` (native
+/// functions made from templates, script positions of module functions).
+/// Called from `v8__Isolate__Dispose` when the runtime is freed.
+pub(crate) fn forget_runtime_functions(rt: *mut JSRuntime) {
+  DISPATCH.with(|t| t.borrow_mut().forget_runtime(rt));
+  SNAPSHOT_FUNCTIONS.with(|m| m.borrow_mut().forget_runtime(rt));
+  FUNCTION_SCRIPT_INFO.with(|m| m.borrow_mut().forget_runtime(rt));
+}
+
+/// Entries in this thread's function maps (snapshot functions, script
+/// positions), for tests that check the maps do not grow with the number of
+/// isolates a thread has made.
+pub(crate) fn function_map_entries() -> usize {
+  SNAPSHOT_FUNCTIONS.with(|m| m.borrow().len())
+    + FUNCTION_SCRIPT_INFO.with(|m| m.borrow().len())
+    + DISPATCH.with(|t| {
+      let t = t.borrow();
+      t.entries.len() - t.free.len() + t.reusable.len()
+    })
 }
 
 #[inline]
@@ -3632,6 +3773,7 @@ fn external_pointer_from_value(v: JSValue) -> Option<*mut c_void> {
 }
 
 fn record_snapshot_function(
+  ctx: *mut JSContext,
   function: JSValue,
   callback: FunctionCallback,
   data: JSValue,
@@ -3642,8 +3784,10 @@ fn record_snapshot_function(
   if key == 0 {
     return;
   }
+  let rt = unsafe { JS_GetRuntime(ctx) };
   SNAPSHOT_FUNCTIONS.with(|m| {
     m.borrow_mut().insert(
+      rt,
       key,
       SnapshotFunctionInfo {
         callback,
@@ -3662,10 +3806,11 @@ pub(crate) fn snapshot_function_info(
   if key == 0 {
     return None;
   }
-  SNAPSHOT_FUNCTIONS.with(|m| m.borrow().get(&key).copied())
+  SNAPSHOT_FUNCTIONS.with(|m| m.borrow().get(key).copied())
 }
 
 pub(crate) fn record_function_script_position(
+  ctx: *mut JSContext,
   function: JSValue,
   line: crate::support::int,
   column: crate::support::int,
@@ -3677,8 +3822,10 @@ pub(crate) fn record_function_script_position(
   if key == 0 {
     return;
   }
+  let rt = unsafe { JS_GetRuntime(ctx) };
   FUNCTION_SCRIPT_INFO.with(|m| {
     m.borrow_mut().insert(
+      rt,
       key,
       FunctionScriptInfo {
         line,
@@ -3701,7 +3848,7 @@ fn function_script_info(
   if key == 0 {
     return None;
   }
-  FUNCTION_SCRIPT_INFO.with(|m| m.borrow().get(&key).cloned())
+  FUNCTION_SCRIPT_INFO.with(|m| m.borrow().get(key).cloned())
 }
 
 fn origin_string_slot(ctx: *mut JSContext, text: &str) -> usize {
@@ -4464,6 +4611,13 @@ pub extern "C" fn v8__FunctionTemplate__GetFunction(
   let _tm = timing::now();
   let t = unsafe { &*(this as *const FnTemplate) };
 
+  // The class name is the function's `name`, given to QuickJS when it makes
+  // the function (as configurable, like the `name` it defines anyway) rather
+  // than defined over it afterwards. A name with a NUL is left out, as before.
+  let class_name = t
+    .class_name
+    .as_deref()
+    .and_then(|name| std::ffi::CString::new(name).ok());
   let f = unsafe {
     make_function_len_with_instance(
       ctx,
@@ -4474,24 +4628,9 @@ pub extern "C" fn v8__FunctionTemplate__GetFunction(
       t.instance,
       t.signature,
       t.fast_overloads.clone(),
+      class_name.as_ref().map_or(ptr::null(), |name| name.as_ptr()),
     )
   };
-
-  if let Some(name) = &t.class_name {
-    if let Ok(cname) = std::ffi::CString::new(name.as_str()) {
-      const JS_PROP_CONFIGURABLE: c_int = 1 << 0;
-      let nameval = unsafe { JS_NewString(ctx, cname.as_ptr()) };
-      unsafe {
-        JS_DefinePropertyValueStr(
-          ctx,
-          f,
-          c"name".as_ptr(),
-          nameval,
-          JS_PROP_CONFIGURABLE,
-        );
-      }
-    }
-  }
 
   apply_props(ctx, f, &t.props);
   apply_accessors(ctx, f, &t.accessors);

@@ -30,6 +30,15 @@ mod temporal;
 mod value;
 mod wasm;
 
+/// Entries this thread holds in the backend's maps keyed by address (native
+/// functions and module functions by object, external strings by handle).
+/// They belong to live isolates only: a test makes isolates on one thread and
+/// checks this does not grow with their number.
+#[doc(hidden)]
+pub fn thread_address_map_entries() -> usize {
+  function::function_map_entries() + string::external_string_entries()
+}
+
 #[cfg(test)]
 mod raw_smoke_test {
   use super::quickjs_sys::*;

@@ -4753,6 +4753,7 @@ unsafe fn annotate_namespace_function_positions(
     }
     if unsafe { JS_IsFunction(ctx, value) } {
       super::function::record_function_script_position(
+        ctx,
         value,
         line,
         column,

@@ -113,33 +113,91 @@ struct ExternalOneByteMeta {
 
 enum ExternalMeta {
   OneByte(Box<ExternalOneByteMeta>),
+  /// Made from a `OneByteConst`, which is its own resource (as in V8): its
+  /// bytes are static, so they are not copied.
+  OneByteConst(*const OneByteConst),
   TwoByte,
 }
 
+/// An external string, as recorded for the handle made for it: the isolate
+/// whose handle it is, the string the handle held, and what it was made from.
+struct ExternalEntry {
+  isolate: usize,
+  string: usize,
+  meta: ExternalMeta,
+}
+
 thread_local! {
-  static EXTERNAL_STRINGS: RefCell<HashMap<usize, ExternalMeta>> = RefCell::new(HashMap::new());
+  /// External strings by handle address. A handle's slot is freed with its
+  /// scope and its address reused by later handles, so an entry answers only
+  /// while the handle still holds the string it was recorded with, and an
+  /// isolate's entries go when it is disposed (`forget_isolate_strings`):
+  /// the map holds the addresses of live isolates only.
+  static EXTERNAL_STRINGS: RefCell<HashMap<usize, ExternalEntry>> = RefCell::new(HashMap::new());
+}
+
+/// The string a handle holds, as the key that `ExternalEntry::string` keeps.
+fn handle_string(handle: *const c_void) -> usize {
+  let v = jsval_of(handle as *const V8String);
+  if jsv_is_string(&v) {
+    jsv_get_ptr(&v) as usize
+  } else {
+    0
+  }
+}
+
+fn remember_external(handle: *const V8String, meta: ExternalMeta) {
+  if handle.is_null() {
+    return;
+  }
+  let entry = ExternalEntry {
+    isolate: current_iso() as usize,
+    string: handle_string(handle as *const c_void),
+    meta,
+  };
+  EXTERNAL_STRINGS.with(|m| {
+    m.borrow_mut().insert(handle as usize, entry);
+  });
 }
 
 fn remember_external_onebyte(handle: *const V8String, bytes: Box<[u8]>) {
-  if handle.is_null() {
-    return;
-  }
-  EXTERNAL_STRINGS.with(|m| {
-    m.borrow_mut().insert(
-      handle as usize,
-      ExternalMeta::OneByte(Box::new(ExternalOneByteMeta { bytes })),
-    );
-  });
+  remember_external(
+    handle,
+    ExternalMeta::OneByte(Box::new(ExternalOneByteMeta { bytes })),
+  );
 }
 
 fn remember_external_twobyte(handle: *const V8String) {
-  if handle.is_null() {
-    return;
-  }
+  remember_external(handle, ExternalMeta::TwoByte);
+}
+
+/// Runs `f` on what is recorded for the external string `handle` holds, if
+/// the handle still holds the string it was recorded with.
+fn with_external<R>(
+  handle: *const c_void,
+  f: impl FnOnce(Option<&ExternalMeta>) -> R,
+) -> R {
   EXTERNAL_STRINGS.with(|m| {
-    m.borrow_mut()
-      .insert(handle as usize, ExternalMeta::TwoByte);
-  });
+    let map = m.borrow();
+    let entry = map.get(&(handle as usize)).filter(|entry| {
+      entry.string != 0 && entry.string == handle_string(handle)
+    });
+    f(entry.map(|entry| &entry.meta))
+  })
+}
+
+/// Drops the external strings recorded for `isolate`'s handles (all freed
+/// with it). Called from `v8__Isolate__Dispose`.
+pub(crate) fn forget_isolate_strings(isolate: *mut RealIsolate) {
+  let isolate = isolate as usize;
+  EXTERNAL_STRINGS
+    .with(|m| m.borrow_mut().retain(|_, entry| entry.isolate != isolate));
+}
+
+/// Entries in this thread's external string map, for tests that check it does
+/// not grow with the number of isolates a thread has made.
+pub(crate) fn external_string_entries() -> usize {
+  EXTERNAL_STRINGS.with(|m| m.borrow().len())
 }
 
 #[inline]
@@ -255,13 +313,12 @@ pub extern "C" fn v8__String__NewExternalOneByteConst(
   }
 
   let s: &str = unsafe { (*onebyte_const).as_str() };
-  let bytes = s.as_bytes();
   let v = unsafe { JS_NewStringLen(ctx, s.as_ptr() as *const c_char, s.len()) };
   if v.tag == JS_TAG_EXCEPTION {
     return ptr::null();
   }
   let handle = intern::<V8String>(v);
-  remember_external_onebyte(handle, bytes.to_vec().into_boxed_slice());
+  remember_external(handle, ExternalMeta::OneByteConst(onebyte_const));
   handle
 }
 
@@ -363,13 +420,17 @@ pub extern "C" fn v8__String__GetExternalStringResourceBase(
 ) -> *mut ExternalStringResourceBase {
   let mut out = ptr::null_mut();
   let mut enc = Encoding::Unknown;
-  EXTERNAL_STRINGS.with(|m| {
-    if let Some(meta) = m.borrow().get(&(this as usize)) {
+  with_external(this as *const c_void, |meta| {
+    if let Some(meta) = meta {
       match meta {
         ExternalMeta::OneByte(resource) => {
           enc = Encoding::OneByte;
           out = (&**resource as *const ExternalOneByteMeta)
             as *mut ExternalStringResourceBase;
+        }
+        ExternalMeta::OneByteConst(resource) => {
+          enc = Encoding::OneByte;
+          out = *resource as *mut ExternalStringResourceBase;
         }
         ExternalMeta::TwoByte => enc = Encoding::TwoByte,
       }
@@ -874,10 +935,10 @@ pub extern "C" fn v8__String__Concat(
 pub extern "C" fn v8__String__IsExternalOneByte(
   this: *const std::os::raw::c_void,
 ) -> bool {
-  EXTERNAL_STRINGS.with(|m| {
+  with_external(this, |meta| {
     matches!(
-      m.borrow().get(&(this as usize)),
-      Some(ExternalMeta::OneByte(_))
+      meta,
+      Some(ExternalMeta::OneByte(_) | ExternalMeta::OneByteConst(_))
     )
   })
 }
@@ -886,12 +947,7 @@ pub extern "C" fn v8__String__IsExternalOneByte(
 pub extern "C" fn v8__String__IsExternalTwoByte(
   this: *const std::os::raw::c_void,
 ) -> bool {
-  EXTERNAL_STRINGS.with(|m| {
-    matches!(
-      m.borrow().get(&(this as usize)),
-      Some(ExternalMeta::TwoByte)
-    )
-  })
+  with_external(this, |meta| matches!(meta, Some(ExternalMeta::TwoByte)))
 }
 
 #[unsafe(no_mangle)]
