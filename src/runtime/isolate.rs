@@ -844,16 +844,19 @@ mod tests {
     /// carry them either. A runtime with deno_core's own JS and none of ours shows it.
     #[test]
     fn the_engine_gives_contexts_no_temporal_and_no_webassembly() {
+        let text = bare_runtime_eval(
+            "[typeof Temporal, typeof WebAssembly, typeof Date.prototype.toTemporalInstant, typeof Date].join()",
+        );
+        assert_eq!(text, "undefined,undefined,undefined,function");
+    }
+
+    /// `code`'s value as a string, evaluated in a runtime with deno_core's own JS and none of ours.
+    fn bare_runtime_eval(code: &'static str) -> String {
         let mut runtime = JsRuntime::new(RuntimeOptions::default());
-        let value = runtime
-            .execute_script(
-                "<engine-globals>",
-                "[typeof Temporal, typeof WebAssembly, typeof Date.prototype.toTemporalInstant, typeof Date].join()",
-            )
-            .unwrap();
+        let value = runtime.execute_script("<bare>", code).unwrap();
         deno_core::scope!(scope, &mut runtime);
         let local = v8::Local::new(scope, value);
-        assert_eq!(local.to_rust_string_lossy(scope), "undefined,undefined,undefined,function");
+        local.to_rust_string_lossy(scope)
     }
 
     /// The engine's per-thread maps keyed by address (native functions by object, external
@@ -884,19 +887,12 @@ mod tests {
     /// they share.
     #[test]
     fn an_op_function_looks_as_it_did_to_a_script() {
-        let mut runtime = JsRuntime::new(RuntimeOptions::default());
-        let value = runtime
-            .execute_script(
-                "<op-shape>",
+        let text = bare_runtime_eval(
                 "const ops = Deno.core.ops; const names = Object.keys(ops).filter((k) => typeof ops[k] === 'function').slice(0, 2);
                  names.map((k) => { const f = ops[k]; const d = Object.getOwnPropertyDescriptor(f, 'name');
                    return [f.toString() === `function ${k}() { [native code] }`, f.name === k, typeof f.length,
                            d.configurable, d.writable, d.enumerable, Object.getOwnPropertyNames(f).join(' ')].join(); }).join(';')",
-            )
-            .unwrap();
-        deno_core::scope!(scope, &mut runtime);
-        let local = v8::Local::new(scope, value);
-        let text = local.to_rust_string_lossy(scope);
+        );
         let rows: Vec<&str> = text.split(';').collect();
         assert_eq!(rows.len(), 2, "{text}");
         for row in rows {
