@@ -989,15 +989,16 @@ async fn bad_json_rpc_gets_400_and_no_answer_names_an_absolute_path() {
 /// that are up, and a server that comes up later is announced with `tools/list_changed`.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn serve_answers_at_once_while_an_upstream_server_hangs_and_announces_late_ones() {
+    let tag = format!("serve-hang-{}", std::process::id());
     let p = Project::new();
     let fixture = fixture_bin().display().to_string();
     p.write_config(&format!(
         "mcp:\n  servers:\n{}{}    late:\n      command: sh\n      args: [\"-c\", \"sleep 4; exec {fixture}\"]\n      connect_timeout: 60s\nserve:\n  startup_wait: 1s\n",
         fixture_stdio_yaml("fixture", &[]),
-        fixture_stdio_yaml("hang", &["--hang-on-start"]).replace("connect_timeout: 10s", "connect_timeout: 120s"),
+        fixture_stdio_yaml("hang", &["--hang-on-start", "--tag", &tag]).replace("connect_timeout: 10s", "connect_timeout: 120s"),
     ));
     let started = std::time::Instant::now();
-    let s = Serving::start(&p, &[], &[]);
+    let mut s = Serving::start(&p, &[], &[]);
     assert!(started.elapsed() < Duration::from_secs(10), "serve listened only after {:?}", started.elapsed());
 
     #[derive(Clone, Default)]
@@ -1045,6 +1046,12 @@ async fn serve_answers_at_once_while_an_upstream_server_hangs_and_announces_late
     assert!(now.contains(&"late_echo".to_string()), "{now:?}");
     assert!(!now.iter().any(|n| n.starts_with("hang_")), "{now:?}");
     let _ = client.cancel().await;
+    // Stopping serve stops the server still waiting for its handshake too: nothing is left
+    // behind that never reads its stdin.
+    assert!(!pids_matching(&tag).is_empty(), "the hanging server runs while serve does");
+    s.signal(libc::SIGTERM);
+    assert_eq!(s.wait_exit(), 143, "{}", s.stderr.lock().unwrap());
+    assert!(wait_until(Duration::from_secs(10), || pids_matching(&tag).is_empty()), "left running: the hanging server");
 }
 
 /// A stdio request over the line limit gets a JSON-RPC error for its id (read wherever it sits
