@@ -5,7 +5,7 @@
 //! RELA entries (24 bytes each) they are a 1.6 MB table the dynamic loader reads at every start,
 //! once in `agent` and once in its script worker, so it sat in both processes' resident memory.
 //! Packed (`DT_RELR`, GNU ld 2.38+, glibc 2.36+) the table is ~19 KB: peak RSS of a cold
-//! `agent exec` drops by about 3 MB (docs/exec.md, "Peak memory"). The executable stays
+//! `agent exec` drops by about 3 MB (docs/exec.md, "Packed relocations"). The executable stays
 //! position independent (its address is still randomised). An older GNU ld warns that it ignores
 //! the option and links as before; a binary linked with it names the glibc version it needs
 //! (`GLIBC_ABI_DT_RELR`), so an older glibc refuses it with one line instead of misloading it.
