@@ -18,8 +18,9 @@
 //! and synonyms (BM25F only), the shipped ranking, three lexical levers at their dev-chosen
 //! settings (a server-level first stage, verbs vs objects field weights, co-occurrence
 //! expansion), and the shipped ranking with model-written example queries per tool: what
-//! `agent mcp examples` caches (benches/data/examples.json: written once, by a model given the
-//! same system prompt and batches of 16 tools the command sends, never shown a query).
+//! `agent mcp examples` caches (benches/data/examples*.json, for our catalogue and the held-out
+//! ones: written once, by a model given the same system prompt and batches of 16 tools the
+//! command sends, never shown a query).
 //! `SEARCH_BENCH_MISSES=1` lists the dev and seed queries the shipped ranking misses at 3; test
 //! misses are never printed, so that nobody tunes on them.
 //!
@@ -174,7 +175,8 @@ impl PlainBm25 {
 }
 
 /// The examples lever's ranking: the shipped one, with the example-query field's weight and
-/// length normalisation from `SEARCH_BENCH_EXAMPLES_FIELD` (`weight,b`; shipped 1.0, 0.75).
+/// length normalisation from `SEARCH_BENCH_EXAMPLES_FIELD` (`weight,b`; shipped 1.0, 0.75). The
+/// example queries are the last of `Ranking::weights`' fields.
 fn examples_ranking() -> Ranking {
     let mut r = Ranking::default();
     let last = r.weights.len() - 1;
