@@ -539,17 +539,7 @@ async fn scripts_stuck_in_a_builtin_stop_using_the_cpu_in_serve() {
 #[test]
 fn a_script_stuck_in_a_builtin_is_killed_after_a_short_grace() {
     let p = fixture_project();
-    let mut child = p
-        .cmd(&["exec", "--timeout", "1s", "-"])
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    {
-        use std::io::Write;
-        child.stdin.take().unwrap().write_all(STUCK_IN_A_BUILTIN.as_bytes()).unwrap();
-    }
+    let mut child = spawn_fed(p.cmd(&["exec", "--timeout", "1s", "-"]), STUCK_IN_A_BUILTIN);
     let started = Instant::now();
     let mut workers = Vec::new();
     while child.try_wait().unwrap().is_none() {
