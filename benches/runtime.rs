@@ -10,7 +10,7 @@
 //! 3. Per-call overhead: `callMCPTool` in the isolate → bridge socket → manager, vs
 //!    `McpManager::call_tool` from Rust, same fixture tool. Target: ≤ 1.3× the direct cost.
 //! 4. Peak RSS of `agent exec` on a trivial script, `agent` and its script worker process
-//!    together. Target: ≤ 60 MB. Also the largest proportional set size (PSS) seen while it runs,
+//!    together. Target: ≤ 30 MB (it was 60 MB before the isolate work). Also the largest proportional set size (PSS) seen while it runs,
 //!    which counts the pages of the binary both processes map once instead of twice.
 //! 5. Per-call cost of recording result shapes (`mcp.types.learn`): `McpManager::call_tool` of
 //!    the fixture's `profile` (JSON text, no output schema) with and without the type recorder,
@@ -796,10 +796,10 @@ fn peak_rss(dir: &Path, script: &Path, n: usize) {
     let max = peaks[peaks.len() - 1];
     let (a, w) = parts[parts.len() / 2];
     println!(
-        "peak RSS (VmHWM, agent + worker)  median {:.1} MB ({a:.1} + {w:.1})  max {:.1} MB; target <= 60 MB: {}",
+        "peak RSS (VmHWM, agent + worker)  median {:.1} MB ({a:.1} + {w:.1})  max {:.1} MB; target <= 30 MB: {}",
         peaks[peaks.len() / 2],
         max,
-        verdict(max <= 60.0)
+        verdict(max <= 30.0)
     );
     pss_peaks.sort_by(f64::total_cmp);
     println!(
