@@ -55,7 +55,18 @@ use std::sync::{Arc, Mutex, MutexGuard};
 pub(crate) type WeakCallback = unsafe extern "C" fn(*const c_void);
 
 unsafe extern "C" {
-  fn v82jsc_snapshot_capture_intrinsics(ctx: *mut JSContext, registry: JSValue);
+  #[cfg(not(debug_assertions))]
+  fn v82jsc_snapshot_capture_intrinsics_at(
+    ctx: *mut JSContext,
+    registry: JSValue,
+    site: c_int,
+  );
+  #[cfg(debug_assertions)]
+  fn v82jsc_snapshot_capture_intrinsics_checked(
+    ctx: *mut JSContext,
+    registry: JSValue,
+    site: c_int,
+  ) -> i64;
   fn JS_DefinePropertyValueStr(
     ctx: *mut JSContext,
     this_obj: JSValue,
@@ -1461,8 +1472,14 @@ fn install_default_globals_inner(
     {
       install_entropy_math_random(ctx, global);
     }
+    // Each walk below is a site of its own: the context is in the same
+    // state every time it gets there (a fresh context, then what this
+    // function installs, which depends only on the process's settings and
+    // on `install_polyfills`), so the walk can follow the paths it recorded
+    // the first time (see `v82jsc_snapshot_capture_intrinsics_at`).
+    let site = if install_polyfills { 1 } else { 3 };
     if refresh_intrinsics {
-      refresh_snapshot_intrinsics(ctx);
+      refresh_snapshot_intrinsics_at(ctx, site);
     }
 
     let existing = JS_GetPropertyStr(ctx, global, c"console".as_ptr());
@@ -1511,7 +1528,7 @@ fn install_default_globals_inner(
     super::arraybuffer::install_array_buffer_constructor(isolate, ctx, global);
     install_atomics_wait_async_shim(ctx, global);
     if refresh_intrinsics {
-      refresh_snapshot_intrinsics(ctx);
+      refresh_snapshot_intrinsics_at(ctx, site + 1);
     }
     super::isolate::install_snapshot_intrinsics(ctx, global);
     JS_FreeValue(ctx, global);
@@ -1522,6 +1539,13 @@ fn install_default_globals_inner(
 }
 
 pub(crate) unsafe fn refresh_snapshot_intrinsics(ctx: *mut JSContext) {
+  unsafe { refresh_snapshot_intrinsics_at(ctx, 0) }
+}
+
+/// Extends the intrinsics registry with a walk at call site `site` (0: a
+/// full walk; a site other than 0 must always be reached with the context in
+/// the same state, see `v82jsc_snapshot_capture_intrinsics_at`).
+unsafe fn refresh_snapshot_intrinsics_at(ctx: *mut JSContext, site: c_int) {
   let global = unsafe { JS_GetGlobalObject(ctx) };
   let existing = unsafe {
     JS_GetPropertyStr(ctx, global, c"__v8x_snapshot_intrinsics".as_ptr())
@@ -1543,7 +1567,21 @@ pub(crate) unsafe fn refresh_snapshot_intrinsics(ctx: *mut JSContext) {
   };
   unsafe {
     super::exception::with_prepare_stack_suppressed(|| {
-      v82jsc_snapshot_capture_intrinsics(ctx, registry);
+      // A debug build checks each walk that followed recorded paths against
+      // a full walk from the same start (every test that restores a
+      // snapshot runs the check): a registry that differed would make a
+      // snapshot's intrinsic references name the wrong objects.
+      #[cfg(debug_assertions)]
+      {
+        let mismatch =
+          v82jsc_snapshot_capture_intrinsics_checked(ctx, registry, site);
+        assert!(
+          mismatch < 0,
+          "the intrinsics registry built from recorded paths differs from a full walk at entry {mismatch}"
+        );
+      }
+      #[cfg(not(debug_assertions))]
+      v82jsc_snapshot_capture_intrinsics_at(ctx, registry, site);
     });
     JS_FreeValue(ctx, registry);
     JS_FreeValue(ctx, global);

@@ -40651,6 +40651,55 @@ extern int v82jsc_snapshot_read_host_object(JSContext *ctx,
                                             JSValue *obj);
 extern bool v82jsc_snapshot_host_object_has_prototype(JSValueConst obj);
 
+#define JS_INTRINSIC_PATH_MAX 64
+#define JS_INTRINSIC_VALUE 0
+#define JS_INTRINSIC_GETTER 1
+#define JS_INTRINSIC_SETTER 2
+#define JS_INTRINSIC_PROTOTYPE 3
+
+/* Where a walk starts: the context's roots below, a class prototype, a
+   native error prototype, or a native function the walk creates itself. */
+#define JS_WALK_ROOT_COUNT 13
+#define JS_WALK_ROOT_CLASS_PROTO 0x10000
+#define JS_WALK_ROOT_ERROR_PROTO 0x20000
+#define JS_WALK_ROOT_NEW_CFUNCTION 0x30000
+/* A step through a property the object's shape does not hold (a fast
+   array's element, an exotic object's own property): not recordable. */
+#define JS_WALK_STEP_UNRECORDABLE UINT32_MAX
+/* Call sites that may keep a recipe (see v82jsc_snapshot_capture_intrinsics_at). */
+#define JS_WALK_SITES 8
+
+typedef struct JSWalkStep {
+    uint8_t kind;     /* JS_INTRINSIC_VALUE .. JS_INTRINSIC_PROTOTYPE */
+    uint32_t index;   /* the property's index in its object's shape */
+} JSWalkStep;
+
+/* One registry entry as the walk first reached it, and what it must be. */
+typedef struct JSWalkEntry {
+    uint32_t root;
+    uint32_t first_step;
+    uint8_t step_count;
+    uint8_t length;
+    uint8_t cproto;
+    int16_t magic;
+    JSClassID class_id;
+    void *func;
+} JSWalkEntry;
+
+/* What one walk appended to the registry, replayable in a context that is
+   in the same state: same registry length and class count at the start. */
+typedef struct JSWalkRecipe {
+    uint32_t start_len;
+    uint32_t class_count;
+    uint32_t entry_count, entry_size;
+    JSWalkEntry *entries;
+    uint32_t step_count, step_size;
+    JSWalkStep *steps;
+    bool failed;
+} JSWalkRecipe;
+
+static JSWalkRecipe *js_walk_recipes[JS_WALK_SITES];
+
 typedef struct JSSnapshotIntrinsicCollector {
     JSContext *ctx;
     JSValue registry;
@@ -40658,10 +40707,81 @@ typedef struct JSSnapshotIntrinsicCollector {
     JSObjectList visited;
     JSObjectList registered;
     uint32_t next_index;
+    /* the path to the value being walked, kept when recording */
+    JSWalkRecipe *recording;
+    uint32_t root;
+    JSWalkStep path[JS_INTRINSIC_PATH_MAX + 2];
 } JSSnapshotIntrinsicCollector;
 
+static void js_walk_recipe_free(JSWalkRecipe *r)
+{
+    if (!r)
+        return;
+    js_def_free(NULL, r->entries);
+    js_def_free(NULL, r->steps);
+    js_def_free(NULL, r);
+}
+
+/* Records how the walk reached `value`, just registered at depth `depth`. */
+static void js_walk_record(JSSnapshotIntrinsicCollector *s, JSValueConst value,
+                           int depth)
+{
+    JSWalkRecipe *r = s->recording;
+    JSObject *p = JS_VALUE_GET_OBJ(value);
+    JSWalkEntry *e;
+    int i;
+
+    if (!r || r->failed)
+        return;
+    for (i = 0; i < depth; i++) {
+        if (s->path[i].index == JS_WALK_STEP_UNRECORDABLE) {
+            r->failed = true;
+            return;
+        }
+    }
+    if (r->entry_count == r->entry_size) {
+        uint32_t size = r->entry_size ? r->entry_size * 2 : 256;
+        JSWalkEntry *entries =
+            js_def_realloc(NULL, r->entries, size * sizeof(*entries));
+        if (!entries) {
+            r->failed = true;
+            return;
+        }
+        r->entries = entries;
+        r->entry_size = size;
+    }
+    while (r->step_count + depth > r->step_size) {
+        uint32_t size = r->step_size ? r->step_size * 2 : 1024;
+        JSWalkStep *steps =
+            js_def_realloc(NULL, r->steps, size * sizeof(*steps));
+        if (!steps) {
+            r->failed = true;
+            return;
+        }
+        r->steps = steps;
+        r->step_size = size;
+    }
+    e = &r->entries[r->entry_count++];
+    memset(e, 0, sizeof(*e));
+    e->root = s->root;
+    e->first_step = r->step_count;
+    e->step_count = depth;
+    memcpy(r->steps + r->step_count, s->path, depth * sizeof(*s->path));
+    r->step_count += depth;
+    e->class_id = p->class_id;
+    if (p->class_id == JS_CLASS_C_FUNCTION) {
+        e->func = (void *)p->u.cfunc.c_function.generic;
+        e->length = p->u.cfunc.length;
+        e->cproto = p->u.cfunc.cproto;
+        e->magic = p->u.cfunc.magic;
+    } else if (p->class_id == JS_CLASS_C_FUNCTION_DATA &&
+               p->u.c_function_data_record) {
+        e->func = (void *)p->u.c_function_data_record->func;
+    }
+}
+
 static void JS_RegisterSnapshotIntrinsic(JSSnapshotIntrinsicCollector *s,
-                                         JSValueConst value)
+                                         JSValueConst value, int depth)
 {
     JSObject *p;
 
@@ -40676,13 +40796,29 @@ static void JS_RegisterSnapshotIntrinsic(JSSnapshotIntrinsicCollector *s,
                              JS_DupValue(s->ctx, value)) < 0) {
         JSValue exc = JS_GetException(s->ctx);
         JS_FreeValue(s->ctx, exc);
+        if (s->recording)
+            s->recording->failed = true;
+        return;
     }
+    js_walk_record(s, value, depth);
 }
 
+/* The native functions a walk registers by creating them when no function
+   of the registry wraps them; a recipe names them by their index here. */
+static const struct {
+    JSCFunction *func;
+    const char *name;
+    int length;
+} js_walk_new_cfunctions[] = {
+    { js_call_function, "call", 2 },
+    { js_hasOwnEnumProperty, "hasOwnEnumProperty", 2 },
+    { js_getOwnPropertyKeys, "getOwnPropertyKeys", 1 },
+};
+
 static void JS_RegisterSnapshotCFunction(JSSnapshotIntrinsicCollector *s,
-                                         JSCFunction *func,
-                                         const char *name, int length)
+                                         uint32_t which)
 {
+    JSCFunction *func = js_walk_new_cfunctions[which].func;
     JSValue value;
     JSObject *p;
     int64_t count = 0;
@@ -40702,8 +40838,10 @@ static void JS_RegisterSnapshotCFunction(JSSnapshotIntrinsicCollector *s,
         }
         JS_FreeValue(s->ctx, value);
     }
-    value = JS_NewCFunction(s->ctx, func, name, length);
-    JS_RegisterSnapshotIntrinsic(s, value);
+    value = JS_NewCFunction(s->ctx, func, js_walk_new_cfunctions[which].name,
+                            js_walk_new_cfunctions[which].length);
+    s->root = JS_WALK_ROOT_NEW_CFUNCTION + which;
+    JS_RegisterSnapshotIntrinsic(s, value, 0);
     JS_FreeValue(s->ctx, value);
 }
 
@@ -40712,6 +40850,8 @@ static void JS_CollectSnapshotIntrinsics(JSSnapshotIntrinsicCollector *s,
 {
     JSPropertyDescriptor desc;
     JSPropertyEnum *props = NULL;
+    JSShapeProperty *prs;
+    JSProperty *pr;
     JSObject *p;
     JSValue proto;
     uint32_t len = 0, i;
@@ -40728,7 +40868,7 @@ static void JS_CollectSnapshotIntrinsics(JSSnapshotIntrinsicCollector *s,
 
     if (p->class_id == JS_CLASS_C_FUNCTION ||
         p->class_id == JS_CLASS_C_FUNCTION_DATA)
-        JS_RegisterSnapshotIntrinsic(s, value);
+        JS_RegisterSnapshotIntrinsic(s, value, depth);
 
     ret = JS_GetOwnPropertyNames(s->ctx, &props, &len, value,
                                  JS_GPN_STRING_MASK | JS_GPN_SYMBOL_MASK |
@@ -40745,8 +40885,19 @@ static void JS_CollectSnapshotIntrinsics(JSSnapshotIntrinsicCollector *s,
         desc.setter = JS_UNDEFINED;
         ret = JS_GetOwnProperty(s->ctx, &desc, value, props[i].atom);
         if (ret > 0) {
+            if (s->recording) {
+                /* where the property sits in the shape, after any lazy
+                   initialization the read above did */
+                prs = find_own_property(&pr, p, props[i].atom);
+                s->path[depth].index = prs ?
+                    (uint32_t)(prs - get_shape_prop(p->shape)) :
+                    JS_WALK_STEP_UNRECORDABLE;
+            }
+            s->path[depth].kind = JS_INTRINSIC_VALUE;
             JS_CollectSnapshotIntrinsics(s, desc.value, depth + 1);
+            s->path[depth].kind = JS_INTRINSIC_GETTER;
             JS_CollectSnapshotIntrinsics(s, desc.getter, depth + 1);
+            s->path[depth].kind = JS_INTRINSIC_SETTER;
             JS_CollectSnapshotIntrinsics(s, desc.setter, depth + 1);
             JS_FreeValue(s->ctx, desc.value);
             JS_FreeValue(s->ctx, desc.getter);
@@ -40761,71 +40912,309 @@ static void JS_CollectSnapshotIntrinsics(JSSnapshotIntrinsicCollector *s,
  proto:
     proto = p->shape->proto ?
         JS_MKPTR(JS_TAG_OBJECT, p->shape->proto) : JS_NULL;
+    s->path[depth].kind = JS_INTRINSIC_PROTOTYPE;
+    s->path[depth].index = 0;
     JS_CollectSnapshotIntrinsics(s, proto, depth + 1);
 }
 
-void v82jsc_snapshot_capture_intrinsics(JSContext *ctx, JSValue registry)
+static JSValueConst js_walk_root(JSContext *ctx, uint32_t root)
 {
-    JSSnapshotIntrinsicCollector s;
-    JSValue global, value;
-    int64_t length = 0;
+    switch (root) {
+    case 0: return ctx->global_obj;
+    case 1: return ctx->global_var_obj;
+    case 2: return ctx->function_proto;
+    case 3: return ctx->function_ctor;
+    case 4: return ctx->array_ctor;
+    case 5: return ctx->regexp_ctor;
+    case 6: return ctx->promise_ctor;
+    case 7: return ctx->error_ctor;
+    case 8: return ctx->iterator_ctor;
+    case 9: return ctx->iterator_proto;
+    case 10: return ctx->async_iterator_proto;
+    case 11: return ctx->throw_type_error;
+    case 12: return ctx->eval_obj;
+    default:
+        break;
+    }
+    if (root >= JS_WALK_ROOT_CLASS_PROTO &&
+        root - JS_WALK_ROOT_CLASS_PROTO < ctx->rt->class_count)
+        return ctx->class_proto[root - JS_WALK_ROOT_CLASS_PROTO];
+    if (root >= JS_WALK_ROOT_ERROR_PROTO &&
+        root - JS_WALK_ROOT_ERROR_PROTO < JS_NATIVE_ERROR_COUNT)
+        return ctx->native_error_proto[root - JS_WALK_ROOT_ERROR_PROTO];
+    return JS_UNDEFINED;
+}
+
+/* The object `e` names in this context (a new reference), or undefined when
+   the path does not lead to an object of the recorded kind. */
+static JSValue js_walk_resolve(JSContext *ctx, const JSWalkRecipe *r,
+                               const JSWalkEntry *e)
+{
+    JSPropertyDescriptor desc;
+    const JSWalkStep *step;
+    JSShapeProperty *prs;
+    JSObject *p;
+    JSValue cur, next;
+    uint32_t i, which;
+
+    if (e->root >= JS_WALK_ROOT_NEW_CFUNCTION) {
+        which = e->root - JS_WALK_ROOT_NEW_CFUNCTION;
+        if (which >= countof(js_walk_new_cfunctions))
+            return JS_UNDEFINED;
+        cur = JS_NewCFunction(ctx, js_walk_new_cfunctions[which].func,
+                              js_walk_new_cfunctions[which].name,
+                              js_walk_new_cfunctions[which].length);
+        if (JS_IsException(cur)) {
+            JS_FreeValue(ctx, JS_GetException(ctx));
+            return JS_UNDEFINED;
+        }
+    } else {
+        cur = JS_DupValue(ctx, js_walk_root(ctx, e->root));
+    }
+    for (i = 0; i < e->step_count; i++) {
+        if (JS_VALUE_GET_TAG(cur) != JS_TAG_OBJECT)
+            goto fail;
+        p = JS_VALUE_GET_OBJ(cur);
+        step = &r->steps[e->first_step + i];
+        if (step->kind == JS_INTRINSIC_PROTOTYPE) {
+            if (!p->shape->proto)
+                goto fail;
+            next = JS_DupValue(ctx, JS_MKPTR(JS_TAG_OBJECT, p->shape->proto));
+        } else {
+            if (step->index >= p->shape->prop_count)
+                goto fail;
+            prs = &get_shape_prop(p->shape)[step->index];
+            if (prs->atom == JS_ATOM_NULL)
+                goto fail;
+            memset(&desc, 0, sizeof(desc));
+            desc.value = JS_UNDEFINED;
+            desc.getter = JS_UNDEFINED;
+            desc.setter = JS_UNDEFINED;
+            if (JS_GetOwnProperty(ctx, &desc, cur, prs->atom) <= 0) {
+                JS_FreeValue(ctx, JS_GetException(ctx));
+                goto fail;
+            }
+            next = step->kind == JS_INTRINSIC_VALUE ? desc.value :
+                (step->kind == JS_INTRINSIC_GETTER ? desc.getter : desc.setter);
+            if (step->kind != JS_INTRINSIC_VALUE)
+                JS_FreeValue(ctx, desc.value);
+            if (step->kind != JS_INTRINSIC_GETTER)
+                JS_FreeValue(ctx, desc.getter);
+            if (step->kind != JS_INTRINSIC_SETTER)
+                JS_FreeValue(ctx, desc.setter);
+        }
+        JS_FreeValue(ctx, cur);
+        cur = next;
+    }
+    if (JS_VALUE_GET_TAG(cur) != JS_TAG_OBJECT)
+        goto fail;
+    p = JS_VALUE_GET_OBJ(cur);
+    if (p->class_id != e->class_id)
+        goto fail;
+    if (p->class_id == JS_CLASS_C_FUNCTION &&
+        ((void *)p->u.cfunc.c_function.generic != e->func ||
+         p->u.cfunc.length != e->length || p->u.cfunc.cproto != e->cproto ||
+         p->u.cfunc.magic != e->magic))
+        goto fail;
+    if (p->class_id == JS_CLASS_C_FUNCTION_DATA &&
+        (!p->u.c_function_data_record ||
+         (void *)p->u.c_function_data_record->func != e->func))
+        goto fail;
+    return cur;
+ fail:
+    JS_FreeValue(ctx, cur);
+    return JS_UNDEFINED;
+}
+
+/* Appends what `r` recorded to the registry; false (and the registry as it
+   was) when any entry does not resolve to an object of its recorded kind. */
+static bool js_walk_replay(JSContext *ctx, JSValueConst registry,
+                           const JSWalkRecipe *r)
+{
+    JSValue value;
     uint32_t i;
 
-    if (!ctx || JS_VALUE_GET_TAG(registry) != JS_TAG_OBJECT)
-        return;
+    for (i = 0; i < r->entry_count; i++) {
+        value = js_walk_resolve(ctx, r, &r->entries[i]);
+        if (JS_IsUndefined(value) ||
+            JS_SetPropertyUint32(ctx, registry, r->start_len + i, value) < 0)
+            goto fail;
+    }
+    return true;
+ fail:
+    JS_FreeValue(ctx, JS_GetException(ctx));
+    if (JS_SetPropertyStr(ctx, registry, "length",
+                          js_uint32(r->start_len)) < 0)
+        JS_FreeValue(ctx, JS_GetException(ctx));
+    return false;
+}
+
+static void js_walk_full(JSContext *ctx, JSValue registry, uint32_t length,
+                         JSWalkRecipe *recording)
+{
+    JSSnapshotIntrinsicCollector s;
+    JSValue value;
+    uint32_t i;
+
     memset(&s, 0, sizeof(s));
     s.ctx = ctx;
     s.registry = registry;
     s.registry_object = JS_VALUE_GET_OBJ(registry);
-    if (JS_GetLength(ctx, registry, &length) < 0 || length < 0 ||
-        length > UINT32_MAX) {
-        JSValue exc = JS_GetException(ctx);
-        JS_FreeValue(ctx, exc);
-        return;
-    }
     s.next_index = length;
+    s.recording = recording;
     js_object_list_init(&s.visited);
     js_object_list_init(&s.registered);
-    for (i = 0; i < (uint32_t)length; i++) {
+    for (i = 0; i < length; i++) {
         value = JS_GetPropertyUint32(ctx, registry, i);
         if (JS_VALUE_GET_TAG(value) == JS_TAG_OBJECT)
             js_object_list_add(ctx, &s.registered, JS_VALUE_GET_OBJ(value));
         JS_FreeValue(ctx, value);
     }
 
-    global = JS_GetGlobalObject(ctx);
-    JS_CollectSnapshotIntrinsics(&s, global, 0);
-    JS_FreeValue(ctx, global);
-    JS_CollectSnapshotIntrinsics(&s, ctx->global_var_obj, 0);
-    JS_CollectSnapshotIntrinsics(&s, ctx->function_proto, 0);
-    JS_CollectSnapshotIntrinsics(&s, ctx->function_ctor, 0);
-    JS_CollectSnapshotIntrinsics(&s, ctx->array_ctor, 0);
-    JS_CollectSnapshotIntrinsics(&s, ctx->regexp_ctor, 0);
-    JS_CollectSnapshotIntrinsics(&s, ctx->promise_ctor, 0);
-    JS_CollectSnapshotIntrinsics(&s, ctx->error_ctor, 0);
-    JS_CollectSnapshotIntrinsics(&s, ctx->iterator_ctor, 0);
-    JS_CollectSnapshotIntrinsics(&s, ctx->iterator_proto, 0);
-    JS_CollectSnapshotIntrinsics(&s, ctx->async_iterator_proto, 0);
-    JS_CollectSnapshotIntrinsics(&s, ctx->throw_type_error, 0);
-    JS_CollectSnapshotIntrinsics(&s, ctx->eval_obj, 0);
-    for (i = 0; i < ctx->rt->class_count; i++)
+    for (i = 0; i < JS_WALK_ROOT_COUNT; i++) {
+        s.root = i;
+        JS_CollectSnapshotIntrinsics(&s, js_walk_root(ctx, i), 0);
+    }
+    for (i = 0; i < ctx->rt->class_count; i++) {
+        s.root = JS_WALK_ROOT_CLASS_PROTO + i;
         JS_CollectSnapshotIntrinsics(&s, ctx->class_proto[i], 0);
+    }
 
-    for (i = 0; i < ctx->rt->class_count; i++)
-        JS_RegisterSnapshotIntrinsic(&s, ctx->class_proto[i]);
-    for (i = 0; i < JS_NATIVE_ERROR_COUNT; i++)
-        JS_RegisterSnapshotIntrinsic(&s, ctx->native_error_proto[i]);
-    JS_RegisterSnapshotIntrinsic(&s, ctx->function_proto);
-    JS_RegisterSnapshotIntrinsic(&s, ctx->iterator_proto);
-    JS_RegisterSnapshotIntrinsic(&s, ctx->async_iterator_proto);
-    JS_RegisterSnapshotCFunction(&s, js_call_function, "call", 2);
-    JS_RegisterSnapshotCFunction(
-        &s, js_hasOwnEnumProperty, "hasOwnEnumProperty", 2);
-    JS_RegisterSnapshotCFunction(
-        &s, js_getOwnPropertyKeys, "getOwnPropertyKeys", 1);
+    for (i = 0; i < ctx->rt->class_count; i++) {
+        s.root = JS_WALK_ROOT_CLASS_PROTO + i;
+        JS_RegisterSnapshotIntrinsic(&s, ctx->class_proto[i], 0);
+    }
+    for (i = 0; i < JS_NATIVE_ERROR_COUNT; i++) {
+        s.root = JS_WALK_ROOT_ERROR_PROTO + i;
+        JS_RegisterSnapshotIntrinsic(&s, ctx->native_error_proto[i], 0);
+    }
+    s.root = 2;
+    JS_RegisterSnapshotIntrinsic(&s, ctx->function_proto, 0);
+    s.root = 9;
+    JS_RegisterSnapshotIntrinsic(&s, ctx->iterator_proto, 0);
+    s.root = 10;
+    JS_RegisterSnapshotIntrinsic(&s, ctx->async_iterator_proto, 0);
+    for (i = 0; i < countof(js_walk_new_cfunctions); i++)
+        JS_RegisterSnapshotCFunction(&s, i);
 
     js_object_list_end(ctx, &s.visited);
     js_object_list_end(ctx, &s.registered);
+}
+
+/* Appends to `registry` every native function and intrinsic prototype the
+   context can reach that it does not hold yet, in the walk's order (the
+   order a snapshot's intrinsic references are numbered in, so the side that
+   makes a snapshot and the side that restores it must agree on it).
+
+   `site` names a call site whose context is always in the same state when
+   it calls (1 .. JS_WALK_SITES - 1; 0: none). The first walk at a site in
+   the process records the path to each object it appends; later walks at
+   the site follow those paths instead of enumerating every property of
+   every reachable object, checking that each leads to an object of the
+   recorded class (and native function), and walk in full when one does
+   not, or when the registry's length or the runtime's class count differ
+   from the recording's. */
+void v82jsc_snapshot_capture_intrinsics_at(JSContext *ctx, JSValue registry,
+                                           int site)
+{
+    JSWalkRecipe *recipe = NULL, *expected = NULL;
+    int64_t length = 0;
+
+    if (!ctx || JS_VALUE_GET_TAG(registry) != JS_TAG_OBJECT)
+        return;
+    if (JS_GetLength(ctx, registry, &length) < 0 || length < 0 ||
+        length > UINT32_MAX) {
+        JSValue exc = JS_GetException(ctx);
+        JS_FreeValue(ctx, exc);
+        return;
+    }
+    if (site > 0 && site < JS_WALK_SITES) {
+        recipe = __atomic_load_n(&js_walk_recipes[site], __ATOMIC_ACQUIRE);
+        if (recipe) {
+            if (recipe->start_len == (uint32_t)length &&
+                recipe->class_count == ctx->rt->class_count &&
+                js_walk_replay(ctx, registry, recipe))
+                return;
+            js_walk_full(ctx, registry, length, NULL);
+            return;
+        }
+        recipe = js_def_calloc(NULL, 1, sizeof(*recipe));
+        if (recipe) {
+            recipe->start_len = length;
+            recipe->class_count = ctx->rt->class_count;
+        }
+    }
+    js_walk_full(ctx, registry, length, recipe);
+    if (!recipe)
+        return;
+    if (recipe->failed ||
+        !__atomic_compare_exchange_n(&js_walk_recipes[site], &expected, recipe,
+                                     false, __ATOMIC_RELEASE,
+                                     __ATOMIC_RELAXED))
+        js_walk_recipe_free(recipe);
+}
+
+void v82jsc_snapshot_capture_intrinsics(JSContext *ctx, JSValue registry)
+{
+    v82jsc_snapshot_capture_intrinsics_at(ctx, registry, 0);
+}
+
+/* v82jsc_snapshot_capture_intrinsics_at, then (for a site other than 0) the
+   same extension by a full walk from the same start: returns the index of
+   the first entry where the two differ, or -1 when they agree. The native
+   functions a walk creates itself are new objects each time and are
+   compared by the function they wrap. For debug builds' checks. */
+int64_t v82jsc_snapshot_capture_intrinsics_checked(JSContext *ctx,
+                                                   JSValue registry, int site)
+{
+    JSValue *followed = NULL, value;
+    JSObject *a, *b;
+    int64_t start = 0, end = 0, length = 0, i, mismatch = -1;
+
+    if (JS_GetLength(ctx, registry, &start) < 0)
+        goto done;
+    v82jsc_snapshot_capture_intrinsics_at(ctx, registry, site);
+    if (site == 0 || JS_GetLength(ctx, registry, &end) < 0)
+        goto done;
+    followed = js_def_calloc(NULL, end - start + 1, sizeof(*followed));
+    if (!followed)
+        goto done;
+    for (i = start; i < end; i++)
+        followed[i - start] = JS_GetPropertyUint32(ctx, registry, i);
+    if (JS_SetPropertyStr(ctx, registry, "length", js_uint32(start)) < 0)
+        goto done;
+    v82jsc_snapshot_capture_intrinsics(ctx, registry);
+    if (JS_GetLength(ctx, registry, &length) < 0)
+        goto done;
+    if (length != end)
+        mismatch = length < end ? length : end;
+    for (i = start; i < end && i < length && mismatch < 0; i++) {
+        value = JS_GetPropertyUint32(ctx, registry, i);
+        if (JS_VALUE_GET_TAG(value) != JS_TAG_OBJECT ||
+            JS_VALUE_GET_TAG(followed[i - start]) != JS_TAG_OBJECT) {
+            mismatch = i;
+        } else {
+            a = JS_VALUE_GET_OBJ(value);
+            b = JS_VALUE_GET_OBJ(followed[i - start]);
+            if (a != b &&
+                !(a->class_id == JS_CLASS_C_FUNCTION &&
+                  b->class_id == JS_CLASS_C_FUNCTION &&
+                  a->u.cfunc.c_function.generic ==
+                      b->u.cfunc.c_function.generic &&
+                  (a->u.cfunc.c_function.generic == js_call_function ||
+                   a->u.cfunc.c_function.generic == js_hasOwnEnumProperty ||
+                   a->u.cfunc.c_function.generic == js_getOwnPropertyKeys)))
+                mismatch = i;
+        }
+        JS_FreeValue(ctx, value);
+    }
+ done:
+    if (followed) {
+        for (i = start; i < end; i++)
+            JS_FreeValue(ctx, followed[i - start]);
+        js_def_free(NULL, followed);
+    }
+    return mismatch;
 }
 
 static int JS_WriteFunctionSource(BCWriterState *s,
@@ -41065,11 +41454,6 @@ static int JS_WriteHostObject(BCWriterState *s, JSValueConst obj)
     return JS_WriteSnapshotObjectState(s, obj, false, true, false) ? -1 : 1;
 }
 
-#define JS_INTRINSIC_PATH_MAX 64
-#define JS_INTRINSIC_VALUE 0
-#define JS_INTRINSIC_GETTER 1
-#define JS_INTRINSIC_SETTER 2
-#define JS_INTRINSIC_PROTOTYPE 3
 
 typedef struct JSIntrinsicFunctionPath {
     JSContext *ctx;
