@@ -839,6 +839,46 @@ mod tests {
         assert_eq!(std::fs::read_dir(ws.path()).unwrap().count(), 0, "something was written");
     }
 
+    /// A restored context's intrinsics registry (the native functions and prototypes a snapshot
+    /// names by number) is rebuilt by following the paths the process's first walk recorded;
+    /// threads racing to record and follow them still get a registry equal to a full walk's. A
+    /// debug build (the test suite's) checks each followed walk against a full walk and panics
+    /// on a difference, so a wrong registry fails this test before a script could misread it.
+    #[cfg(debug_assertions)]
+    #[test]
+    fn isolates_restored_on_racing_threads_find_the_intrinsics_the_snapshot_names() {
+        let threads: Vec<_> = (0..4)
+            .map(|t| {
+                std::thread::spawn(move || {
+                    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+                    let _enter = rt.enter();
+                    let cache = TranspileCache::default();
+                    let ws = tempfile::tempdir().unwrap();
+                    for round in 0..3 {
+                        let mut prepared = Prepared::new(64, &cache).unwrap();
+                        let script = format!(
+                            "console.log(JSON.stringify([1, 2, {t}].map((x) => x * 2)), [...'ab'].join('-'), \
+                             typeof Promise.resolve, await Promise.resolve({round}), Object.keys({{ k: 1 }}));\n"
+                        );
+                        let req = ExecRequest {
+                            workspace: ws.path().to_path_buf(),
+                            script: Script::Inline(script),
+                            limits: super::super::Limits::default(),
+                            bridge: None,
+                        };
+                        let (started, _control) = oneshot::channel();
+                        let outcome = rt.block_on(prepared.run_dropping(req, started, false));
+                        assert!(outcome.error.is_none(), "{:?}", outcome.error);
+                        assert_eq!(outcome.stdout, format!("[2,4,{}] a-b function {round} [\"k\"]\n", 2 * t));
+                    }
+                })
+            })
+            .collect();
+        for thread in threads {
+            thread.join().expect("a thread's isolates found their intrinsics");
+        }
+    }
+
     /// The engine itself (vendor/v8x) gives a context neither the Temporal polyfill nor
     /// WebAssembly: not deleted by our bootstrap afterwards, never there, so the snapshot does not
     /// carry them either. A runtime with deno_core's own JS and none of ours shows it.
