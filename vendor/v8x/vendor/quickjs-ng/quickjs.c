@@ -43975,6 +43975,8 @@ static int JS_ReadSnapshotObjectState(BCReaderState *s, JSValueConst obj,
     JSValue value = JS_UNDEFINED, getter = JS_UNDEFINED;
     JSValue setter = JS_UNDEFINED;
     JSAtom atom = JS_ATOM_NULL;
+    JSObject *p;
+    JSProperty *pr;
     uint32_t prop_count, flags, i;
     uint8_t extensible;
     int define_flags, ret;
@@ -44014,8 +44016,23 @@ static int JS_ReadSnapshotObjectState(BCReaderState *s, JSValueConst obj,
             value = JS_ReadObjectRec(s);
             if (JS_IsException(value))
                 goto fail;
-            ret = JS_DefinePropertyValue(ctx, obj, atom, value,
-                                         flags & JS_PROP_C_W_E);
+            p = JS_VALUE_GET_TAG(obj) == JS_TAG_OBJECT ?
+                JS_VALUE_GET_OBJ(obj) : NULL;
+            if (p && !p->is_exotic && p->extensible &&
+                !find_own_property1(p, atom)) {
+                /* A new data property of an ordinary extensible object:
+                   what JS_DefineProperty would end in (JS_CreateProperty's
+                   add_property), without its generic lookups and checks.
+                   The object gets the same shapes as before. */
+                pr = add_property(ctx, p, atom, flags & JS_PROP_C_W_E);
+                if (!pr)
+                    goto fail;
+                pr->u.value = value;
+                ret = 0;
+            } else {
+                ret = JS_DefinePropertyValue(ctx, obj, atom, value,
+                                             flags & JS_PROP_C_W_E);
+            }
             value = JS_UNDEFINED;
         }
         JS_FreeAtom(ctx, atom);
