@@ -542,7 +542,7 @@ pub(crate) mod timing {
   use std::cell::Cell;
   use std::time::{Duration, Instant};
   thread_local! {
-      pub static ON: Cell<bool> = Cell::new(std::env::var_os("V82JSC_TIMING").is_some());
+      pub static ON: Cell<bool> = Cell::new(env_flag!("V82JSC_TIMING"));
       pub static GETFN_N: Cell<u64> = const { Cell::new(0) };
       pub static GETFN_T: Cell<Duration> = const { Cell::new(Duration::ZERO) };
       pub static PROTO_N: Cell<u64> = const { Cell::new(0) };
@@ -2893,7 +2893,7 @@ unsafe extern "C" fn fn_construct_trampoline(
   }
   unsafe {
     let proto = JS_GetPropertyStr(ctx, new_target, c"prototype".as_ptr());
-    if std::env::var_os("QJS_DEBUG_TMPL").is_some() {
+    if env_flag!("QJS_DEBUG_TMPL") {
       let is_obj = jsv_is_object(&proto);
       let has_log = if is_obj {
         let l = JS_GetPropertyStr(ctx, proto, c"log".as_ptr());
@@ -4063,7 +4063,7 @@ pub extern "C" fn v8__Function__Call(
     if let Some(saved) = saved_pending {
       unsafe { JS_FreeValue(ctx, saved) };
     }
-    if std::env::var("V82JSC_DEBUG").is_ok() {
+    if env_flag_unicode!("V82JSC_DEBUG") {
       unsafe {
         let exc = JS_GetException(ctx);
         let cs = JS_ToCString(ctx, exc);
@@ -4668,7 +4668,7 @@ unsafe fn build_prototype_object(
   let _tm = timing::now();
   let proto_obj = unsafe { JS_NewObject(ctx) };
   let proto = unsafe { (&*t.proto).state() };
-  if std::env::var_os("QJS_DEBUG_TMPL").is_some() {
+  if env_flag!("QJS_DEBUG_TMPL") {
     eprintln!(
       "[QJS build_proto] class={:?} n_props={} n_accessors={}",
       t.class_name,

@@ -5,6 +5,9 @@
 //! `v8__*` C-ABI definitions (currently auto-generated stubs; real
 //! implementations land incrementally, same pattern as the JSC backend).
 
+#[macro_use]
+mod env_flag;
+
 mod allocator;
 mod arraybuffer;
 mod cli_extra;
