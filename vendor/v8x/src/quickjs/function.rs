@@ -26,6 +26,7 @@
 
 #![allow(non_snake_case, unused)]
 
+use crate::quickjs::addr_map::AddrMap;
 use crate::quickjs::core::{
   ctx_of, current_ctx, current_iso, intern, intern_dup, iso_state, jsval_of,
   push_callback_context,
@@ -3653,12 +3654,10 @@ unsafe extern "C" fn named_handler_finalize(rt: *mut JSRuntime, val: JSValue) {
   }
 }
 
-fn external_values()
--> &'static std::sync::Mutex<std::collections::HashMap<usize, usize>> {
-  static T: std::sync::OnceLock<
-    std::sync::Mutex<std::collections::HashMap<usize, usize>>,
-  > = std::sync::OnceLock::new();
-  T.get_or_init(|| std::sync::Mutex::new(std::collections::HashMap::new()))
+fn external_values() -> &'static std::sync::Mutex<AddrMap<usize>> {
+  static T: std::sync::OnceLock<std::sync::Mutex<AddrMap<usize>>> =
+    std::sync::OnceLock::new();
+  T.get_or_init(|| std::sync::Mutex::new(AddrMap::default()))
 }
 
 #[derive(Clone)]
@@ -3691,13 +3690,13 @@ thread_local! {
 /// for an unrelated object that later took a freed one's address). Its
 /// capacity stays, so the next isolate on the thread does not rehash it.
 pub(crate) struct ByRuntime<V> {
-  entries: std::collections::HashMap<usize, (usize, V)>,
+  entries: AddrMap<(usize, V)>,
 }
 
 impl<V> Default for ByRuntime<V> {
   fn default() -> Self {
     Self {
-      entries: std::collections::HashMap::new(),
+      entries: AddrMap::default(),
     }
   }
 }
@@ -4359,8 +4358,8 @@ impl AttrU32 for PropertyAttribute {
 }
 
 thread_local! {
-    static TEMPLATES: std::cell::RefCell<std::collections::HashMap<usize, TemplKind>> =
-        std::cell::RefCell::new(std::collections::HashMap::new());
+    static TEMPLATES: std::cell::RefCell<AddrMap<TemplKind>> =
+        std::cell::RefCell::new(AddrMap::default());
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]

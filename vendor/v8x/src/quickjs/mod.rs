@@ -8,6 +8,7 @@
 #[macro_use]
 mod env_flag;
 
+mod addr_map;
 mod allocator;
 mod arraybuffer;
 mod cli_extra;
