@@ -5515,9 +5515,7 @@ pub extern "C" fn v8__Module__Evaluate(
   if !module_name.is_empty() {
     let cached =
       MODULE_DEF_CACHE.with(|c| c.borrow().get(&module_name).copied());
-    if env_flag!("QJS_DEBUG_MOD")
-      && source_name.contains("stream")
-    {
+    if env_flag!("QJS_DEBUG_MOD") && source_name.contains("stream") {
       let (isev, evst) = match cached {
         Some(d) => unsafe {
           (
