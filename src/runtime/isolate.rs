@@ -1060,6 +1060,78 @@ mod tests {
         assert!(reused > 0, "no later handle took the freed address");
     }
 
+    /// The object a `v8::Value` handle holds, by the address QuickJS gave it (the first word of
+    /// the engine's value; only compared, never followed).
+    fn object_address(value: &v8::Value) -> usize {
+        // SAFETY: a handle points at the engine's value, whose first word is the object pointer.
+        unsafe { *(value as *const v8::Value as *const usize) }
+    }
+
+    /// Makes `count` objects by a script and returns those whose address is in `addresses`.
+    fn script_objects_at<'s>(
+        scope: &mut v8::PinScope<'s, '_>,
+        count: usize,
+        addresses: &std::collections::HashSet<usize>,
+    ) -> Vec<v8::Local<'s, v8::Value>> {
+        let code = format!("Array.from({{ length: {count} }}, (_, i) => ({{ i }}))");
+        let code = v8::String::new(scope, &code).unwrap();
+        let made = v8::Script::compile(scope, code, None).unwrap().run(scope).unwrap();
+        let made = v8::Local::<v8::Array>::try_from(made).unwrap();
+        (0..made.length())
+            .map(|i| made.get_index(scope, i).unwrap())
+            .filter(|object| addresses.contains(&object_address(object)))
+            .collect()
+    }
+
+    /// `v8::External`s are freed and the objects a script makes afterwards take their addresses:
+    /// none of them is taken for an external (`is_external`, what an op that takes a pointer
+    /// checks before reading one), so a script cannot hand an op an object that reads as a freed
+    /// external's pointer.
+    #[test]
+    fn an_object_at_a_freed_externals_address_is_not_an_external() {
+        let mut runtime = JsRuntime::new(RuntimeOptions::default());
+        deno_core::scope!(scope, &mut runtime);
+        let mut pointee = 0u64;
+        let freed: std::collections::HashSet<usize> = {
+            v8::scope!(let inner, scope);
+            (0..1000)
+                .map(|_| {
+                    let external = v8::External::new(inner, &mut pointee as *mut u64 as *mut std::ffi::c_void);
+                    assert!(external.is_external());
+                    object_address(&external)
+                })
+                .collect()
+        };
+        let reused = script_objects_at(scope, 20_000, &freed);
+        assert!(!reused.is_empty(), "no object took a freed external's address");
+        for object in reused {
+            assert!(!object.is_external(), "a script's object taken for a freed external");
+        }
+    }
+
+    unsafe extern "C" fn no_op_callback(_: *const v8::FunctionCallbackInfo) {}
+
+    /// An isolate is dropped while function templates still hold `v8::External`s (as every op's
+    /// template does: one per op per isolate): those externals are never finalized, and the
+    /// engine's record of them goes with their isolate, so a long-lived process (`serve`, a
+    /// runner thread) does not keep one entry per op of every isolate it ever made, each naming
+    /// an address the allocator has since handed to someone else.
+    #[test]
+    fn a_dropped_isolates_externals_leave_no_record() {
+        let mut pointee = 0u64;
+        let pointer = &mut pointee as *mut u64 as *mut std::ffi::c_void;
+        {
+            let mut first = JsRuntime::new(RuntimeOptions::default());
+            deno_core::scope!(scope, &mut first);
+            for _ in 0..100 {
+                let external = v8::External::new(scope, pointer);
+                let _held = v8::FunctionTemplate::builder_raw(no_op_callback).data(external.into()).build(scope);
+            }
+            assert_eq!(v8::process_externals_holding(pointer), 100);
+        }
+        assert_eq!(v8::process_externals_holding(pointer), 0, "kept after the isolate was dropped");
+    }
+
     /// A racing process swaps a cache file it saw loose for a link to another file of the user:
     /// neither the link's target nor anything else is tightened through it.
     #[test]

@@ -894,7 +894,7 @@ pub extern "C" fn v8__Isolate__New(params: *const c_void) -> *mut RealIsolate {
   unsafe {
     JS_SetModuleLoaderFunc2(
       rt,
-      if std::env::var_os("QJS_NO_NORM").is_some() {
+      if env_flag!("QJS_NO_NORM") {
         None
       } else {
         Some(super::module::module_normalize_callback)
@@ -916,7 +916,7 @@ pub extern "C" fn v8__Isolate__New(params: *const c_void) -> *mut RealIsolate {
   let ctx = unsafe { JS_NewContext(rt) };
   assert!(!ctx.is_null(), "JS_NewContext failed");
 
-  if std::env::var_os("QJS_NO_WASM").is_none() {
+  if !env_flag!("QJS_NO_WASM") {
     super::wasm::install_webassembly(ctx);
   }
   let counter_lookup_callback = if raw_params.is_null() {
@@ -1125,7 +1125,7 @@ pub extern "C" fn v8__Isolate__Dispose(this: *mut RealIsolate) {
       JS_FreeContext(c);
     }
     JS_FreeContext(st.ctx);
-    if std::env::var_os("QJS_SKIP_FREE_RT").is_none() {
+    if !env_flag!("QJS_SKIP_FREE_RT") {
       JS_FreeRuntime(st.rt);
     }
     // What this thread recorded by address about the runtime's objects and
@@ -1318,7 +1318,7 @@ pub extern "C" fn v8__Context__New(
   } else {
     let c = unsafe { JS_NewContext(st.rt) };
     assert!(!c.is_null(), "JS_NewContext failed");
-    if std::env::var_os("QJS_NO_WASM").is_none() {
+    if !env_flag!("QJS_NO_WASM") {
       super::wasm::install_webassembly(c);
     }
     st.extra_contexts.push(c);
@@ -1381,7 +1381,7 @@ pub extern "C" fn v8__Context__New(
       super::snapshot::capture_context(ctx, &external_references, &[]);
     st.snap_context_baselines.insert(ctx as usize, baseline);
   }
-  if std::env::var_os("QJS_DEBUG_SNAPSHOT").is_some() {
+  if env_flag!("QJS_DEBUG_SNAPSHOT") {
     eprintln!("[qjs snapshot] Context__New ctx={ctx:?}");
   }
 
@@ -1410,7 +1410,7 @@ pub(crate) fn context_from_snapshot(
   } else {
     let c = unsafe { JS_NewContext(st.rt) };
     assert!(!c.is_null(), "JS_NewContext failed");
-    if std::env::var_os("QJS_NO_WASM").is_none() {
+    if !env_flag!("QJS_NO_WASM") {
       super::wasm::install_webassembly(c);
     }
     st.extra_contexts.push(c);
@@ -2937,7 +2937,7 @@ pub extern "C" fn v8__Script__Run(
   if src_val.tag == JS_TAG_EXCEPTION {
     return ptr::null();
   }
-  if std::env::var_os("QJS_DEBUG_SNAPSHOT").is_some() {
+  if env_flag!("QJS_DEBUG_SNAPSHOT") {
     let mut l = 0usize;
     let s = unsafe { JS_ToCStringLen(ctx, &mut l, src_val) };
     let head = if s.is_null() {
@@ -3048,7 +3048,7 @@ pub extern "C" fn v8__Script__Run(
       result = unsafe { JS_EvalFunction(ctx, compiled) };
     }
   }
-  if std::env::var_os("QJS_DEBUG_SNAPSHOT").is_some() {
+  if env_flag!("QJS_DEBUG_SNAPSHOT") {
     eprintln!("[qjs snapshot]   -> result.tag={}", result.tag);
   }
   if result.tag != JS_TAG_EXCEPTION {
@@ -3070,7 +3070,7 @@ pub extern "C" fn v8__Script__Run(
   };
   unsafe { JS_FreeCString(ctx, cstr) };
   if result.tag == JS_TAG_EXCEPTION {
-    if std::env::var_os("QJS_DEBUG_EXC").is_some() {
+    if env_flag!("QJS_DEBUG_EXC") {
       unsafe {
         let exc = JS_GetException(ctx);
         let mut l = 0usize;

@@ -2363,7 +2363,7 @@ unsafe extern "C" fn qjs_prepare_stack_trace(
   }
   let error = unsafe { *argv.add(0) };
   let sites = unsafe { *argv.add(1) };
-  if std::env::var_os("QJS_DEBUG_PST").is_some() {
+  if env_flag!("QJS_DEBUG_PST") {
     unsafe {
       let mut l = 0usize;
       let s = JS_ToCStringLen(ctx, &mut l, error);

@@ -26,6 +26,7 @@
 
 #![allow(non_snake_case, unused)]
 
+use crate::quickjs::addr_map::AddrMap;
 use crate::quickjs::core::{
   ctx_of, current_ctx, current_iso, intern, intern_dup, iso_state, jsval_of,
   push_callback_context,
@@ -230,8 +231,12 @@ struct FnTemplate {
   constructable: bool,
   length: i32,
   class_name: Option<std::string::String>,
-  proto: *mut ObjTemplate,
-  instance: *mut ObjTemplate,
+  /// The prototype and instance templates, made when first asked for
+  /// (`proto_template`, `instance_template`): most function templates (every
+  /// op binding of an isolate) never use them, and each is an allocation
+  /// and an entry in `TEMPLATES`. Null until then, which reads as empty.
+  proto: std::cell::Cell<*mut ObjTemplate>,
+  instance: std::cell::Cell<*mut ObjTemplate>,
   parent: *const FnTemplate,
   signature: *const FnTemplate,
 
@@ -239,7 +244,58 @@ struct FnTemplate {
   accessors: Vec<TemplAccessor>,
 
   cached_proto: JSValue,
-  fast_overloads: Vec<RawCFunction>,
+  fast_overloads: FastOverloads,
+}
+
+impl FnTemplate {
+  fn new(
+    callback: FunctionCallback,
+    data: JSValue,
+    constructable: bool,
+    length: i32,
+    signature: *const FnTemplate,
+    fast_overloads: FastOverloads,
+  ) -> *const FnTemplate {
+    let t = Box::into_raw(Box::new(FnTemplate {
+      callback,
+      data,
+      constructable,
+      length,
+      class_name: None,
+      proto: std::cell::Cell::new(ptr::null_mut()),
+      instance: std::cell::Cell::new(ptr::null_mut()),
+      parent: ptr::null(),
+      signature,
+      props: Vec::new(),
+      accessors: Vec::new(),
+      cached_proto: jsv_undefined(),
+      fast_overloads,
+    }));
+    register_template(t as usize, TemplKind::Func);
+    t
+  }
+
+  /// The template's `PrototypeTemplate`, made on first use.
+  fn proto_template(&self) -> *mut ObjTemplate {
+    let mut proto = self.proto.get();
+    if proto.is_null() {
+      proto = Box::into_raw(Box::new(ObjTemplate::new(ptr::null())));
+      register_template(proto as usize, TemplKind::Obj);
+      self.proto.set(proto);
+    }
+    proto
+  }
+
+  /// The template's `InstanceTemplate`, made on first use.
+  fn instance_template(&self) -> *mut ObjTemplate {
+    let mut instance = self.instance.get();
+    if instance.is_null() {
+      instance = Box::into_raw(Box::new(ObjTemplate::new(self)));
+      register_template(instance as usize, TemplKind::Obj);
+      self.instance.set(instance);
+    }
+    instance
+  }
 }
 
 struct TemplAccessor {
@@ -356,7 +412,7 @@ struct DispatchEntry {
 
   instance: *const ObjTemplate,
   signature: *const FnTemplate,
-  fast_overloads: Vec<RawCFunction>,
+  fast_overloads: FastOverloads,
 
   /// The runtimes with functions that call through this entry. An entry is
   /// free again (its index handed to the next registration) once every one
@@ -391,7 +447,7 @@ impl DispatchTable {
       if entry.owners.is_empty() {
         // The data value belonged to the freed runtime; it is not touched.
         entry.data = jsv_undefined();
-        entry.fast_overloads = Vec::new();
+        entry.fast_overloads = FastOverloads::default();
         self.free.push(index as c_int);
         freed = true;
       }
@@ -440,17 +496,33 @@ const CTYPE_SEQ_ONE_BYTE_STRING: u8 = 11;
 const CTYPE_CALLBACK_OPTIONS: u8 = 255;
 const INT64_REPR_BIGINT: u8 = 1;
 
+/// A template's fast-call overloads, copied once from the caller's slice and
+/// then shared (a reference count, not a copy) by the functions made from the
+/// template and by their dispatch entries, which hand them to every call.
+/// None of them allocates when there are none.
+#[derive(Clone, Default)]
+struct FastOverloads(Option<std::sync::Arc<[RawCFunction]>>);
+
+impl FastOverloads {
+  fn as_slice(&self) -> &[RawCFunction] {
+    self.0.as_deref().unwrap_or(&[])
+  }
+
+  fn is_empty(&self) -> bool {
+    self.0.is_none()
+  }
+}
+
 fn copy_fast_overloads(
   c_functions: *const crate::fast_api::CFunction,
   c_functions_len: usize,
-) -> Vec<RawCFunction> {
+) -> FastOverloads {
   if c_functions.is_null() || c_functions_len == 0 {
-    return Vec::new();
+    return FastOverloads::default();
   }
-  unsafe {
+  FastOverloads(Some(std::sync::Arc::from(unsafe {
     slice::from_raw_parts(c_functions as *const RawCFunction, c_functions_len)
-      .to_vec()
-  }
+  })))
 }
 
 thread_local! {
@@ -542,7 +614,7 @@ pub(crate) mod timing {
   use std::cell::Cell;
   use std::time::{Duration, Instant};
   thread_local! {
-      pub static ON: Cell<bool> = Cell::new(std::env::var_os("V82JSC_TIMING").is_some());
+      pub static ON: Cell<bool> = Cell::new(env_flag!("V82JSC_TIMING"));
       pub static GETFN_N: Cell<u64> = const { Cell::new(0) };
       pub static GETFN_T: Cell<Duration> = const { Cell::new(Duration::ZERO) };
       pub static PROTO_N: Cell<u64> = const { Cell::new(0) };
@@ -603,7 +675,7 @@ fn register_dispatch(
   data_is_undefined: bool,
   instance: *const ObjTemplate,
   signature: *const FnTemplate,
-  fast_overloads: Vec<RawCFunction>,
+  fast_overloads: FastOverloads,
 ) -> c_int {
   DISPATCH.with(|t| {
     let mut t = t.borrow_mut();
@@ -662,7 +734,7 @@ fn lookup_dispatch(
   JSValue,
   *const ObjTemplate,
   *const FnTemplate,
-  Vec<RawCFunction>,
+  FastOverloads,
 )> {
   DISPATCH.with(|t| {
     t.borrow().entries.get(idx as usize).map(|e| {
@@ -2829,7 +2901,14 @@ unsafe extern "C" fn fn_trampoline(
     return unsafe { JS_ThrowTypeError(ctx, c"Illegal invocation".as_ptr()) };
   }
   if let Some(result) = unsafe {
-    try_fast_dispatch(ctx, &fast_overloads, data, this_val, argc, argv)
+    try_fast_dispatch(
+      ctx,
+      fast_overloads.as_slice(),
+      data,
+      this_val,
+      argc,
+      argv,
+    )
   } {
     unsafe { JS_FreeValue(ctx, data) };
     return result;
@@ -2893,7 +2972,7 @@ unsafe extern "C" fn fn_construct_trampoline(
   }
   unsafe {
     let proto = JS_GetPropertyStr(ctx, new_target, c"prototype".as_ptr());
-    if std::env::var_os("QJS_DEBUG_TMPL").is_some() {
+    if env_flag!("QJS_DEBUG_TMPL") {
       let is_obj = jsv_is_object(&proto);
       let has_log = if is_obj {
         let l = JS_GetPropertyStr(ctx, proto, c"log".as_ptr());
@@ -3549,7 +3628,7 @@ pub(crate) unsafe fn make_function_len(
       construct,
       ptr::null(),
       ptr::null(),
-      Vec::new(),
+      FastOverloads::default(),
       ptr::null(),
     )
   }
@@ -3566,7 +3645,7 @@ unsafe fn make_function_len_with_instance(
   construct: bool,
   instance: *const ObjTemplate,
   signature: *const FnTemplate,
-  fast_overloads: Vec<RawCFunction>,
+  fast_overloads: FastOverloads,
   name: *const c_char,
 ) -> JSValue {
   let data_owned = if jsv_is_undefined(&data) {
@@ -3631,7 +3710,15 @@ fn property_return_scratch() -> usize {
   SCRATCH.with(|s| s.get() as usize)
 }
 
-unsafe extern "C" fn ext_finalize(_rt: *mut JSRuntime, _val: JSValue) {}
+/// A `v8::External` object is freed: its address no longer names it, so its
+/// entry in `external_values` goes (the map holds live externals only; a
+/// later object at the same address is not taken for an external).
+unsafe extern "C" fn ext_finalize(_rt: *mut JSRuntime, val: JSValue) {
+  external_values()
+    .lock()
+    .unwrap_or_else(|poisoned| poisoned.into_inner())
+    .remove(&external_key(val));
+}
 
 unsafe extern "C" fn named_handler_finalize(rt: *mut JSRuntime, val: JSValue) {
   let mut class_id: JSClassID = 0;
@@ -3653,12 +3740,59 @@ unsafe extern "C" fn named_handler_finalize(rt: *mut JSRuntime, val: JSValue) {
   }
 }
 
-fn external_values()
--> &'static std::sync::Mutex<std::collections::HashMap<usize, usize>> {
-  static T: std::sync::OnceLock<
-    std::sync::Mutex<std::collections::HashMap<usize, usize>>,
-  > = std::sync::OnceLock::new();
-  T.get_or_init(|| std::sync::Mutex::new(std::collections::HashMap::new()))
+/// The pointer of every live `v8::External` object of the process, by the
+/// object's address, for the lookups that cannot tell an external by its
+/// class (no isolate entered on the thread, or the object belongs to another
+/// isolate, whose external class id may differ). An entry goes when its object
+/// is freed (`ext_finalize`).
+fn external_values() -> &'static std::sync::Mutex<AddrMap<ExternalRecord>> {
+  static T: std::sync::OnceLock<std::sync::Mutex<AddrMap<ExternalRecord>>> =
+    std::sync::OnceLock::new();
+  T.get_or_init(|| std::sync::Mutex::new(AddrMap::default()))
+}
+
+/// An entry of `external_values`: the runtime the object belongs to and the
+/// pointer it holds.
+#[derive(Clone, Copy)]
+struct ExternalRecord {
+  runtime: usize,
+  pointer: usize,
+}
+
+/// Drops the entries of `rt`'s externals. An external still referenced when
+/// its runtime is freed (a function template's data holds one per op) is
+/// never finalized, and the runtime's memory, its address included, goes
+/// back to the allocator: without this, an object of a later isolate at that
+/// address would be taken for the external. Called from
+/// `v8__Isolate__Dispose` after `JS_FreeRuntime`.
+fn forget_runtime_externals(rt: *mut JSRuntime) {
+  let rt = rt as usize;
+  external_values()
+    .lock()
+    .unwrap_or_else(|poisoned| poisoned.into_inner())
+    .retain(|_, record| record.runtime != rt);
+}
+
+/// Entries in `external_values` for externals holding `pointer`.
+pub(crate) fn external_entries_holding(pointer: usize) -> usize {
+  external_values()
+    .lock()
+    .unwrap_or_else(|poisoned| poisoned.into_inner())
+    .values()
+    .filter(|record| record.pointer == pointer)
+    .count()
+}
+
+/// The pointer held by `v`, if `v` is an object of the entered isolate's
+/// external class: the common case, answered without `external_values`.
+fn external_of_current_class(v: JSValue) -> Option<*mut c_void> {
+  let cid = ext_class_id_current();
+  if cid == 0 {
+    return None;
+  }
+  let mut class_id: JSClassID = 0;
+  let opaque = unsafe { JS_GetAnyOpaque(v, &mut class_id) };
+  (class_id == cid).then_some(opaque)
 }
 
 #[derive(Clone)]
@@ -3691,13 +3825,13 @@ thread_local! {
 /// for an unrelated object that later took a freed one's address). Its
 /// capacity stays, so the next isolate on the thread does not rehash it.
 pub(crate) struct ByRuntime<V> {
-  entries: std::collections::HashMap<usize, (usize, V)>,
+  entries: AddrMap<(usize, V)>,
 }
 
 impl<V> Default for ByRuntime<V> {
   fn default() -> Self {
     Self {
-      entries: std::collections::HashMap::new(),
+      entries: AddrMap::default(),
     }
   }
 }
@@ -3722,12 +3856,14 @@ impl<V> ByRuntime<V> {
 }
 
 /// Drops what this thread recorded about the objects of `rt` (native
-/// functions made from templates, script positions of module functions).
-/// Called from `v8__Isolate__Dispose` when the runtime is freed.
+/// functions made from templates, script positions of module functions) and
+/// the process's record of its externals. Called from `v8__Isolate__Dispose`
+/// when the runtime is freed.
 pub(crate) fn forget_runtime_functions(rt: *mut JSRuntime) {
   DISPATCH.with(|t| t.borrow_mut().forget_runtime(rt));
   SNAPSHOT_FUNCTIONS.with(|m| m.borrow_mut().forget_runtime(rt));
   FUNCTION_SCRIPT_INFO.with(|m| m.borrow_mut().forget_runtime(rt));
+  forget_runtime_externals(rt);
 }
 
 /// Entries in this thread's function maps (snapshot functions, script
@@ -3756,20 +3892,14 @@ fn external_pointer_from_value(v: JSValue) -> Option<*mut c_void> {
   if !jsv_is_object(&v) {
     return None;
   }
-  if let Some(value) = external_values()
+  if let Some(opaque) = external_of_current_class(v) {
+    return Some(opaque);
+  }
+  external_values()
     .lock()
-    .unwrap()
+    .unwrap_or_else(|poisoned| poisoned.into_inner())
     .get(&external_key(v))
-    .copied()
-  {
-    return Some(value as *mut c_void);
-  }
-  let cid = ext_class_id_current();
-  if cid == 0 {
-    return None;
-  }
-  let opaque = unsafe { JS_GetOpaque(v, cid) };
-  if opaque.is_null() { None } else { Some(opaque) }
+    .map(|record| record.pointer as *mut c_void)
 }
 
 fn record_snapshot_function(
@@ -3930,8 +4060,14 @@ pub(crate) fn make_external_jsvalue(
   unsafe { JS_SetOpaque(obj, value) };
   external_values()
     .lock()
-    .unwrap()
-    .insert(external_key(obj), value as usize);
+    .unwrap_or_else(|poisoned| poisoned.into_inner())
+    .insert(
+      external_key(obj),
+      ExternalRecord {
+        runtime: unsafe { JS_GetRuntime(ctx) } as usize,
+        pointer: value as usize,
+      },
+    );
   obj
 }
 
@@ -3961,44 +4097,15 @@ pub extern "C" fn v8__External__Value(this: *const External) -> *mut c_void {
   if this.is_null() {
     return ptr::null_mut();
   }
-  let cid = ext_class_id_current();
-  if cid == 0 {
-    return external_values()
-      .lock()
-      .unwrap()
-      .get(&external_key(jsval_of(this)))
-      .copied()
-      .unwrap_or(0) as *mut c_void;
-  }
   let v = jsval_of(this);
-  let opaque = unsafe { JS_GetOpaque(v, cid) };
-  if !opaque.is_null() {
-    return opaque;
+  if !jsv_is_object(&v) {
+    return ptr::null_mut();
   }
-  external_values()
-    .lock()
-    .unwrap()
-    .get(&external_key(v))
-    .copied()
-    .unwrap_or(0) as *mut c_void
+  external_pointer_from_value(v).unwrap_or(ptr::null_mut())
 }
 
 pub(crate) fn value_is_external(v: JSValue) -> bool {
-  if !jsv_is_object(&v) {
-    return false;
-  }
-  if external_values()
-    .lock()
-    .unwrap()
-    .contains_key(&external_key(v))
-  {
-    return true;
-  }
-  let cid = ext_class_id_current();
-  if cid == 0 {
-    return false;
-  }
-  !unsafe { JS_GetOpaque(v, cid) }.is_null()
+  external_pointer_from_value(v).is_some()
 }
 
 #[unsafe(no_mangle)]
@@ -4063,7 +4170,7 @@ pub extern "C" fn v8__Function__Call(
     if let Some(saved) = saved_pending {
       unsafe { JS_FreeValue(ctx, saved) };
     }
-    if std::env::var("V82JSC_DEBUG").is_ok() {
+    if env_flag_unicode!("V82JSC_DEBUG") {
       unsafe {
         let exc = JS_GetException(ctx);
         let cs = JS_ToCString(ctx, exc);
@@ -4359,8 +4466,8 @@ impl AttrU32 for PropertyAttribute {
 }
 
 thread_local! {
-    static TEMPLATES: std::cell::RefCell<std::collections::HashMap<usize, TemplKind>> =
-        std::cell::RefCell::new(std::collections::HashMap::new());
+    static TEMPLATES: std::cell::RefCell<AddrMap<TemplKind>> =
+        std::cell::RefCell::new(AddrMap::default());
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -4396,7 +4503,12 @@ pub(crate) fn snapshot_function_template_info(
     return None;
   }
   let template = unsafe { &*(template as *const FnTemplate) };
-  let instance = unsafe { (&*template.instance).state() };
+  let instance = template.instance.get();
+  let instance_internal_field_count = if instance.is_null() {
+    0
+  } else {
+    unsafe { (&*instance).state() }.internal_field_count
+  };
   Some(SnapshotFunctionTemplateInfo {
     callback: template.callback,
     data_external: external_pointer_from_value(template.data),
@@ -4405,7 +4517,7 @@ pub(crate) fn snapshot_function_template_info(
     class_name: template.class_name.clone(),
     cached_proto: jsv_is_object(&template.cached_proto)
       .then_some(template.cached_proto),
-    instance_internal_field_count: instance.internal_field_count,
+    instance_internal_field_count,
   })
 }
 
@@ -4425,9 +4537,12 @@ pub(crate) fn restore_function_template_from_snapshot(
   if let Some(cached_proto) = cached_proto {
     template_mut.cached_proto = cached_proto;
   }
-  unsafe {
-    (*template_mut.instance).state_mut().internal_field_count =
-      instance_internal_field_count;
+  if instance_internal_field_count != 0 {
+    unsafe {
+      (*template_mut.instance_template())
+        .state_mut()
+        .internal_field_count = instance_internal_field_count;
+    }
   }
   template
 }
@@ -4533,28 +4648,14 @@ pub extern "C" fn v8__FunctionTemplate__New(
       jsv_undefined()
     }
   };
-  let proto = Box::into_raw(Box::new(ObjTemplate::new(ptr::null())));
-  let instance = Box::into_raw(Box::new(ObjTemplate::new(ptr::null())));
-  register_template(proto as usize, TemplKind::Obj);
-  register_template(instance as usize, TemplKind::Obj);
-  let t = Box::into_raw(Box::new(FnTemplate {
+  FnTemplate::new(
     callback,
     data,
     constructable,
     length,
-    class_name: None,
-    proto,
-    instance,
-    parent: ptr::null(),
     signature,
-    props: Vec::new(),
-    accessors: Vec::new(),
-    cached_proto: jsv_undefined(),
     fast_overloads,
-  }));
-  unsafe { (*instance).state_mut().parent_fn = t };
-  register_template(t as usize, TemplKind::Func);
-  t as *const FunctionTemplate
+  ) as *const FunctionTemplate
 }
 
 /// Tape replay: reconstruct a FunctionTemplate (same struct the C-ABI ctor
@@ -4572,28 +4673,14 @@ pub(crate) fn tape_make_template(
     }
     _ => jsv_undefined(),
   };
-  let proto = Box::into_raw(Box::new(ObjTemplate::default_for_tape()));
-  let instance = Box::into_raw(Box::new(ObjTemplate::default_for_tape()));
-  register_template(proto as usize, TemplKind::Obj);
-  register_template(instance as usize, TemplKind::Obj);
-  let t = Box::into_raw(Box::new(FnTemplate {
+  FnTemplate::new(
     callback,
     data,
     constructable,
     length,
-    class_name: None,
-    proto,
-    instance,
-    parent: ptr::null(),
-    signature: ptr::null(),
-    props: Vec::new(),
-    accessors: Vec::new(),
-    cached_proto: jsv_undefined(),
-    fast_overloads: Vec::new(),
-  }));
-  unsafe { (*instance).state_mut().parent_fn = t };
-  register_template(t as usize, TemplKind::Func);
-  t as *const FunctionTemplate
+    ptr::null(),
+    FastOverloads::default(),
+  ) as *const FunctionTemplate
 }
 
 #[unsafe(no_mangle)]
@@ -4618,14 +4705,22 @@ pub extern "C" fn v8__FunctionTemplate__GetFunction(
     .class_name
     .as_deref()
     .and_then(|name| std::ffi::CString::new(name).ok());
+  let construct = t.constructable && t.signature.is_null();
+  // A constructor makes its instances from the instance template; a function
+  // that cannot be constructed does not need one made for it.
+  let instance = if construct {
+    t.instance_template()
+  } else {
+    t.instance.get()
+  };
   let f = unsafe {
     make_function_len_with_instance(
       ctx,
       t.callback,
       t.data,
       t.length,
-      t.constructable && t.signature.is_null(),
-      t.instance,
+      construct,
+      instance,
       t.signature,
       t.fast_overloads.clone(),
       class_name.as_ref().map_or(ptr::null(), |name| name.as_ptr()),
@@ -4667,19 +4762,22 @@ unsafe fn build_prototype_object(
   }
   let _tm = timing::now();
   let proto_obj = unsafe { JS_NewObject(ctx) };
-  let proto = unsafe { (&*t.proto).state() };
-  if std::env::var_os("QJS_DEBUG_TMPL").is_some() {
-    eprintln!(
-      "[QJS build_proto] class={:?} n_props={} n_accessors={}",
-      t.class_name,
-      proto.props.len(),
-      proto.accessors.len()
-    );
+  let proto = t.proto.get();
+  if !proto.is_null() {
+    let proto = unsafe { (&*proto).state() };
+    if env_flag!("QJS_DEBUG_TMPL") {
+      eprintln!(
+        "[QJS build_proto] class={:?} n_props={} n_accessors={}",
+        t.class_name,
+        proto.props.len(),
+        proto.accessors.len()
+      );
+    }
+    if !proto.props.is_empty() {
+      apply_props(ctx, proto_obj, &proto.props);
+    }
+    apply_accessors(ctx, proto_obj, &proto.accessors);
   }
-  if !proto.props.is_empty() {
-    apply_props(ctx, proto_obj, &proto.props);
-  }
-  apply_accessors(ctx, proto_obj, &proto.accessors);
   if !t.parent.is_null() {
     let parent_proto = unsafe { build_prototype_object(ctx, t.parent) };
     let dup = unsafe { JS_DupValue(ctx, parent_proto) };
@@ -4937,7 +5035,7 @@ pub extern "C" fn v8__FunctionTemplate__PrototypeTemplate(
     return ptr::null();
   }
   let t = unsafe { &*(this as *const FnTemplate) };
-  t.proto as *const ObjectTemplate
+  t.proto_template() as *const ObjectTemplate
 }
 
 #[unsafe(no_mangle)]
@@ -4948,7 +5046,7 @@ pub extern "C" fn v8__FunctionTemplate__InstanceTemplate(
     return ptr::null();
   }
   let t = unsafe { &*(this as *const FnTemplate) };
-  t.instance as *const ObjectTemplate
+  t.instance_template() as *const ObjectTemplate
 }
 
 #[unsafe(no_mangle)]

@@ -1100,7 +1100,7 @@ pub extern "C" fn v8__TracedReference__Reset(
       return;
     }
     let dup = JS_DupValue(ctx, jsval_of(data));
-    if std::env::var_os("QJS_DEBUG_TR").is_some() {
+    if env_flag!("QJS_DEBUG_TR") {
       eprintln!(
         "[QJS TracedRef::Reset] store tag={} ptr={:?}",
         dup.tag, dup.u.ptr
@@ -1121,12 +1121,12 @@ pub extern "C" fn v8__TracedReference__Get(
   }
   let slot = unsafe { this.read_unaligned() };
   if slot == 0 {
-    if std::env::var_os("QJS_DEBUG_TR").is_some() {
+    if env_flag!("QJS_DEBUG_TR") {
       eprintln!("[QJS TracedRef::Get] EMPTY");
     }
     return ptr::null();
   }
-  if std::env::var_os("QJS_DEBUG_TR").is_some() {
+  if env_flag!("QJS_DEBUG_TR") {
     let v = unsafe { *(slot as *const JSValue) };
     eprintln!("[QJS TracedRef::Get] tag={} ptr={:?}", v.tag, unsafe {
       v.u.ptr
@@ -1535,7 +1535,7 @@ pub extern "C" fn v8__SnapshotCreator__AddData_to_context(
       )
     })
   };
-  if std::env::var_os("QJS_DEBUG_SNAPSHOT").is_some() {
+  if env_flag!("QJS_DEBUG_SNAPSHOT") {
     let Some(val) = val else {
       eprintln!(
         "[qjs snapshot] AddData_to_context FunctionTemplate ser={}",

@@ -5,6 +5,10 @@
 //! `v8__*` C-ABI definitions (currently auto-generated stubs; real
 //! implementations land incrementally, same pattern as the JSC backend).
 
+#[macro_use]
+mod env_flag;
+
+mod addr_map;
 mod allocator;
 mod arraybuffer;
 mod cli_extra;
@@ -37,6 +41,16 @@ mod wasm;
 #[doc(hidden)]
 pub fn thread_address_map_entries() -> usize {
   function::function_map_entries() + string::external_string_entries()
+}
+
+/// Entries in the backend's process-wide map of live `v8::External` objects
+/// (by address, for lookups from outside their isolate) that hold `pointer`.
+/// An entry goes when its object is freed or its isolate disposed: a test
+/// makes externals with a pointer of its own, drops their isolate, and checks
+/// that none is left.
+#[doc(hidden)]
+pub fn process_externals_holding(pointer: *const std::ffi::c_void) -> usize {
+  function::external_entries_holding(pointer as usize)
 }
 
 #[cfg(test)]

@@ -149,7 +149,7 @@ fn bc_cache_dir() -> Option<std::path::PathBuf> {
   static DIR: OnceLock<Option<std::path::PathBuf>> = OnceLock::new();
   DIR
     .get_or_init(|| {
-      if std::env::var_os("V82JSC_NO_BC_CACHE").is_some() {
+      if env_flag!("V82JSC_NO_BC_CACHE") {
         return None;
       }
       let dir = std::env::var_os("V82JSC_BC_CACHE_DIR")
@@ -1290,7 +1290,7 @@ unsafe extern "C" fn dynamic_import_hook(
   let resolve = unsafe { *resolving_funcs };
   let reject = unsafe { *resolving_funcs.add(1) };
 
-  if std::env::var_os("QJS_DBG_DYNIMPORT").is_some() {
+  if env_flag!("QJS_DBG_DYNIMPORT") {
     let specifier = unsafe { jsval_to_rust(ctx, specifier) };
     eprintln!("[dynimport] specifier={specifier:?}");
   }
@@ -2056,7 +2056,7 @@ fn parse_import_specifiers(
           if let Some(spec) = extract_specifier(stmt) {
             if !spec.is_empty() {
               let ty = extract_attr_type(stmt);
-              if std::env::var_os("QJS_DEBUG_PARSE").is_some() {
+              if env_flag!("QJS_DEBUG_PARSE") {
                 let snip: std::string::String = stmt.chars().take(80).collect();
                 eprintln!(
                   "[QJS parse] spec={spec:?} type={ty:?} stmt={snip:?}"
@@ -2670,7 +2670,7 @@ unsafe fn drain_jobs(rt: *mut JSRuntime) {
   }
 
   if JOBS_DRAINING.with(|d| d.replace(true)) {
-    if std::env::var("V82_WASM_TRACE").is_ok() {
+    if env_flag_unicode!("V82_WASM_TRACE") {
       eprintln!("[jobs] re-entrant drain_jobs BLOCKED");
     }
     return;
@@ -2770,7 +2770,7 @@ pub(crate) fn refresh_tape_module_state(
         as *mut JSModuleDef;
     }
   }
-  if std::env::var_os("QJS_DEBUG_TAPE").is_some() {
+  if env_flag!("QJS_DEBUG_TAPE") {
     eprintln!(
       "[qjs tape] refresh module {name}: def={def:?} src_known={}",
       lookup_module_source_by_name(&name).is_some()
@@ -3134,7 +3134,7 @@ pub(crate) unsafe extern "C" fn module_normalize_callback(
   if canonical.is_none() && !name.starts_with('.') && !name.starts_with('/') {
     canonical = lookup_resolved_specifier_any(name);
   }
-  if std::env::var_os("QJS_DEBUG_MOD").is_some() {
+  if env_flag!("QJS_DEBUG_MOD") {
     eprintln!(
       "[QJS normalize] base={base} name={name} -> {}",
       canonical.as_deref().unwrap_or("(identity)")
@@ -3413,7 +3413,7 @@ unsafe fn resolve_source_import(
 
   let obj: *const Object = unsafe { std::mem::transmute(ret) };
   if obj.is_null() {
-    if std::env::var_os("QJS_TRACE_MOD").is_some() {
+    if env_flag!("QJS_TRACE_MOD") {
       eprintln!("[src-phase] resolve({spec}) -> null");
     }
     return;
@@ -3448,7 +3448,7 @@ unsafe fn resolve_source_import(
     JS_FreeValue(ctx, set_fn);
     JS_FreeValue(ctx, map);
     JS_FreeValue(ctx, global);
-    if std::env::var_os("QJS_TRACE_MOD").is_some() {
+    if env_flag!("QJS_TRACE_MOD") {
       eprintln!("[src-phase] resolve({spec}) -> stored id={id}");
     }
   }
@@ -3460,7 +3460,7 @@ unsafe fn load_module_by_name(
   allow_existing: bool,
 ) -> *mut JSModuleDef {
   let Some(source) = lookup_module_source_by_name(name) else {
-    if std::env::var_os("QJS_DEBUG_EXC").is_some() {
+    if env_flag!("QJS_DEBUG_EXC") {
       eprintln!("[QJS module loader] no source for {name}");
     }
     return ptr::null_mut();
@@ -3483,7 +3483,7 @@ unsafe fn load_module_by_name(
   } else {
     ptr::null_mut()
   };
-  if std::env::var_os("QJS_DEBUG_MOD").is_some() && name.contains("stream") {
+  if env_flag!("QJS_DEBUG_MOD") && name.contains("stream") {
     eprintln!("[loader] {name} existing_loaded={}", !existing.is_null());
   }
   if !existing.is_null() {
@@ -3495,7 +3495,7 @@ unsafe fn load_module_by_name(
 
   let key = bc_key(&source, name);
   if let Some(bytes) = bc_load(key) {
-    if std::env::var_os("QJS_DEBUG_MOD").is_some() && name.contains("stream") {
+    if env_flag!("QJS_DEBUG_MOD") && name.contains("stream") {
       eprintln!("[loader] {name} -> BYTECODE path");
     }
     let m = read_cached_bytecode(ctx, &bytes);
@@ -3516,7 +3516,7 @@ unsafe fn load_module_by_name(
     }
   }
 
-  if std::env::var_os("QJS_DEBUG_MOD").is_some() {
+  if env_flag!("QJS_DEBUG_MOD") {
     let already = unsafe { v82jsc_has_loaded_module(ctx, name_c.as_ptr()) };
     eprintln!("[loader compile fresh] {name} (already_loaded={already})");
   }
@@ -3530,7 +3530,7 @@ unsafe fn load_module_by_name(
     )
   };
   if result.tag == JS_TAG_EXCEPTION {
-    if std::env::var_os("QJS_DEBUG_EXC").is_some() {
+    if env_flag!("QJS_DEBUG_EXC") {
       unsafe {
         let exc = JS_GetException(ctx);
         let mut l = 0usize;
@@ -4001,7 +4001,7 @@ pub extern "C" fn v8__ScriptCompiler__CompileModule(
 
   register_module_source(&module_name, &text);
   note_main_module(&fname);
-  if std::env::var_os("QJS_DEBUG_MOD").is_some() {
+  if env_flag!("QJS_DEBUG_MOD") {
     eprintln!(
       "[QJS CompileModule] {fname} as {module_name} imports={import_specifiers:?}"
     );
@@ -4966,7 +4966,7 @@ unsafe fn materialize_module_def(
   unsafe { drain_jobs(rt) };
   if result.tag == JS_TAG_EXCEPTION {
     let exc = unsafe { JS_GetException(ctx) };
-    if std::env::var_os("QJS_DEBUG_MOD").is_some() {
+    if env_flag!("QJS_DEBUG_MOD") {
       let s = unsafe { jsval_to_rust(ctx, exc) };
       eprintln!(
         "[qjs materialize_module {}] exception: {s}",
@@ -5417,7 +5417,7 @@ pub extern "C" fn v8__Module__Evaluate(
     return ptr::null();
   }
   super::snapshot::restore_snapshot_module_exports(ctx);
-  if std::env::var_os("QJS_DEBUG_EVAL").is_some() {
+  if env_flag!("QJS_DEBUG_EVAL") {
     let nm =
       with_module_state(this, |m| m.source_name.clone()).unwrap_or_default();
     let md =
@@ -5445,7 +5445,7 @@ pub extern "C" fn v8__Module__Evaluate(
   if !iso.is_null() && iso_state(iso).is_terminating() {
     return ptr::null();
   }
-  let _t0 = if std::env::var_os("V82JSC_TIMING").is_some() {
+  let _t0 = if env_flag!("V82JSC_TIMING") {
     Some(std::time::Instant::now())
   } else {
     None
@@ -5515,9 +5515,7 @@ pub extern "C" fn v8__Module__Evaluate(
   if !module_name.is_empty() {
     let cached =
       MODULE_DEF_CACHE.with(|c| c.borrow().get(&module_name).copied());
-    if std::env::var_os("QJS_DEBUG_MOD").is_some()
-      && source_name.contains("stream")
-    {
+    if env_flag!("QJS_DEBUG_MOD") && source_name.contains("stream") {
       let (isev, evst) = match cached {
         Some(d) => unsafe {
           (
@@ -5558,7 +5556,7 @@ pub extern "C" fn v8__Module__Evaluate(
       }
       if result.tag == JS_TAG_EXCEPTION {
         let exc = unsafe { JS_GetException(ctx) };
-        if std::env::var_os("QJS_DEBUG_MOD").is_some() {
+        if env_flag!("QJS_DEBUG_MOD") {
           let s = unsafe { jsval_to_rust(ctx, exc) };
           eprintln!("[qjs Evaluate reuse {module_name}] exception: {s}");
         }
@@ -5577,7 +5575,7 @@ pub extern "C" fn v8__Module__Evaluate(
     }
   }
 
-  if std::env::var_os("QJS_DEBUG_MOD").is_some() {
+  if env_flag!("QJS_DEBUG_MOD") {
     eprintln!(
       "[QJS Evaluate] {} as {} (precompiled={})",
       source_name,
@@ -5687,7 +5685,7 @@ pub extern "C" fn v8__Module__Evaluate(
         }
       };
 
-      if std::env::var_os("QJS_DBG_UNINIT").is_some() {
+      if env_flag!("QJS_DBG_UNINIT") {
         let he = unsafe { JS_HasException(ctx) };
         eprintln!("[eval-result] tag={} has_exception={he}", result.tag);
       }
@@ -5705,7 +5703,7 @@ pub extern "C" fn v8__Module__Evaluate(
           eprintln!(
             "[qjs] Module::evaluate (deferred) exception: {s} (module={source_name_dbg})"
           );
-          if std::env::var_os("QJS_DEBUG_MOD").is_some() {
+          if env_flag!("QJS_DEBUG_MOD") {
             let stk = unsafe { JS_GetPropertyStr(ctx, exc, c"stack".as_ptr()) };
             if !jsv_is_undefined(&stk) {
               let ss = unsafe { jsval_to_rust(ctx, stk) };
@@ -5717,7 +5715,7 @@ pub extern "C" fn v8__Module__Evaluate(
         with_module_state(this, |m| m.status = ModuleStatus::Errored);
         return make_rejected_promise(ctx, exc);
       } else {
-        if std::env::var_os("QJS_DEBUG_MOD").is_some() {
+        if env_flag!("QJS_DEBUG_MOD") {
           if result.tag == JS_TAG_OBJECT && unsafe { JS_IsPromise(result) } {
             let state = unsafe { JS_PromiseState(ctx, result) };
             eprintln!("[QJS Evaluate-result] promise state={state}");
@@ -5926,7 +5924,7 @@ pub extern "C" fn v8__Module__CreateSyntheticModule(
   if this.is_null() {
     return ptr::null();
   }
-  if std::env::var_os("QJS_DEBUG_MOD").is_some() {
+  if env_flag!("QJS_DEBUG_MOD") {
     let nm = unsafe { jsval_to_rust(ctx, jsval_of(module_name)) };
     eprintln!(
       "[QJS CreateSyntheticModule] {nm} def={def:?} n_export_names={export_names_len}"
@@ -6026,7 +6024,7 @@ unsafe extern "C" fn synthetic_module_init_callback(
 
   let exports = SYNTHETIC_EXPORTS
     .with(|t| t.borrow_mut().remove(&(m as usize)).unwrap_or_default());
-  if std::env::var_os("QJS_DEBUG_MOD").is_some() {
+  if env_flag!("QJS_DEBUG_MOD") {
     eprintln!(
       "[QJS synthetic init] def={:?} n_exports={}",
       m,
@@ -6096,7 +6094,7 @@ pub extern "C" fn v8__Module__SetSyntheticModuleExport(
   }
 
   let val = unsafe { JS_DupValue(ctx, jsval_of(export_value)) };
-  if std::env::var_os("QJS_DEBUG_MOD").is_some() {
+  if env_flag!("QJS_DEBUG_MOD") {
     eprintln!("[QJS SetSyntheticExport] def={def:?} name={name}");
   }
   SYNTHETIC_EXPORTS.with(|t| {

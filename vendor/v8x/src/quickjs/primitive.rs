@@ -763,7 +763,7 @@ pub extern "C" fn v8__Data__IsModule(this: *const Data) -> bool {
   // GetDataFromSnapshotOnce and rusty_v8 type-checks them).
   let r = jsval_of(this).tag == JS_TAG_MODULE
     || crate::quickjs::module::is_module_wrapper(this as *const _);
-  if !r && std::env::var_os("QJS_DEBUG_TAPE").is_some() {
+  if !r && env_flag!("QJS_DEBUG_TAPE") {
     eprintln!(
       "[qjs tape] IsModule=false ptr={this:?} tag={}",
       jsval_of(this).tag

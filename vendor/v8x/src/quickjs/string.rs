@@ -11,6 +11,7 @@
 //! `intern_dup`.
 #![allow(non_snake_case)]
 
+use super::addr_map::AddrMap;
 use super::core::{
   adjust_external_memory, adjust_external_string_memory, current_ctx,
   current_iso, intern, iso_state, jsval_of,
@@ -21,7 +22,6 @@ use crate::string::{Encoding, ExternalStringResourceBase, OneByteConst};
 use crate::support::{char, int, size_t};
 use crate::{Primitive, PrimitiveArray, String as V8String};
 use std::cell::RefCell;
-use std::collections::HashMap;
 use std::ffi::c_void;
 use std::os::raw::{c_char, c_int};
 use std::ptr;
@@ -133,7 +133,7 @@ thread_local! {
   /// while the handle still holds the string it was recorded with, and an
   /// isolate's entries go when it is disposed (`forget_isolate_strings`):
   /// the map holds the addresses of live isolates only.
-  static EXTERNAL_STRINGS: RefCell<HashMap<usize, ExternalEntry>> = RefCell::new(HashMap::new());
+  static EXTERNAL_STRINGS: RefCell<AddrMap<ExternalEntry>> = RefCell::new(AddrMap::default());
 }
 
 /// The string a handle holds, as the key that `ExternalEntry::string` keeps.
