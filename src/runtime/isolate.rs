@@ -843,7 +843,8 @@ mod tests {
     /// names by number) is rebuilt by following the paths the process's first walk recorded;
     /// threads racing to record and follow them still get a registry equal to a full walk's. A
     /// debug build (the test suite's) checks each followed walk against a full walk and panics
-    /// on a difference, so a wrong registry fails this test before a script could misread it.
+    /// on a difference (under the engine's C entry points, so the test binary aborts), so a
+    /// wrong registry fails the run before a script could misread it.
     #[cfg(debug_assertions)]
     #[test]
     fn isolates_restored_on_racing_threads_find_the_intrinsics_the_snapshot_names() {
