@@ -935,10 +935,7 @@ mod tests {
                 ..Default::default()
             });
             finalize(&mut runtime).unwrap();
-            let value = runtime.execute_script("<fingerprint>", FINGERPRINT).unwrap();
-            deno_core::scope!(scope, &mut runtime);
-            let local = v8::Local::new(scope, value);
-            local.to_rust_string_lossy(scope)
+            eval_to_string(&mut runtime, FINGERPRINT)
         };
         let bootstrapped = fingerprint(false);
         let restored = fingerprint(true);
@@ -987,9 +984,13 @@ mod tests {
 
     /// `code`'s value as a string, evaluated in a runtime with deno_core's own JS and none of ours.
     fn bare_runtime_eval(code: &'static str) -> String {
-        let mut runtime = JsRuntime::new(RuntimeOptions::default());
-        let value = runtime.execute_script("<bare>", code).unwrap();
-        deno_core::scope!(scope, &mut runtime);
+        eval_to_string(&mut JsRuntime::new(RuntimeOptions::default()), code)
+    }
+
+    /// `code`'s value as a string, evaluated as a classic script in `runtime`.
+    fn eval_to_string(runtime: &mut JsRuntime, code: &'static str) -> String {
+        let value = runtime.execute_script("<eval>", code).unwrap();
+        deno_core::scope!(scope, runtime);
         let local = v8::Local::new(scope, value);
         local.to_rust_string_lossy(scope)
     }
