@@ -40815,6 +40815,18 @@ static const struct {
     { js_getOwnPropertyKeys, "getOwnPropertyKeys", 1 },
 };
 
+/* Whether `func` is one of the native functions a walk creates itself. */
+static bool js_walk_creates(JSCFunction *func)
+{
+    size_t i;
+
+    for (i = 0; i < countof(js_walk_new_cfunctions); i++) {
+        if (js_walk_new_cfunctions[i].func == func)
+            return true;
+    }
+    return false;
+}
+
 static void JS_RegisterSnapshotCFunction(JSSnapshotIntrinsicCollector *s,
                                          uint32_t which)
 {
@@ -41201,9 +41213,7 @@ int64_t v82jsc_snapshot_capture_intrinsics_checked(JSContext *ctx,
                   b->class_id == JS_CLASS_C_FUNCTION &&
                   a->u.cfunc.c_function.generic ==
                       b->u.cfunc.c_function.generic &&
-                  (a->u.cfunc.c_function.generic == js_call_function ||
-                   a->u.cfunc.c_function.generic == js_hasOwnEnumProperty ||
-                   a->u.cfunc.c_function.generic == js_getOwnPropertyKeys)))
+                  js_walk_creates(a->u.cfunc.c_function.generic)))
                 mismatch = i;
         }
         JS_FreeValue(ctx, value);
