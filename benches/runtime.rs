@@ -10,8 +10,9 @@
 //! 3. Per-call overhead: `callMCPTool` in the isolate → bridge socket → manager, vs
 //!    `McpManager::call_tool` from Rust, same fixture tool. Target: ≤ 1.3× the direct cost.
 //! 4. Peak RSS of `agent exec` on a trivial script, `agent` and its script worker process
-//!    together. Target: ≤ 30 MB (it was 60 MB before the isolate work). Also the largest proportional set size (PSS) seen while it runs,
-//!    which counts the pages of the binary both processes map once instead of twice.
+//!    together. Target: ≤ 30 MB (it was 60 MB before the isolate work). Also the largest
+//!    proportional set size (PSS) seen while it runs, which counts the pages of the binary both
+//!    processes map once instead of twice.
 //! 5. Per-call cost of recording result shapes (`mcp.types.learn`): `McpManager::call_tool` of
 //!    the fixture's `profile` (JSON text, no output schema) with and without the type recorder,
 //!    and the flush that writes the registry. Target: < 5% of a fixture call.
