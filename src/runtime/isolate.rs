@@ -880,6 +880,16 @@ mod tests {
         }
     }
 
+    /// The walk's fallback: a context whose walk finds a recorded path leading to an object of
+    /// another kind (the state it was recorded in no longer holds) walks in full instead, and
+    /// its registry is still the one a full walk builds; a walk that follows intact paths does
+    /// not fall back. Played in a runtime of its own, at a call site only this check uses, so the
+    /// recipes other tests' isolates follow are not touched.
+    #[test]
+    fn a_walk_whose_recorded_path_no_longer_holds_walks_in_full() {
+        assert_eq!(v8::intrinsics_walk_selftest(), Ok(()));
+    }
+
     /// What a script can reach from `globalThis` in a runtime restored from the snapshot (after
     /// the finalize step, as every script gets it) is what it reaches in one that ran the same
     /// bootstrap from source: every own key of every object (names and symbols), its

@@ -118,6 +118,9 @@ pub use quickjs::thread_address_map_entries;
 #[cfg(feature = "engine_quickjs")]
 #[doc(hidden)]
 pub use quickjs::process_externals_holding;
+#[cfg(feature = "engine_quickjs")]
+#[doc(hidden)]
+pub use quickjs::intrinsics_walk_selftest;
 
 // Pure-Rust implementation of the `crdtp__*` inspector-protocol C-ABI surface
 // (engine-independent), so `test_api.rs` and friends link and run. See the

@@ -53,6 +53,23 @@ pub fn process_externals_holding(pointer: *const std::ffi::c_void) -> usize {
   function::external_entries_holding(pointer as usize)
 }
 
+unsafe extern "C" {
+  fn v82jsc_snapshot_walk_selftest() -> std::os::raw::c_int;
+}
+
+/// Runs the intrinsics walk's own check in a runtime of its own: a walk at a
+/// site no engine path uses records, the next follows the recorded paths
+/// without falling back, and one that finds a recorded entry naming another
+/// class walks in full; each result equals a full walk's. `Err` names the
+/// first step that did not hold (see `v82jsc_snapshot_walk_selftest`).
+#[doc(hidden)]
+pub fn intrinsics_walk_selftest() -> Result<(), i32> {
+  match unsafe { v82jsc_snapshot_walk_selftest() } {
+    0 => Ok(()),
+    failed => Err(failed),
+  }
+}
+
 #[cfg(test)]
 mod raw_smoke_test {
   use super::quickjs_sys::*;

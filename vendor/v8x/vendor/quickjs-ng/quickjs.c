@@ -40699,6 +40699,8 @@ typedef struct JSWalkRecipe {
 } JSWalkRecipe;
 
 static JSWalkRecipe *js_walk_recipes[JS_WALK_SITES];
+/* Walks on this thread that had a recipe and still walked in full. */
+static _Thread_local uint64_t js_walk_fallbacks;
 
 typedef struct JSSnapshotIntrinsicCollector {
     JSContext *ctx;
@@ -41147,6 +41149,7 @@ void v82jsc_snapshot_capture_intrinsics_at(JSContext *ctx, JSValue registry,
                 recipe->class_count == ctx->rt->class_count &&
                 js_walk_replay(ctx, registry, recipe))
                 return;
+            js_walk_fallbacks++;
             js_walk_full(ctx, registry, length, NULL);
             return;
         }
@@ -41225,6 +41228,64 @@ int64_t v82jsc_snapshot_capture_intrinsics_checked(JSContext *ctx,
         js_def_free(NULL, followed);
     }
     return mismatch;
+}
+
+/* For tests of the walk itself (agent's `runtime::isolate` tests): three
+   fresh contexts of a runtime of their own walk at a site no engine path
+   uses. The first records a recipe, the second follows it and must not fall
+   back, the third finds one recorded entry naming another class and must
+   fall back to a full walk; each result is compared with a full walk from
+   the same start (v82jsc_snapshot_capture_intrinsics_checked). Returns 0,
+   or -(10 * round + what) for the first thing that did not hold. */
+int v82jsc_snapshot_walk_selftest(void)
+{
+    const int site = JS_WALK_SITES - 1;
+    JSWalkRecipe *recipe;
+    JSRuntime *rt = NULL;
+    JSContext *ctx = NULL;
+    JSValue registry = JS_UNDEFINED;
+    JSClassID spoiled = 0;
+    uint64_t fallbacks;
+    int round, ret = 0;
+
+    for (round = 1; round <= 3 && ret == 0; round++) {
+        rt = JS_NewRuntime();
+        ctx = rt ? JS_NewContext(rt) : NULL;
+        if (!ctx) {
+            ret = -(10 * round + 1);
+            break;
+        }
+        registry = JS_NewArray(ctx);
+        recipe = __atomic_load_n(&js_walk_recipes[site], __ATOMIC_ACQUIRE);
+        if (round > 1 && (!recipe || recipe->entry_count == 0)) {
+            ret = -(10 * round + 2);
+        } else {
+            if (round == 3) {
+                spoiled = recipe->entries[0].class_id;
+                recipe->entries[0].class_id =
+                    spoiled == JS_CLASS_OBJECT ? JS_CLASS_ARRAY : JS_CLASS_OBJECT;
+            }
+            fallbacks = js_walk_fallbacks;
+            if (v82jsc_snapshot_capture_intrinsics_checked(ctx, registry,
+                                                           site) >= 0)
+                ret = -(10 * round + 3);
+            else if ((round == 2 && js_walk_fallbacks != fallbacks) ||
+                     (round == 3 && js_walk_fallbacks == fallbacks))
+                ret = -(10 * round + 4);
+            if (round == 3)
+                recipe->entries[0].class_id = spoiled;
+        }
+        JS_FreeValue(ctx, registry);
+        JS_FreeContext(ctx);
+        JS_FreeRuntime(rt);
+        ctx = NULL;
+        rt = NULL;
+    }
+    if (ctx)
+        JS_FreeContext(ctx);
+    if (rt)
+        JS_FreeRuntime(rt);
+    return ret;
 }
 
 static int JS_WriteFunctionSource(BCWriterState *s,
