@@ -20,9 +20,13 @@ fn main() -> std::process::ExitCode {
     }
     agent::runtime::run_scripts_in_worker_processes();
     // `agent exec` always runs a script: its worker starts while the arguments and the
-    // configuration are read.
+    // configuration are read, forked from this process so it need not load the binary again.
     if subcommand().is_some_and(|c| c == "exec") {
-        agent::runtime::prestart_worker();
+        // SAFETY: no thread has been started yet.
+        if let Some(worker) = unsafe { agent::runtime::prestart_forked_worker() } {
+            agent::cli::log::init(0);
+            return std::process::ExitCode::from(worker.run());
+        }
     }
     std::process::ExitCode::from(agent::cli::main())
 }

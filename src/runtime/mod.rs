@@ -53,7 +53,7 @@ use serde::{Deserialize, Serialize};
 
 pub use isolate::phases::{PHASES, engine_floor, phase_profile};
 pub use isolate::{MIN_HEAP_MB, use_private_bytecode_cache};
-pub use process::{WORKER_ARG, worker_main, worker_verbosity};
+pub use process::{ForkedWorker, WORKER_ARG, worker_main, worker_verbosity};
 
 use crate::bridge::BridgeEndpoint;
 use crate::config::CodeExecutionConfig;
@@ -266,6 +266,20 @@ pub fn prestart_worker() {
     if let Some(exe) = WORKER_BINARY.get() {
         process::prestart(exe, Limits::default().memory_limit_mb);
     }
+}
+
+/// [`prestart_worker`] by forking this process ([`process::prestart_forked`]): in the child it
+/// returns the worker, which the caller runs (and then exits with its status); in `agent` it
+/// returns `None`.
+///
+/// # Safety
+///
+/// Call it while this process has a single thread (first thing in `main`); with more it starts
+/// the worker as [`prestart_worker`] does.
+pub unsafe fn prestart_forked_worker() -> Option<ForkedWorker> {
+    let exe = WORKER_BINARY.get()?;
+    // SAFETY: passed on from the caller.
+    unsafe { process::prestart_forked(exe, Limits::default().memory_limit_mb) }
 }
 
 impl Isolation {

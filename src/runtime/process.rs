@@ -201,7 +201,7 @@ const TERMINATION_NOISE: &[u8] =
 /// Passes the worker's stderr (its log lines) on to ours, line by line, leaving out deno_core's
 /// [`TERMINATION_NOISE`]. Reads to the end whatever happens, so the worker never writes into a
 /// closed pipe.
-fn relay_stderr(stderr: std::process::ChildStderr) {
+fn relay_stderr(stderr: impl Read + Send + 'static) {
     let relay = move || {
         use std::io::BufRead as _;
         let mut lines = BufReader::new(stderr);
@@ -226,7 +226,7 @@ struct WorkerProcess {
     /// a runner of the same binary whose logging (set once the command line is read) matches.
     exe: PathBuf,
     verbosity: u8,
-    child: Mutex<std::process::Child>,
+    child: Mutex<Child>,
     to_child: Mutex<UnixStream>,
     jobs: Arc<Jobs>,
     next_id: AtomicU64,
@@ -261,12 +261,19 @@ impl WorkerProcess {
         if let Some(stderr) = child.stderr.take() {
             relay_stderr(stderr);
         }
+        WorkerProcess::attach(exe, verbosity, Child::Spawned(child), ours)
+    }
+
+    /// The parent's side of a started worker `child` whose socket end is `ours`: starts reading
+    /// its answers.
+    fn attach(
+        exe: &std::path::Path,
+        verbosity: u8,
+        child: Child,
+        ours: UnixStream,
+    ) -> std::io::Result<Arc<WorkerProcess>> {
         let jobs = Arc::new(Jobs::default());
-        let reader = ours.try_clone()?;
-        let answers = jobs.clone();
-        let spawned = std::thread::Builder::new()
-            .name("agent-js-answers".into())
-            .spawn(move || read_answers(BufReader::new(reader), &answers));
+        let reader = ours.try_clone();
         let worker = Arc::new(WorkerProcess {
             exe: exe.to_path_buf(),
             verbosity,
@@ -274,6 +281,12 @@ impl WorkerProcess {
             to_child: Mutex::new(ours),
             jobs,
             next_id: AtomicU64::new(1),
+        });
+        let answers = worker.jobs.clone();
+        let spawned = reader.and_then(|reader| {
+            std::thread::Builder::new()
+                .name("agent-js-answers".into())
+                .spawn(move || read_answers(BufReader::new(reader), &answers))
         });
         if let Err(e) = spawned {
             worker.kill();
@@ -326,11 +339,67 @@ impl WorkerProcess {
         }
     }
 
-    /// Kills the process (SIGKILL) and reaps it.
+    /// Kills the process (SIGKILL). It stops running at once; reaping it (waiting for the
+    /// kernel to take its memory down, ~1 ms) happens on a thread of its own, so a caller that
+    /// drops its executor to print a result and exit does not wait for it.
     fn kill(&self) {
         if let Ok(mut child) = self.child.lock() {
-            let _ = child.kill();
-            let _ = child.wait();
+            std::mem::replace(&mut *child, Child::Reaped).kill_and_reap();
+        }
+    }
+}
+
+/// A worker process as its parent holds it: started through `posix_spawn` ([`WorkerProcess::spawn`])
+/// or forked at the start of `main` ([`prestart_forked`]).
+enum Child {
+    Spawned(std::process::Child),
+    Forked(libc::pid_t),
+    Reaped,
+}
+
+impl Child {
+    fn kill_and_reap(self) {
+        match &self {
+            Child::Spawned(c) => {
+                // SAFETY: kill with the pid of our own child, which nothing has reaped yet (only
+                // this type waits for it), so the pid is still its.
+                unsafe { libc::kill(c.id() as libc::pid_t, libc::SIGKILL) };
+            }
+            // SAFETY: as above.
+            Child::Forked(pid) => unsafe {
+                libc::kill(*pid, libc::SIGKILL);
+            },
+            Child::Reaped => return,
+        }
+        let reap = Arc::new(Mutex::new(Some(self)));
+        let theirs = reap.clone();
+        let spawned = std::thread::Builder::new().name("agent-js-reap".into()).spawn(move || {
+            if let Some(child) = theirs.lock().ok().and_then(|mut c| c.take()) {
+                child.wait();
+            }
+        });
+        // No thread: reap here rather than leave a zombie behind.
+        if spawned.is_err()
+            && let Some(child) = reap.lock().ok().and_then(|mut c| c.take())
+        {
+            child.wait();
+        }
+    }
+
+    fn wait(self) {
+        match self {
+            Child::Spawned(mut c) => {
+                let _ = c.wait();
+            }
+            Child::Forked(pid) => loop {
+                let mut status = 0;
+                // SAFETY: waitpid on our own child's pid with a valid out-pointer.
+                let r = unsafe { libc::waitpid(pid, &mut status, 0) };
+                if r >= 0 || std::io::Error::last_os_error().kind() != std::io::ErrorKind::Interrupted {
+                    break;
+                }
+            },
+            Child::Reaped => {}
         }
     }
 }
@@ -404,6 +473,157 @@ pub fn prestart(exe: &std::path::Path, limit_mb: u64) {
         }
         Err(e) => tracing::debug!("cannot start a script worker early: {e}"),
     }
+}
+
+/// The worker [`prestart_forked`] made of this process, in the child: [`ForkedWorker::run`]
+/// serves the parent's jobs until it goes.
+pub struct ForkedWorker {
+    socket: UnixStream,
+    limit_mb: u64,
+}
+
+impl ForkedWorker {
+    /// Serves jobs on the socket, as [`worker_main`] does; the exit status.
+    pub fn run(self) -> u8 {
+        serve_jobs(self.socket, self.limit_mb)
+    }
+}
+
+/// Starts the first script worker of `exe` as [`prestart`] does, but by forking this process
+/// instead of executing the binary again: the child is `agent` as it is now, already loaded and
+/// linked, so it skips the ~2 ms a process start of this binary takes (mapping it, the dynamic
+/// loader's relocations, the libraries' constructors) and restores its isolate that much sooner.
+/// Returns the worker in the child (the caller runs it and exits), `None` in the parent.
+///
+/// The child is made what [`WorkerProcess::spawn`] makes: its own process group, the socket its
+/// only descriptor besides stdin and stdout (`/dev/null`) and stderr (a pipe the parent relays),
+/// the environment emptied but for [`KEPT_ENV`], and the name `__js-worker` (`/proc/<pid>/comm`;
+/// its command line stays `agent`'s). It shares `agent`'s address-space layout (a fork is not
+/// re-randomised); a script that took over its worker runs as the user either way.
+///
+/// # Safety
+///
+/// Only while this process has a single thread (first thing in `main`): the child of a fork
+/// has only the forking thread, and anything another thread held (a lock, the allocator's) would
+/// stay held in it forever. It checks `/proc/self/status` and falls back to [`prestart`] when
+/// another thread exists.
+pub unsafe fn prestart_forked(exe: &std::path::Path, limit_mb: u64) -> Option<ForkedWorker> {
+    if !single_threaded() {
+        prestart(exe, limit_mb);
+        return None;
+    }
+    let verbosity = log_verbosity();
+    let started = (|| {
+        let (ours, theirs) = UnixStream::pair()?;
+        let null = std::fs::OpenOptions::new().read(true).write(true).open("/dev/null")?;
+        let (err_read, err_write) = std::io::pipe()?;
+        // SAFETY: the caller guarantees no other thread exists (checked above too).
+        let pid = unsafe { libc::fork() };
+        if pid < 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        if pid == 0 {
+            drop((ours, err_read));
+            become_worker(&theirs, null, err_write.into());
+            return Ok(Some(ForkedWorker { socket: theirs, limit_mb }));
+        }
+        drop((theirs, null, err_write));
+        relay_stderr(err_read);
+        let worker = WorkerProcess::attach(exe, verbosity, Child::Forked(pid), ours)?;
+        if let Ok(mut p) = PRESTARTED.lock() {
+            *p = Some(worker);
+        }
+        Ok(None)
+    })();
+    match started {
+        Ok(child) => child,
+        Err(e) => {
+            tracing::debug!("cannot fork a script worker early ({e}); starting one");
+            prestart(exe, limit_mb);
+            None
+        }
+    }
+}
+
+/// Whether this process has one thread, as `/proc/self/status` says.
+fn single_threaded() -> bool {
+    std::fs::read_to_string("/proc/self/status")
+        .is_ok_and(|s| s.lines().any(|l| l.strip_prefix("Threads:").is_some_and(|n| n.trim() == "1")))
+}
+
+/// In a forked child: what `posix_spawn`'s file actions, process group and environment make of a
+/// spawned worker. stdin and stdout become `null`, stderr `err`, every other descriptor but
+/// `socket` is closed (the parent's end of the socket among them: the child must see the end
+/// of the stream when the parent goes).
+fn become_worker(socket: &UnixStream, null: std::fs::File, err: std::os::fd::OwnedFd) {
+    let keep = socket.as_raw_fd();
+    // SAFETY: plain system calls on descriptors of this (single-threaded) process.
+    unsafe {
+        libc::setpgid(0, 0);
+        libc::dup2(null.as_raw_fd(), 0);
+        libc::dup2(null.as_raw_fd(), 1);
+        libc::dup2(err.as_raw_fd(), 2);
+    }
+    drop((null, err));
+    // SAFETY: no descriptor above 2 but `socket` is owned by anything alive in this process (the
+    // parent's ones were dropped above or are the parent's own, which this copy must not hold).
+    unsafe {
+        if keep > 3 {
+            libc::close_range(3, (keep - 1) as libc::c_uint, 0);
+        }
+        libc::close_range((keep + 1) as libc::c_uint, libc::c_uint::MAX, 0);
+        libc::prctl(libc::PR_SET_NAME, c"__js-worker".as_ptr());
+    }
+    scrub_environment();
+}
+
+/// Empties a forked worker's environment but for [`KEPT_ENV`], as `env_clear` does for a spawned
+/// one, including the strings the process started with: removing a variable only unlinks it,
+/// and its bytes (an API key of `agent`'s environment) would stay in memory and in
+/// `/proc/<pid>/environ`. That area is rewritten with the kept variables alone.
+fn scrub_environment() {
+    let keeps = |k: &std::ffi::OsStr| {
+        let name = k.to_string_lossy();
+        KEPT_ENV.contains(&name.as_ref()) || KEPT_ENV_PREFIXES.iter().any(|p| name.starts_with(p))
+    };
+    let all: Vec<(std::ffi::OsString, std::ffi::OsString)> = std::env::vars_os().collect();
+    for (k, _) in &all {
+        // SAFETY: this process has a single thread, so nothing reads the environment meanwhile.
+        unsafe { std::env::remove_var(k) };
+    }
+    let kept: Vec<_> = all.into_iter().filter(|(k, _)| keeps(k)).collect();
+    if let Some(area) = initial_environment() {
+        let mut packed = Vec::new();
+        for (k, v) in &kept {
+            packed.extend_from_slice(k.as_bytes());
+            packed.push(b'=');
+            packed.extend_from_slice(v.as_bytes());
+            packed.push(0);
+        }
+        area.fill(0);
+        if let Some(head) = area.get_mut(..packed.len()) {
+            head.copy_from_slice(&packed);
+        }
+    }
+    for (k, v) in kept {
+        // SAFETY: as above.
+        unsafe { std::env::set_var(k, v) };
+    }
+}
+
+/// The area the kernel wrote this process's environment strings to when it started (on its
+/// stack, between `env_start` and `env_end` of `/proc/self/stat`).
+fn initial_environment() -> Option<&'static mut [u8]> {
+    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
+    // Fields after the command name start at the third (the state); env_start is the 50th.
+    let fields: Vec<&str> = stat.rsplit_once(')')?.1.split_whitespace().collect();
+    let start: usize = fields.get(47)?.parse().ok()?;
+    let end: usize = fields.get(48)?.parse().ok()?;
+    let len = end.checked_sub(start).filter(|&l| l > 0)?;
+    // SAFETY: the kernel maps this area writable for the life of the process and nothing else
+    // points into it once every variable has been removed from the environment (the caller
+    // does that first); this process has a single thread.
+    Some(unsafe { std::slice::from_raw_parts_mut(start as *mut u8, len) })
 }
 
 /// Runs jobs in a worker process of `exe` (the executor's process mode).
@@ -625,6 +845,19 @@ impl Controls {
 /// answers on the same socket; ends as soon as the parent's end closes. Called by `main` when
 /// the first argument is [`WORKER_ARG`]; returns the exit code.
 pub fn worker_main() -> u8 {
+    let Some(socket) = inherited_socket() else {
+        tracing::error!("{WORKER_ARG}: stdin is not the socket this worker is started with");
+        return 2;
+    };
+    let limit_mb = std::env::args().nth(2).and_then(|a| a.parse().ok()).unwrap_or(super::MIN_HEAP_MB);
+    // The forked worker's main thread is named in `become_worker`; this one's is `exe`.
+    // SAFETY: PR_SET_NAME reads a NUL-terminated string of at most 16 bytes.
+    unsafe { libc::prctl(libc::PR_SET_NAME, c"__js-worker".as_ptr()) };
+    serve_jobs(socket, limit_mb)
+}
+
+/// The worker's loop: runs the jobs that arrive on `socket` and answers on it.
+fn serve_jobs(socket: UnixStream, limit_mb: u64) -> u8 {
     // The runner's heap grows by at least 8 MiB at a time instead of glibc's 128 KiB: restoring
     // the first isolate otherwise grows it with an `mprotect` call every few pages. Nothing more is
     // made resident (peak RSS unchanged), and a cold `agent exec` takes ~1.5 ms less CPU
@@ -633,11 +866,6 @@ pub fn worker_main() -> u8 {
     unsafe {
         libc::mallopt(libc::M_TOP_PAD, 8 << 20);
     }
-    let Some(socket) = inherited_socket() else {
-        tracing::error!("{WORKER_ARG}: stdin is not the socket this worker is started with");
-        return 2;
-    };
-    let limit_mb = std::env::args().nth(2).and_then(|a| a.parse().ok()).unwrap_or(super::MIN_HEAP_MB);
     let limit = Arc::new(AtomicU64::new(limit_mb));
     let mut runner = isolate::Worker::spawn(limit.clone());
     let Ok(writer) = socket.try_clone() else { return 2 };

@@ -607,7 +607,10 @@ fn the_worker_logs_at_the_verbosity_the_command_asked_for() {
     let mut seen = Vec::new();
     while child.try_wait().unwrap().is_none() {
         for w in support::procs::descendants_with(child.id(), "__js-worker") {
-            if let Ok(c) = std::fs::read(format!("/proc/{w}/cmdline")) {
+            // An ended worker not reaped yet has an empty command line.
+            if let Ok(c) = std::fs::read(format!("/proc/{w}/cmdline"))
+                && !c.is_empty()
+            {
                 let args: Vec<String> = c.split(|&b| b == 0).map(|a| String::from_utf8_lossy(a).into_owned()).collect();
                 if !seen.contains(&args) {
                     seen.push(args);
@@ -651,6 +654,39 @@ fn the_script_worker_holds_none_of_agents_secrets() {
     assert!(!environ.windows(secret.len()).any(|w| w == secret.as_bytes()), "the worker holds a secret: {names:?}");
     assert!(names.iter().all(|n| !n.contains("KEY") && !n.contains("TOKEN")), "{names:?}");
     assert!(names.iter().any(|n| n == "HOME"), "the engine's caches need HOME: {names:?}");
+}
+
+/// `agent exec` runs its script in the worker it forked from itself first thing (no second load
+/// of the binary), made what a spawned worker is: named `__js-worker`, in a process group of
+/// its own (Ctrl-C reaches `agent`, which stops the script), stdin and stdout `/dev/null`,
+/// stderr a pipe `agent` relays.
+#[test]
+fn agent_exec_runs_its_script_in_a_worker_forked_from_itself() {
+    let p = fixture_project();
+    let mut child = spawn_fed(p.cmd(&["exec", "-"]), SLOW_DONE);
+    let agent = child.id();
+    let mut seen = None;
+    while seen.is_none() && child.try_wait().unwrap().is_none() {
+        if let Some(&w) = support::procs::children_with(agent, "__js-worker").first() {
+            let read = |f: &str| std::fs::read(format!("/proc/{w}/{f}")).unwrap_or_default();
+            let fd = |n: u32| std::fs::read_link(format!("/proc/{w}/fd/{n}")).map(|l| l.display().to_string());
+            seen = Some((
+                read("cmdline") == std::fs::read(format!("/proc/{agent}/cmdline")).unwrap_or_default(),
+                read("comm"),
+                support::procs::group(w) == Some(w),
+                [fd(0), fd(1), fd(2)].map(|l| l.unwrap_or_default()),
+            ));
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "done\n", "{out:?}");
+    let (forked, comm, own_group, fds) = seen.expect("no script worker was seen while the script ran");
+    assert_eq!(String::from_utf8_lossy(&comm), "__js-worker\n");
+    assert!(forked, "the worker was started anew, not forked");
+    assert!(own_group, "the worker is not in a process group of its own");
+    assert_eq!(fds[..2], ["/dev/null", "/dev/null"], "stdin and stdout: {fds:?}");
+    assert!(fds[2].starts_with("pipe:"), "stderr: {fds:?}");
 }
 
 /// In-process, with a worker process of the real binary: a stuck script whose future is dropped

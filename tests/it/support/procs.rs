@@ -37,17 +37,20 @@ pub fn descendants(pid: u32) -> Vec<u32> {
     below
 }
 
-/// The processes below `pid` whose command line contains `needle`.
-pub fn descendants_with(pid: u32, needle: &str) -> Vec<u32> {
-    descendants(pid)
-        .into_iter()
-        .filter(|p| {
-            std::fs::read(format!("/proc/{p}/cmdline")).is_ok_and(|c| String::from_utf8_lossy(&c).contains(needle))
-        })
-        .collect()
+/// Whether the command line or the name (`/proc/<pid>/comm`) of `pid` contains `needle`: a
+/// script worker `agent exec` forks keeps `agent`'s command line but is named `__js-worker`.
+fn named(pid: u32, needle: &str) -> bool {
+    ["cmdline", "comm"]
+        .iter()
+        .any(|f| std::fs::read(format!("/proc/{pid}/{f}")).is_ok_and(|c| String::from_utf8_lossy(&c).contains(needle)))
 }
 
-/// The direct children of `pid` whose command line contains `needle`.
+/// The processes below `pid` whose command line or name contains `needle`.
+pub fn descendants_with(pid: u32, needle: &str) -> Vec<u32> {
+    descendants(pid).into_iter().filter(|&p| named(p, needle)).collect()
+}
+
+/// The direct children of `pid` whose command line or name contains `needle`.
 pub fn children_with(pid: u32, needle: &str) -> Vec<u32> {
     descendants_with(pid, needle)
         .into_iter()
@@ -56,6 +59,11 @@ pub fn children_with(pid: u32, needle: &str) -> Vec<u32> {
 }
 
 /// Whether `pid` is still running (a zombie nobody reaped is not).
+/// The process group of `pid`.
+pub fn group(pid: u32) -> Option<u32> {
+    stat(pid)?.get(2)?.parse().ok()
+}
+
 pub fn running(pid: u32) -> bool {
     stat(pid).is_some_and(|f| f.first().is_some_and(|s| s != "Z"))
 }
@@ -115,14 +123,14 @@ impl Drop for KillOnDrop {
     }
 }
 
-/// Every running process whose command line contains `needle` and whose environment holds the
+/// Every running process whose command line or name contains `needle` and whose environment holds the
 /// entry `var` exactly (`HOME=/tmp/...`): finds a test's processes after their parent is gone.
 pub fn with_env(needle: &str, var: &str) -> Vec<u32> {
     let Ok(dir) = std::fs::read_dir("/proc") else { return Vec::new() };
     dir.flatten()
         .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
         .filter(|&p| {
-            std::fs::read(format!("/proc/{p}/cmdline")).is_ok_and(|c| String::from_utf8_lossy(&c).contains(needle))
+            named(p, needle)
                 && std::fs::read(format!("/proc/{p}/environ"))
                     .is_ok_and(|e| e.split(|&b| b == 0).any(|entry| entry == var.as_bytes()))
                 && running(p)
