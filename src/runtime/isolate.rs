@@ -100,12 +100,22 @@ fn runner_thread(mut rx: std::sync::mpsc::Receiver<Box<Job>>, limit_mb: Arc<Atom
         }
     };
     let _enter = tokio_rt.enter();
-    // Before the engine first writes to it (it compiles while creating the first runtime below).
+    super::loader::warm_transpiler();
+    // Private before the engine first writes to it (it compiles while creating the first
+    // runtime below). Trimming it (a `stat` per file, up to ~1 ms) runs beside that first
+    // runtime's restore instead of before it, and is waited for before the first answer: a
+    // cold `agent exec` kills its worker once answered, and a trim cut short every time would
+    // leave the cache unbounded.
+    let mut trimming = None;
     if let Some(dir) = engine_bytecode_cache_dir() {
         if let Err(e) = super::snapshot::private_dir(&dir) {
             tracing::info!("cannot make the bytecode cache {} private: {e}", dir.display());
         }
-        prune_bytecode_cache(&dir, BYTECODE_CACHE_KEEP, BYTECODE_CACHE_MAX_BYTES);
+        let trim = move || prune_bytecode_cache(&dir, BYTECODE_CACHE_KEEP, BYTECODE_CACHE_MAX_BYTES);
+        match std::thread::Builder::new().name("agent-js-trim".into()).spawn(trim.clone()) {
+            Ok(t) => trimming = Some(t),
+            Err(_) => trim(),
+        }
     }
     let cache = TranspileCache::default();
     let mut next: Option<Result<Prepared, String>> = None;
@@ -170,6 +180,9 @@ fn runner_thread(mut rx: std::sync::mpsc::Receiver<Box<Job>>, limit_mb: Arc<Atom
         let mut outcome = tokio_rt.block_on(prepared.run(req, started));
         let kept = keep && prepared.usable();
         outcome.isolate = super::IsolateUse { ran: true, fresh, kept };
+        if let Some(t) = trimming.take() {
+            let _ = t.join();
+        }
         let _ = done.send(outcome);
         // Freeing the isolate (possibly a full heap) happens after the caller has its answer.
         if kept {
