@@ -402,14 +402,18 @@ impl ControlInner {
 /// of `heap_limit` bytes, loading modules through `loader`.
 fn new_runtime(loader: Rc<WorkspaceLoader>, heap_limit: usize) -> Result<JsRuntime, String> {
     let snapshot = super::snapshot::startup_snapshot();
-    JsRuntime::try_new(RuntimeOptions {
+    let runtime = JsRuntime::try_new(RuntimeOptions {
         module_loader: Some(loader),
         extensions: vec![super::ops::extension(snapshot.is_none())],
         startup_snapshot: snapshot,
         create_params: Some(v8::CreateParams::default().heap_limits(0, heap_limit)),
         ..Default::default()
     })
-    .map_err(|e| e.to_string())
+    .map_err(|e| e.to_string())?;
+    if snapshot.is_some() {
+        super::snapshot::remember_walks();
+    }
+    Ok(runtime)
 }
 
 /// The finalize step every runtime takes before its script (finalize.js: no path to the ops).

@@ -1643,6 +1643,53 @@ fn the_compiled_script_caches_are_private() {
     }
 }
 
+/// The walks file beside the snapshot (where a restored context's builtins are found, recorded by
+/// one process for the next): written private on first use, followed later, and a damaged one
+/// is refused and written again while the script runs as usual. A file of another kind in its
+/// place (a link to a file of someone else's) is not followed.
+#[test]
+fn the_snapshot_walks_file_is_private_and_a_damaged_one_is_replaced() {
+    use std::os::unix::fs::PermissionsExt;
+    let p = fixture_project();
+    let cache = p.path().join("cache");
+    let walks = || -> Vec<std::path::PathBuf> {
+        std::fs::read_dir(cache.join("agent"))
+            .map(|d| d.flatten().map(|e| e.path()).filter(|f| f.extension().is_some_and(|x| x == "walks")).collect())
+            .unwrap_or_default()
+    };
+    p.write("job.ts", "console.log(6 * 7);\n");
+    let run = || {
+        let out = p.cmd(&["exec", "job.ts"]).env("XDG_CACHE_HOME", &cache).output().unwrap();
+        assert_eq!(String::from_utf8_lossy(&out.stdout), "42\n", "{out:?}");
+    };
+    run();
+    let [file] = walks().try_into().expect("one walks file beside the snapshot");
+    assert_eq!(std::fs::metadata(&file).unwrap().permissions().mode() & 0o777, 0o600);
+    // The process that made the snapshot recorded some walks in the state making it left; the
+    // next one finds those do not hold, and writes what it recorded instead. From then on the
+    // file is read and followed, and left as it is.
+    run();
+    let settled = std::fs::read(&file).unwrap();
+    let valid = |b: &[u8]| b.starts_with(b"AGWALK01") && b.len() > 1024;
+    assert!(valid(&settled), "{} bytes", settled.len());
+    let inode = |f: &std::path::Path| std::os::unix::fs::MetadataExt::ino(&std::fs::metadata(f).unwrap());
+    let before = inode(&file);
+    run();
+    assert_eq!(inode(&file), before, "a process that read the walks wrote them again");
+    for damaged in [b"AGWALK01 not a walk".to_vec(), settled[..settled.len() / 2].to_vec()] {
+        std::fs::write(&file, &damaged).unwrap();
+        run();
+        let now = std::fs::read(&file).unwrap();
+        assert!(valid(&now) && now != damaged, "the damaged file was not written again ({} bytes)", now.len());
+    }
+    let elsewhere = p.path().join("elsewhere.walks");
+    std::fs::write(&elsewhere, &settled).unwrap();
+    std::fs::remove_file(&file).unwrap();
+    std::os::unix::fs::symlink(&elsewhere, &file).unwrap();
+    run();
+    assert!(std::fs::symlink_metadata(&file).unwrap().is_file(), "the link was followed, not replaced");
+}
+
 /// The engine's bytecode cache lives in agent's own cache directory: nothing is written to the
 /// engine's default `~/.cache/v8x` (outside our cache and its trimming).
 #[test]

@@ -120,7 +120,7 @@ pub use quickjs::thread_address_map_entries;
 pub use quickjs::process_externals_holding;
 #[cfg(feature = "engine_quickjs")]
 #[doc(hidden)]
-pub use quickjs::intrinsics_walk_selftest;
+pub use quickjs::{export_intrinsics_walks, import_intrinsics_walks, intrinsics_walk_selftest};
 
 // Pure-Rust implementation of the `crdtp__*` inspector-protocol C-ABI surface
 // (engine-independent), so `test_api.rs` and friends link and run. See the

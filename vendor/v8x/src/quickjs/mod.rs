@@ -55,6 +55,41 @@ pub fn process_externals_holding(pointer: *const std::ffi::c_void) -> usize {
 
 unsafe extern "C" {
   fn v82jsc_snapshot_walk_selftest() -> std::os::raw::c_int;
+  fn v82jsc_walk_recipes_export(buf: *mut u8, cap: usize) -> usize;
+  fn v82jsc_walk_recipes_import(buf: *const u8, len: usize) -> std::os::raw::c_int;
+}
+
+/// The paths the intrinsics walks of this process recorded (see
+/// `v82jsc_snapshot_capture_intrinsics_at`), as bytes a later process of the
+/// same binary can give to [`import_intrinsics_walks`]; empty when none was
+/// recorded yet.
+#[doc(hidden)]
+pub fn export_intrinsics_walks() -> Vec<u8> {
+  loop {
+    // SAFETY: a null buffer of capacity 0 only asks for the size.
+    let len = unsafe { v82jsc_walk_recipes_export(std::ptr::null_mut(), 0) };
+    let mut buf = vec![0u8; len];
+    // SAFETY: `buf` holds `len` writable bytes.
+    let wrote = unsafe { v82jsc_walk_recipes_export(buf.as_mut_ptr(), len) };
+    // Another thread may have recorded a walk between the two calls.
+    if wrote == len {
+      return if len > 8 { buf } else { Vec::new() };
+    }
+  }
+}
+
+/// Installs walk paths [`export_intrinsics_walks`] wrote in another process
+/// of this binary, for the call sites that have none yet, so this process's
+/// first contexts follow them instead of walking in full. Following checks
+/// each entry against the live object and walks in full when one differs, so
+/// stale bytes cost time, never a wrong registry. `None` when the bytes are
+/// not such a record (nothing is installed); else how many sites took one.
+#[doc(hidden)]
+pub fn import_intrinsics_walks(bytes: &[u8]) -> Option<usize> {
+  // SAFETY: `bytes` is a readable buffer of its length; the C side bounds
+  // every read by it.
+  let n = unsafe { v82jsc_walk_recipes_import(bytes.as_ptr(), bytes.len()) };
+  usize::try_from(n).ok()
 }
 
 /// Runs the intrinsics walk's own check in a runtime of its own: a walk at a

@@ -40696,6 +40696,8 @@ typedef struct JSWalkRecipe {
     uint32_t step_count, step_size;
     JSWalkStep *steps;
     bool failed;
+    /* read from a file another process wrote (v82jsc_walk_recipes_import) */
+    bool loaded;
 } JSWalkRecipe;
 
 static JSWalkRecipe *js_walk_recipes[JS_WALK_SITES];
@@ -41150,8 +41152,14 @@ void v82jsc_snapshot_capture_intrinsics_at(JSContext *ctx, JSValue registry,
                 js_walk_replay(ctx, registry, recipe))
                 return;
             js_walk_fallbacks++;
-            js_walk_full(ctx, registry, length, NULL);
-            return;
+            if (!recipe->loaded) {
+                js_walk_full(ctx, registry, length, NULL);
+                return;
+            }
+            /* A recipe another process recorded that does not hold here:
+               record one in its place. The old one stays allocated (another
+               thread may be following it); it is replaced at most once. */
+            expected = recipe;
         }
         recipe = js_def_calloc(NULL, 1, sizeof(*recipe));
         if (recipe) {
@@ -41172,6 +41180,182 @@ void v82jsc_snapshot_capture_intrinsics_at(JSContext *ctx, JSValue registry,
 void v82jsc_snapshot_capture_intrinsics(JSContext *ctx, JSValue registry)
 {
     v82jsc_snapshot_capture_intrinsics_at(ctx, registry, 0);
+}
+
+/* Recipes kept across processes. A process that restores one isolate (a
+   cold `agent exec`) walks in full at every site, since it never walks at a
+   site twice; one that reads the recipes an earlier process of the same
+   binary wrote follows them from its first walk. Following checks every
+   entry against the live object and walks in full on any difference (then
+   records a recipe in place of the one read), and never calls what a recipe
+   names, so a stale or damaged file costs a full walk, nothing more.
+
+   The format, in this machine's byte order: "QJWR", a version, then each
+   recipe (site, start length, class count, entry and step counts, the
+   entries, the steps). Native function addresses are written relative to
+   JS_NewRuntime's, so they name the same functions in another process of
+   the same binary (which the caller keys the file by). */
+#define JS_WALK_FILE_MAGIC 0x52574a51u /* "QJWR" */
+#define JS_WALK_FILE_VERSION 1u
+
+typedef struct JSWalkBuf {
+    uint8_t *buf;
+    const uint8_t *in;
+    size_t cap, pos;
+    bool bad;
+} JSWalkBuf;
+
+static void js_walk_put(JSWalkBuf *b, const void *v, size_t n)
+{
+    if (b->buf && b->pos + n <= b->cap)
+        memcpy(b->buf + b->pos, v, n);
+    b->pos += n;
+}
+
+static void js_walk_get(JSWalkBuf *b, void *v, size_t n)
+{
+    if (b->bad || n > b->cap - b->pos) {
+        b->bad = true;
+        memset(v, 0, n);
+        return;
+    }
+    memcpy(v, b->in + b->pos, n);
+    b->pos += n;
+}
+
+static uintptr_t js_walk_func_base(void)
+{
+    return (uintptr_t)(void *)&JS_NewRuntime;
+}
+
+/* Writes every recipe this process holds to `buf` when `cap` bytes suffice;
+   returns the number of bytes they take either way. */
+size_t v82jsc_walk_recipes_export(uint8_t *buf, size_t cap)
+{
+    JSWalkBuf b = { .buf = buf, .cap = cap };
+    uint32_t magic = JS_WALK_FILE_MAGIC, version = JS_WALK_FILE_VERSION;
+    uint32_t site, i;
+    const JSWalkRecipe *r;
+    const JSWalkEntry *e;
+    uint8_t has_func;
+    int64_t func;
+
+    js_walk_put(&b, &magic, 4);
+    js_walk_put(&b, &version, 4);
+    for (site = 1; site < JS_WALK_SITES; site++) {
+        r = __atomic_load_n(&js_walk_recipes[site], __ATOMIC_ACQUIRE);
+        if (!r)
+            continue;
+        js_walk_put(&b, &site, 4);
+        js_walk_put(&b, &r->start_len, 4);
+        js_walk_put(&b, &r->class_count, 4);
+        js_walk_put(&b, &r->entry_count, 4);
+        js_walk_put(&b, &r->step_count, 4);
+        for (i = 0; i < r->entry_count; i++) {
+            e = &r->entries[i];
+            has_func = e->func != NULL;
+            func = has_func ? (int64_t)((uintptr_t)e->func - js_walk_func_base()) : 0;
+            js_walk_put(&b, &e->root, 4);
+            js_walk_put(&b, &e->first_step, 4);
+            js_walk_put(&b, &e->step_count, 1);
+            js_walk_put(&b, &e->length, 1);
+            js_walk_put(&b, &e->cproto, 1);
+            js_walk_put(&b, &has_func, 1);
+            js_walk_put(&b, &e->magic, 2);
+            js_walk_put(&b, &e->class_id, 4);
+            js_walk_put(&b, &func, 8);
+        }
+        for (i = 0; i < r->step_count; i++) {
+            js_walk_put(&b, &r->steps[i].kind, 1);
+            js_walk_put(&b, &r->steps[i].index, 4);
+        }
+    }
+    return b.pos;
+}
+
+/* Reads recipes `v82jsc_walk_recipes_export` wrote, for the sites that have
+   none yet. Returns how many it installed, or -1 (and installs none) when
+   the bytes are not such a file. */
+int v82jsc_walk_recipes_import(const uint8_t *buf, size_t len)
+{
+    JSWalkBuf b = { .in = buf, .cap = buf ? len : 0 };
+    JSWalkRecipe *read[JS_WALK_SITES] = { NULL };
+    JSWalkRecipe *r, *expected;
+    JSWalkEntry *e;
+    uint32_t magic, version, site, i;
+    uint8_t has_func;
+    int64_t func;
+    int installed = 0;
+
+    js_walk_get(&b, &magic, 4);
+    js_walk_get(&b, &version, 4);
+    if (b.bad || magic != JS_WALK_FILE_MAGIC || version != JS_WALK_FILE_VERSION)
+        return -1;
+    while (!b.bad && b.pos < b.cap) {
+        js_walk_get(&b, &site, 4);
+        if (b.bad || site == 0 || site >= JS_WALK_SITES || read[site])
+            goto bad;
+        r = read[site] = js_def_calloc(NULL, 1, sizeof(*r));
+        if (!r)
+            goto bad;
+        r->loaded = true;
+        js_walk_get(&b, &r->start_len, 4);
+        js_walk_get(&b, &r->class_count, 4);
+        js_walk_get(&b, &r->entry_count, 4);
+        js_walk_get(&b, &r->step_count, 4);
+        /* Each entry takes 28 bytes and each step 5: counts the rest of the
+           buffer cannot hold are damage, not allocation sizes. */
+        if (b.bad || r->entry_count > (b.cap - b.pos) / 28 ||
+            r->step_count > (b.cap - b.pos) / 5)
+            goto bad;
+        r->entry_size = r->entry_count;
+        r->step_size = r->step_count;
+        r->entries = js_def_calloc(NULL, r->entry_count + 1, sizeof(*r->entries));
+        r->steps = js_def_calloc(NULL, r->step_count + 1, sizeof(*r->steps));
+        if (!r->entries || !r->steps)
+            goto bad;
+        for (i = 0; i < r->entry_count; i++) {
+            e = &r->entries[i];
+            js_walk_get(&b, &e->root, 4);
+            js_walk_get(&b, &e->first_step, 4);
+            js_walk_get(&b, &e->step_count, 1);
+            js_walk_get(&b, &e->length, 1);
+            js_walk_get(&b, &e->cproto, 1);
+            js_walk_get(&b, &has_func, 1);
+            js_walk_get(&b, &e->magic, 2);
+            js_walk_get(&b, &e->class_id, 4);
+            js_walk_get(&b, &func, 8);
+            e->func = has_func ? (void *)(js_walk_func_base() + (uintptr_t)func) : NULL;
+            if (e->first_step > r->step_count ||
+                e->step_count > r->step_count - e->first_step ||
+                e->step_count > JS_INTRINSIC_PATH_MAX + 2)
+                goto bad;
+        }
+        for (i = 0; i < r->step_count; i++) {
+            js_walk_get(&b, &r->steps[i].kind, 1);
+            js_walk_get(&b, &r->steps[i].index, 4);
+            if (r->steps[i].kind > JS_INTRINSIC_PROTOTYPE)
+                goto bad;
+        }
+    }
+    if (b.bad)
+        goto bad;
+    for (site = 1; site < JS_WALK_SITES; site++) {
+        if (!read[site])
+            continue;
+        expected = NULL;
+        if (__atomic_compare_exchange_n(&js_walk_recipes[site], &expected,
+                                        read[site], false, __ATOMIC_RELEASE,
+                                        __ATOMIC_RELAXED))
+            installed++;
+        else
+            js_walk_recipe_free(read[site]);
+    }
+    return installed;
+ bad:
+    for (site = 1; site < JS_WALK_SITES; site++)
+        js_walk_recipe_free(read[site]);
+    return -1;
 }
 
 /* v82jsc_snapshot_capture_intrinsics_at, then (for a site other than 0) the
@@ -41230,13 +41414,73 @@ int64_t v82jsc_snapshot_capture_intrinsics_checked(JSContext *ctx,
     return mismatch;
 }
 
-/* For tests of the walk itself (agent's `runtime::isolate` tests): three
-   fresh contexts of a runtime of their own walk at a site no engine path
-   uses. The first records a recipe, the second follows it and must not fall
-   back, the third finds one recorded entry naming another class and must
-   fall back to a full walk; each result is compared with a full walk from
-   the same start (v82jsc_snapshot_capture_intrinsics_checked). Returns 0,
-   or -(10 * round + what) for the first thing that did not hold. */
+/* Takes the recipes out of this process through v82jsc_walk_recipes_export
+   and puts the one of `site` back through v82jsc_walk_recipes_import, as a
+   later process reads them: 0, or what did not hold (-5 .. -9). Damaged
+   copies (cut short, another version, a step of no kind) must be refused
+   whole first. */
+static int js_walk_selftest_reload(int site)
+{
+    JSWalkRecipe *old;
+    uint8_t *buf;
+    size_t len, at;
+    uint32_t version;
+    int ret = 0;
+
+    len = v82jsc_walk_recipes_export(NULL, 0);
+    buf = js_def_malloc(NULL, len);
+    if (!buf || v82jsc_walk_recipes_export(buf, len) != len) {
+        js_def_free(NULL, buf);
+        return -5;
+    }
+    old = __atomic_exchange_n(&js_walk_recipes[site], NULL, __ATOMIC_ACQ_REL);
+    if (!old) {
+        ret = -6;
+    } else if (v82jsc_walk_recipes_import(buf, len - 1) != -1 ||
+               v82jsc_walk_recipes_import(buf, 7) != -1) {
+        ret = -7;
+    } else {
+        memcpy(&version, buf + 4, 4);
+        version++;
+        memcpy(buf + 4, &version, 4);
+        if (v82jsc_walk_recipes_import(buf, len) != -1)
+            ret = -7;
+        version--;
+        memcpy(buf + 4, &version, 4);
+        /* The last step's kind is the fifth byte from the end. */
+        at = len - 5;
+        buf[at] = 9;
+        if (ret == 0 && v82jsc_walk_recipes_import(buf, len) != -1)
+            ret = -8;
+        buf[at] = old->steps[old->step_count - 1].kind;
+        if (ret == 0 && (v82jsc_walk_recipes_import(buf, len) < 1 ||
+                         !js_walk_recipes[site] ||
+                         !js_walk_recipes[site]->loaded ||
+                         js_walk_recipes[site]->entry_count != old->entry_count))
+            ret = -9;
+    }
+    if (ret != 0 && old) {
+        /* Put the recorded one back so the next rounds still have one. */
+        JSWalkRecipe *mine = __atomic_exchange_n(&js_walk_recipes[site], old,
+                                                 __ATOMIC_ACQ_REL);
+        js_walk_recipe_free(mine);
+    } else {
+        js_walk_recipe_free(old);
+    }
+    js_def_free(NULL, buf);
+    return ret;
+}
+
+/* For tests of the walk itself (agent's `runtime::isolate` tests): fresh
+   contexts of a runtime of their own walk at a site no engine path uses.
+   The first records a recipe, the second follows it and must not fall back,
+   the third finds one recorded entry naming another class and must fall
+   back to a full walk. The recipes then go out and come back as a later
+   process reads them: the fourth follows the one read without falling back,
+   the fifth finds the one read naming another class, must fall back, and
+   must leave a recorded recipe in its place. Each result is compared with a
+   full walk from the same start (v82jsc_snapshot_capture_intrinsics_checked).
+   Returns 0, or -(10 * round + what) for the first thing that did not hold. */
 int v82jsc_snapshot_walk_selftest(void)
 {
     const int site = JS_WALK_SITES - 1;
@@ -41246,9 +41490,16 @@ int v82jsc_snapshot_walk_selftest(void)
     JSValue registry = JS_UNDEFINED;
     JSClassID spoiled = 0;
     uint64_t fallbacks;
-    int round, ret = 0;
+    int round, ret = 0, reloaded;
 
-    for (round = 1; round <= 3 && ret == 0; round++) {
+    for (round = 1; round <= 5 && ret == 0; round++) {
+        if (round == 4) {
+            reloaded = js_walk_selftest_reload(site);
+            if (reloaded != 0) {
+                ret = -(10 * round) + reloaded;
+                break;
+            }
+        }
         rt = JS_NewRuntime();
         ctx = rt ? JS_NewContext(rt) : NULL;
         if (!ctx) {
@@ -41260,7 +41511,7 @@ int v82jsc_snapshot_walk_selftest(void)
         if (round > 1 && (!recipe || recipe->entry_count == 0)) {
             ret = -(10 * round + 2);
         } else {
-            if (round == 3) {
+            if (round == 3 || round == 5) {
                 spoiled = recipe->entries[0].class_id;
                 recipe->entries[0].class_id =
                     spoiled == JS_CLASS_OBJECT ? JS_CLASS_ARRAY : JS_CLASS_OBJECT;
@@ -41269,11 +41520,22 @@ int v82jsc_snapshot_walk_selftest(void)
             if (v82jsc_snapshot_capture_intrinsics_checked(ctx, registry,
                                                            site) >= 0)
                 ret = -(10 * round + 3);
-            else if ((round == 2 && js_walk_fallbacks != fallbacks) ||
-                     (round == 3 && js_walk_fallbacks == fallbacks))
+            else if (((round == 2 || round == 4) &&
+                      js_walk_fallbacks != fallbacks) ||
+                     ((round == 3 || round == 5) &&
+                      js_walk_fallbacks == fallbacks))
                 ret = -(10 * round + 4);
             if (round == 3)
                 recipe->entries[0].class_id = spoiled;
+            if (round == 5) {
+                /* The spoiled recipe read from "another process" was
+                   replaced by one recorded here; nothing follows it now. */
+                if (js_walk_recipes[site] == recipe ||
+                    !js_walk_recipes[site] || js_walk_recipes[site]->loaded)
+                    ret = ret ? ret : -(10 * round + 5);
+                else
+                    js_walk_recipe_free(recipe);
+            }
         }
         JS_FreeValue(ctx, registry);
         JS_FreeContext(ctx);
