@@ -586,12 +586,15 @@ fn scrub_environment() {
         let name = k.to_string_lossy();
         KEPT_ENV.contains(&name.as_ref()) || KEPT_ENV_PREFIXES.iter().any(|p| name.starts_with(p))
     };
-    let all: Vec<(std::ffi::OsString, std::ffi::OsString)> = std::env::vars_os().collect();
-    for (k, _) in &all {
+    // Only the names are read from the environment (and the values of the variables kept):
+    // reading every value would leave a copy of each secret in freed memory.
+    let names = environment_names();
+    let kept: Vec<_> =
+        names.iter().filter(|k| keeps(k)).filter_map(|k| Some((k.clone(), std::env::var_os(k)?))).collect();
+    for k in &names {
         // SAFETY: this process has a single thread, so nothing reads the environment meanwhile.
         unsafe { std::env::remove_var(k) };
     }
-    let kept: Vec<_> = all.into_iter().filter(|(k, _)| keeps(k)).collect();
     if let Some(area) = initial_environment() {
         let mut packed = Vec::new();
         for (k, v) in &kept {
@@ -609,6 +612,29 @@ fn scrub_environment() {
         // SAFETY: as above.
         unsafe { std::env::set_var(k, v) };
     }
+}
+
+/// The names of this process's environment variables, read from `environ` without copying any
+/// value.
+fn environment_names() -> Vec<std::ffi::OsString> {
+    unsafe extern "C" {
+        static environ: *const *const libc::c_char;
+    }
+    let mut names = Vec::new();
+    // SAFETY: `environ` is the C library's NULL-terminated array of NUL-terminated strings; this
+    // process has a single thread, so nothing changes it while it is read.
+    unsafe {
+        let mut entry = environ;
+        while !entry.is_null() && !(*entry).is_null() {
+            let bytes = std::ffi::CStr::from_ptr(*entry).to_bytes();
+            let name = bytes.split(|&b| b == b'=').next().unwrap_or_default();
+            if !name.is_empty() {
+                names.push(std::ffi::OsStr::from_bytes(name).to_os_string());
+            }
+            entry = entry.add(1);
+        }
+    }
+    names
 }
 
 /// The area the kernel wrote this process's environment strings to when it started (on its
