@@ -347,6 +347,7 @@ pub(crate) fn warm_transpiler() {
     static STARTED: std::sync::Once = std::sync::Once::new();
     STARTED.call_once(|| {
         let warm = || {
+            crate::util::sched::only_when_idle();
             let Ok(specifier) = ModuleSpecifier::parse("file:///warm.ts") else { return };
             let _ = transpile_ts(&specifier, WARM_SOURCE.to_string(), false);
         };

@@ -7,7 +7,7 @@
 //! `alloc` (the binary's allocator, which a worker process can hold to a memory limit), `child`
 //! (worker processes of this binary that do not outlive it), `jsonedit` (editing one member of a
 //! JSON file's text, every other byte kept), `redact` (secrets masked in what is shown of a
-//! configuration).
+//! configuration), `sched` (background threads that run only on an idle CPU).
 
 pub mod alloc;
 pub mod bearer;
@@ -20,5 +20,6 @@ pub mod json;
 pub mod jsonedit;
 pub mod read;
 pub mod redact;
+pub mod sched;
 pub mod size;
 pub mod suggest;
