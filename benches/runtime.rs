@@ -772,8 +772,11 @@ fn peak_rss(dir: &Path, script: &Path, n: usize) {
             agent_kb = agent_kb.max(hwm_kb(child.id()).unwrap_or(0));
             let mut pss = pss_kb(child.id()).unwrap_or(0);
             for w in children(child.id()) {
-                let is_worker = std::fs::read(format!("/proc/{w}/cmdline"))
-                    .is_ok_and(|c| String::from_utf8_lossy(&c).contains(agent::runtime::WORKER_ARG));
+                // A worker `agent exec` forks keeps `agent`'s command line; it is named instead.
+                let is_worker = ["cmdline", "comm"].iter().any(|f| {
+                    std::fs::read(format!("/proc/{w}/{f}"))
+                        .is_ok_and(|c| String::from_utf8_lossy(&c).contains(agent::runtime::WORKER_ARG))
+                });
                 if is_worker && let Some(kb) = hwm_kb(w) {
                     let e = workers.entry(w).or_default();
                     *e = (*e).max(kb);
