@@ -24,6 +24,8 @@ fn main() -> std::process::ExitCode {
     if subcommand().is_some_and(|c| c == "exec") {
         // SAFETY: no thread has been started yet.
         if let Some(worker) = unsafe { agent::runtime::prestart_forked_worker() } {
+            // Logging is not set up in `agent` yet: the worker logs as a default run does (a
+            // command that asks for more, `-v`, starts a worker of its own instead of this one).
             agent::cli::log::init(0);
             return std::process::ExitCode::from(worker.run());
         }

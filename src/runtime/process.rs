@@ -14,6 +14,11 @@
 //! parent stops that has not finished [`UNWIND_GRACE`](super::UNWIND_GRACE) later kills the child,
 //! and a fresh one (warming its isolate at once) takes its place.
 //!
+//! `agent exec` forks its first worker from itself at the start of `main` instead
+//! ([`prestart_forked`]): the child skips loading the binary again and is made what a spawned
+//! worker is (its own process group, the socket its only descriptor beyond stdin, stdout and
+//! stderr, the same emptied environment).
+//!
 //! The child never outlives `agent`: it reads its socket all the time, and the end of the
 //! stream (the parent exited or was killed, even with SIGKILL) ends it at once, whatever its
 //! runner thread is doing. Its environment is emptied but for the few variables the engine and
@@ -565,8 +570,9 @@ fn become_worker(socket: &UnixStream, null: std::fs::File, err: std::os::fd::Own
         libc::dup2(err.as_raw_fd(), 2);
     }
     drop((null, err));
-    // SAFETY: no descriptor above 2 but `socket` is owned by anything alive in this process (the
-    // parent's ones were dropped above or are the parent's own, which this copy must not hold).
+    // SAFETY: no descriptor above 2 other than `socket` is owned by anything alive in this
+    // process (the parent's ends were dropped above; any other is the parent's, which this copy
+    // must not hold).
     unsafe {
         if keep > 3 {
             libc::close_range(3, (keep - 1) as libc::c_uint, 0);
@@ -876,7 +882,8 @@ pub fn worker_main() -> u8 {
         return 2;
     };
     let limit_mb = std::env::args().nth(2).and_then(|a| a.parse().ok()).unwrap_or(super::MIN_HEAP_MB);
-    // The forked worker's main thread is named in `become_worker`; this one's is `exe`.
+    // Named as a forked worker is (`become_worker`); started from `/proc/self/exe`, its name
+    // would be `exe`.
     // SAFETY: PR_SET_NAME reads a NUL-terminated string of at most 16 bytes.
     unsafe { libc::prctl(libc::PR_SET_NAME, c"__js-worker".as_ptr()) };
     serve_jobs(socket, limit_mb)

@@ -323,4 +323,34 @@ mod tests {
             assert_eq!(std::fs::metadata(&d).unwrap().mode() & 0o777, 0o700, "{}", d.display());
         }
     }
+
+    /// Storing a snapshot keeps the newest few of other builds, and the walks files of the
+    /// snapshots kept; a walks file whose snapshot is gone goes too.
+    #[test]
+    fn old_snapshots_and_the_walks_of_removed_ones_are_pruned() {
+        let dir = tempfile::tempdir().unwrap();
+        let at = |i: usize, ext: &str| dir.path().join(format!("runtime-{i}.{ext}"));
+        let start = std::time::SystemTime::now() - std::time::Duration::from_secs(3600);
+        for i in 0..KEEP + 2 {
+            for ext in ["snap", "walks"] {
+                std::fs::write(at(i, ext), b"x").unwrap();
+                let f = std::fs::File::options().write(true).open(at(i, ext)).unwrap();
+                f.set_modified(start + std::time::Duration::from_secs(i as u64)).unwrap();
+            }
+        }
+        std::fs::write(dir.path().join("runtime-orphan.walks"), b"x").unwrap();
+        store(&at(99, "snap"), b"snapshot bytes").unwrap();
+        let mut left: Vec<String> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .flatten()
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .collect();
+        left.sort();
+        let mut expected: Vec<String> = (KEEP + 2 - (KEEP - 1)..KEEP + 2)
+            .flat_map(|i| [format!("runtime-{i}.snap"), format!("runtime-{i}.walks")])
+            .collect();
+        expected.push("runtime-99.snap".into());
+        expected.sort();
+        assert_eq!(left, expected);
+    }
 }
