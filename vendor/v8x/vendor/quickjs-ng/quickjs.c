@@ -41434,7 +41434,7 @@ static int js_walk_selftest_reload(int site)
         return -5;
     }
     old = __atomic_exchange_n(&js_walk_recipes[site], NULL, __ATOMIC_ACQ_REL);
-    if (!old) {
+    if (!old || old->step_count == 0) {
         ret = -6;
     } else if (v82jsc_walk_recipes_import(buf, len - 1) != -1 ||
                v82jsc_walk_recipes_import(buf, 7) != -1) {
