@@ -60,6 +60,20 @@ const KEPT_ENV: &[&str] =
 /// ... and the engine's own switches (bytecode cache, debugging).
 const KEPT_ENV_PREFIXES: &[&str] = &["V82JSC_", "V82_", "QJS_"];
 
+/// Whether a worker keeps the environment variable `name` ([`KEPT_ENV`], [`KEPT_ENV_PREFIXES`]).
+fn kept_env(name: &std::ffi::OsStr) -> bool {
+    let name = name.to_string_lossy();
+    KEPT_ENV.contains(&name.as_ref()) || KEPT_ENV_PREFIXES.iter().any(|p| name.starts_with(p))
+}
+
+/// Names the calling thread (a worker's main thread: the process's name in `/proc/<pid>/comm`)
+/// `__js-worker`, whether it was forked (its command line is `agent`'s) or executed from
+/// `/proc/self/exe` (it would be named `exe`).
+fn name_worker() {
+    // SAFETY: PR_SET_NAME reads a NUL-terminated string of at most 16 bytes.
+    unsafe { libc::prctl(libc::PR_SET_NAME, c"__js-worker".as_ptr()) };
+}
+
 #[derive(Serialize, Deserialize)]
 enum ToWorker {
     Run { id: u64, req: WireRequest, keep: bool },
@@ -256,10 +270,7 @@ impl WorkerProcess {
             // reaches `agent`, which stops the script, not the worker, which would die.
             .process_group(0)
             .env_clear()
-            .envs(std::env::vars_os().filter(|(k, _)| {
-                let k = k.to_string_lossy();
-                KEPT_ENV.contains(&k.as_ref()) || KEPT_ENV_PREFIXES.iter().any(|p| k.starts_with(p))
-            }));
+            .envs(std::env::vars_os().filter(|(k, _)| kept_env(k)));
         let mut child = cmd.spawn()?;
         // Our copy of the child's end: the child must see the end of the stream when we go.
         drop(cmd);
@@ -363,14 +374,13 @@ enum Child {
 }
 
 impl Child {
-    fn kill_and_reap(self) {
-        match &self {
+    fn kill_and_reap(mut self) {
+        match &mut self {
             Child::Spawned(c) => {
-                // SAFETY: kill with the pid of our own child, which nothing has reaped yet (only
-                // this type waits for it), so the pid is still its.
-                unsafe { libc::kill(c.id() as libc::pid_t, libc::SIGKILL) };
+                let _ = c.kill();
             }
-            // SAFETY: as above.
+            // SAFETY: kill with the pid of our own child, which nothing has reaped yet (only
+            // this type waits for it), so the pid is still its.
             Child::Forked(pid) => unsafe {
                 libc::kill(*pid, libc::SIGKILL);
             },
@@ -578,8 +588,8 @@ fn become_worker(socket: &UnixStream, null: std::fs::File, err: std::os::fd::Own
             libc::close_range(3, (keep - 1) as libc::c_uint, 0);
         }
         libc::close_range((keep + 1) as libc::c_uint, libc::c_uint::MAX, 0);
-        libc::prctl(libc::PR_SET_NAME, c"__js-worker".as_ptr());
     }
+    name_worker();
     scrub_environment();
 }
 
@@ -588,15 +598,11 @@ fn become_worker(socket: &UnixStream, null: std::fs::File, err: std::os::fd::Own
 /// and its bytes (an API key of `agent`'s environment) would stay in memory and in
 /// `/proc/<pid>/environ`. That area is rewritten with the kept variables alone.
 fn scrub_environment() {
-    let keeps = |k: &std::ffi::OsStr| {
-        let name = k.to_string_lossy();
-        KEPT_ENV.contains(&name.as_ref()) || KEPT_ENV_PREFIXES.iter().any(|p| name.starts_with(p))
-    };
     // Only the names are read from the environment (and the values of the variables kept):
     // reading every value would leave a copy of each secret in freed memory.
     let names = environment_names();
     let kept: Vec<_> =
-        names.iter().filter(|k| keeps(k)).filter_map(|k| Some((k.clone(), std::env::var_os(k)?))).collect();
+        names.iter().filter(|k| kept_env(k)).filter_map(|k| Some((k.clone(), std::env::var_os(k)?))).collect();
     for k in &names {
         // SAFETY: this process has a single thread, so nothing reads the environment meanwhile.
         unsafe { std::env::remove_var(k) };
@@ -882,10 +888,7 @@ pub fn worker_main() -> u8 {
         return 2;
     };
     let limit_mb = std::env::args().nth(2).and_then(|a| a.parse().ok()).unwrap_or(super::MIN_HEAP_MB);
-    // Named as a forked worker is (`become_worker`); started from `/proc/self/exe`, its name
-    // would be `exe`.
-    // SAFETY: PR_SET_NAME reads a NUL-terminated string of at most 16 bytes.
-    unsafe { libc::prctl(libc::PR_SET_NAME, c"__js-worker".as_ptr()) };
+    name_worker();
     serve_jobs(socket, limit_mb)
 }
 
@@ -998,6 +1001,30 @@ fn answer_jobs(jobs: std::sync::mpsc::Receiver<Taken>, mut out: UnixStream, cont
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The check that keeps `prestart_forked` from forking a process with other threads (whose
+    /// locks would stay held in the child): with a second thread alive it answers no, and
+    /// `prestart_forked` starts the worker with `posix_spawn` instead. (That a single-threaded
+    /// `agent exec` does fork is `exec::agent_exec_runs_its_script_in_a_worker_forked_from_itself`.)
+    #[test]
+    fn a_process_with_another_thread_is_not_single_threaded() {
+        let (stop, stopped) = std::sync::mpsc::channel::<()>();
+        let other = std::thread::spawn(move || stopped.recv());
+        assert!(!single_threaded());
+        drop(stop);
+        let _ = other.join();
+    }
+
+    /// The environment a worker keeps: the caches' and the engine's variables, no secret.
+    #[test]
+    fn a_worker_keeps_only_the_engines_environment() {
+        for kept in ["HOME", "XDG_CACHE_HOME", "TZ", "V82JSC_BC_CACHE_DIR", "QJS_NO_WASM"] {
+            assert!(kept_env(kept.as_ref()), "{kept}");
+        }
+        for dropped in ["ANTHROPIC_API_KEY", "AGENT_TOKEN", "PATH", "HOMEX", "XV82JSC_"] {
+            assert!(!kept_env(dropped.as_ref()), "{dropped}");
+        }
+    }
 
     /// What the parent writes is what the worker reads, paths that are not UTF-8 included.
     #[test]
