@@ -36,6 +36,11 @@ static SNAPSHOT: OnceLock<Option<&'static [u8]>> = OnceLock::new();
 /// [`remember_walks`]); framed as the snapshot is.
 const WALKS_MAGIC: &[u8; 8] = b"AGWALK01";
 
+/// Largest file [`read_framed`] reads, framing included: far above what either holds (the
+/// snapshot ~0.4 MB, the walks ~50 KB), so a file that size is damage, not a cache.
+const MAX_SNAPSHOT_BYTES: u64 = 64 << 20;
+const MAX_WALKS_BYTES: u64 = 4 << 20;
+
 /// The walks file beside this process's snapshot, and the checksum of what was read from it
 /// (`None`: nothing usable was).
 static WALKS: OnceLock<(PathBuf, Option<u64>)> = OnceLock::new();
@@ -100,7 +105,7 @@ fn checksum(bytes: &[u8]) -> u64 {
 /// or not ours, this process records them and [`remember_walks`] writes them.
 fn read_walks(walks: PathBuf) {
     #[cfg(feature = "quickjs")]
-    let read = read_framed(&walks, WALKS_MAGIC).and_then(|data| {
+    let read = read_framed(&walks, WALKS_MAGIC, MAX_WALKS_BYTES).and_then(|data| {
         deno_core::v8::import_intrinsics_walks(&data[24..])?;
         Some(checksum(&data[24..]))
     });
@@ -132,25 +137,29 @@ pub(crate) fn remember_walks() {
 /// [`read_framed`]). The body is returned in place, in the buffer read (kept for the life of the
 /// process): copying it out took ~0.2 ms of a cold start, most of it faulting in fresh pages.
 fn read_trusted(path: &Path) -> Option<&'static [u8]> {
-    read_framed(path, MAGIC).map(|data| &data.leak()[24..])
+    read_framed(path, MAGIC, MAX_SNAPSHOT_BYTES).map(|data| &data.leak()[24..])
 }
 
 /// The file `path` framed with `magic` (header included; the body starts at byte 24), if it is
-/// ours, intact, and nobody else could have written it. Checked and read through one descriptor
-/// opened without following a symlink, so the file checked is the file read.
-fn read_framed(path: &Path, magic: &[u8; 8]) -> Option<Vec<u8>> {
+/// ours, intact, no longer than `max` bytes, and nobody else could have written it. Checked and
+/// read through one descriptor opened without following a symlink, so the file checked is the
+/// file read (and no more than `max` bytes of it, even if it grows meanwhile).
+fn read_framed(path: &Path, magic: &[u8; 8], max: u64) -> Option<Vec<u8>> {
     use std::io::Read;
     use std::os::unix::fs::OpenOptionsExt;
-    let mut file =
+    let file =
         std::fs::OpenOptions::new().read(true).custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK).open(path).ok()?;
     let meta = file.metadata().ok()?;
     // SAFETY: getuid has no preconditions.
     let uid = unsafe { libc::getuid() };
-    if !meta.is_file() || meta.uid() != uid || meta.mode() & 0o022 != 0 {
+    if !meta.is_file() || meta.uid() != uid || meta.mode() & 0o022 != 0 || meta.len() > max {
         return None;
     }
     let mut data = Vec::with_capacity(usize::try_from(meta.len()).ok()?);
-    file.read_to_end(&mut data).ok()?;
+    file.take(max + 1).read_to_end(&mut data).ok()?;
+    if data.len() as u64 > max {
+        return None;
+    }
     let (header, body) = data.split_at_checked(24)?;
     let len = u64::from_le_bytes(header[8..16].try_into().ok()?);
     let sum = u64::from_le_bytes(header[16..24].try_into().ok()?);
@@ -301,6 +310,20 @@ mod tests {
         std::fs::remove_file(&path).unwrap();
         std::os::unix::fs::symlink(&elsewhere, &path).unwrap();
         assert!(read_trusted(&path).is_none());
+    }
+
+    /// A framed file over its bound is not read, whatever its frame says: an intact walks file
+    /// stretched past the bound (a sparse tail, so the test writes nothing large) is refused,
+    /// and the same bytes within the bound are read.
+    #[test]
+    fn a_cache_file_over_its_bound_is_not_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("agent/runtime-1.walks");
+        write_framed(&path, WALKS_MAGIC, b"walks").unwrap();
+        assert!(read_framed(&path, WALKS_MAGIC, MAX_WALKS_BYTES).is_some());
+        assert!(read_framed(&path, WALKS_MAGIC, 24 + 4).is_none(), "one byte over the bound");
+        std::fs::File::options().write(true).open(&path).unwrap().set_len(MAX_WALKS_BYTES + 1).unwrap();
+        assert!(read_framed(&path, WALKS_MAGIC, MAX_WALKS_BYTES).is_none());
     }
 
     #[test]

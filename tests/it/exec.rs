@@ -1646,7 +1646,8 @@ fn the_compiled_script_caches_are_private() {
 /// The walks file beside the snapshot (where a restored context's builtins are found, recorded by
 /// one process for the next): written private on first use, followed later, and a damaged one
 /// is refused and written again while the script runs as usual. A file of another kind in its
-/// place (a link to a file of someone else's) is not followed.
+/// place (a link, as a racing local process could plant) is not followed, and one that cannot
+/// be written costs nothing but the saving.
 #[test]
 fn the_snapshot_walks_file_is_private_and_a_damaged_one_is_replaced() {
     use std::os::unix::fs::PermissionsExt;
@@ -1688,6 +1689,11 @@ fn the_snapshot_walks_file_is_private_and_a_damaged_one_is_replaced() {
     std::os::unix::fs::symlink(&elsewhere, &file).unwrap();
     run();
     assert!(std::fs::symlink_metadata(&file).unwrap().is_file(), "the link was followed, not replaced");
+    // Where the file cannot be written (a directory holds its name), scripts run as before.
+    std::fs::remove_file(&file).unwrap();
+    std::fs::create_dir(&file).unwrap();
+    run();
+    assert!(file.is_dir());
 }
 
 /// The engine's bytecode cache lives in agent's own cache directory: nothing is written to the
