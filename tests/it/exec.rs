@@ -1817,3 +1817,41 @@ fn dynamic_entries(elf: &[u8]) -> Vec<(u64, u64)> {
     let (offset, size) = (u64_at(header + 8) as usize, u64_at(header + 32) as usize);
     (offset..offset + size).step_by(16).map(|e| (u64_at(e), u64_at(e + 8))).take_while(|&(tag, _)| tag != 0).collect()
 }
+
+/// The functions a cold `agent exec` runs (`linker/hot-symbols.txt`) are linked next to each
+/// other (build.rs). Spread over the binary's code, a page fault in each process mapped the 64 KB
+/// around every one of them: ~10 MB of code resident in `agent` and again in its worker, most of
+/// it never run. Only the names this build has are checked (a debug build shares the C engine's
+/// and the standard library's with the release build the list was made from).
+#[cfg(all(target_arch = "x86_64", target_os = "linux", target_env = "gnu"))]
+#[test]
+fn the_functions_a_cold_exec_runs_are_linked_together() {
+    let list = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/linker/hot-symbols.txt"))
+        .expect("read linker/hot-symbols.txt");
+    let hot: std::collections::HashSet<&str> = list.lines().collect();
+    let out = std::process::Command::new("nm")
+        .args(["-S", "--defined-only"])
+        .arg(support::agent_bin())
+        .output()
+        .expect("run nm (binutils)");
+    assert!(out.status.success(), "nm failed: {}", String::from_utf8_lossy(&out.stderr));
+    let (mut lowest, mut highest, mut size, mut found) = (u64::MAX, 0u64, 0u64, 0usize);
+    for line in String::from_utf8_lossy(&out.stdout).lines() {
+        let f: Vec<&str> = line.split_whitespace().collect();
+        let [addr, len, kind, name] = f[..] else { continue };
+        if !matches!(kind, "t" | "T" | "w" | "W") || !hot.contains(name) {
+            continue;
+        }
+        let (addr, len) =
+            (u64::from_str_radix(addr, 16).expect("address"), u64::from_str_radix(len, 16).expect("size"));
+        lowest = lowest.min(addr);
+        highest = highest.max(addr + len);
+        size += len;
+        found += 1;
+    }
+    assert!(found >= 200, "only {found} of the listed functions are in the binary");
+    // Packed, they span their own size plus alignment padding and the few functions that share
+    // a section with one of them; scattered, they span most of the code.
+    let span = highest - lowest;
+    assert!(span <= 2 * size + (256 << 10), "{found} listed functions ({size} bytes) are spread over {span} bytes");
+}
