@@ -27,9 +27,10 @@ fn main() {
     if os == "linux" && env == "gnu" {
         println!("cargo:rustc-link-arg-bins=-Wl,-z,pack-relative-relocs");
     }
-    if uses_default_lld() {
-        let manifest = std::env::var("CARGO_MANIFEST_DIR").unwrap_or_default();
-        let order = std::path::Path::new(&manifest).join("linker/hot-symbols.txt");
+    let manifest = std::env::var("CARGO_MANIFEST_DIR").unwrap_or_default();
+    let order = std::path::Path::new(&manifest).join("linker/hot-symbols.txt");
+    // `-Wl,` splits its argument at commas.
+    if uses_default_lld() && !order.to_string_lossy().contains(',') {
         println!("cargo:rerun-if-changed=linker/hot-symbols.txt");
         println!("cargo:rustc-link-arg-bin=agent=-Wl,--symbol-ordering-file={}", order.display());
         // The list names functions of one build; another build may lack some of them.

@@ -1853,5 +1853,9 @@ fn the_functions_a_cold_exec_runs_are_linked_together() {
     // Packed, they span their own size plus alignment padding and the few functions that share
     // a section with one of them; scattered, they span most of the code.
     let span = highest - lowest;
-    assert!(span <= 2 * size + (256 << 10), "{found} listed functions ({size} bytes) are spread over {span} bytes");
+    assert!(
+        span <= 2 * size + (256 << 10),
+        "{found} listed functions ({size} bytes) are spread over {span} bytes: was the binary linked \
+         without the list (another linker configured, or AGENT_NO_SYMBOL_ORDER set)?"
+    );
 }
