@@ -58,12 +58,12 @@ pub fn children_with(pid: u32, needle: &str) -> Vec<u32> {
         .collect()
 }
 
-/// Whether `pid` is still running (a zombie nobody reaped is not).
 /// The process group of `pid`.
 pub fn group(pid: u32) -> Option<u32> {
     stat(pid)?.get(2)?.parse().ok()
 }
 
+/// Whether `pid` is still running (a zombie nobody reaped is not).
 pub fn running(pid: u32) -> bool {
     stat(pid).is_some_and(|f| f.first().is_some_and(|s| s != "Z"))
 }
