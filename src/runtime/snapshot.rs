@@ -36,6 +36,9 @@ static SNAPSHOT: OnceLock<Option<&'static [u8]>> = OnceLock::new();
 /// [`remember_walks`]); framed as the snapshot is.
 const WALKS_MAGIC: &[u8; 8] = b"AGWALK01";
 
+/// The frame's header before a cached file's body: magic, body length, checksum (8 bytes each).
+const HEADER_LEN: usize = 24;
+
 /// Largest file [`read_framed`] reads, framing included: far above what either holds (the
 /// snapshot ~0.4 MB, the walks ~50 KB), so a file that size is damage, not a cache.
 const MAX_SNAPSHOT_BYTES: u64 = 64 << 20;
@@ -106,8 +109,9 @@ fn checksum(bytes: &[u8]) -> u64 {
 fn read_walks(walks: PathBuf) {
     #[cfg(feature = "quickjs")]
     let read = read_framed(&walks, WALKS_MAGIC, MAX_WALKS_BYTES).and_then(|data| {
-        deno_core::v8::import_intrinsics_walks(&data[24..])?;
-        Some(checksum(&data[24..]))
+        let body = &data[HEADER_LEN..];
+        deno_core::v8::import_intrinsics_walks(body)?;
+        Some(checksum(body))
     });
     #[cfg(not(feature = "quickjs"))]
     let read = None;
@@ -137,10 +141,10 @@ pub(crate) fn remember_walks() {
 /// [`read_framed`]). The body is returned in place, in the buffer read (kept for the life of the
 /// process): copying it out took ~0.2 ms of a cold start, most of it faulting in fresh pages.
 fn read_trusted(path: &Path) -> Option<&'static [u8]> {
-    read_framed(path, MAGIC, MAX_SNAPSHOT_BYTES).map(|data| &data.leak()[24..])
+    read_framed(path, MAGIC, MAX_SNAPSHOT_BYTES).map(|data| &data.leak()[HEADER_LEN..])
 }
 
-/// The file `path` framed with `magic` (header included; the body starts at byte 24), if it is
+/// The file `path` framed with `magic` (header included; the body starts at [`HEADER_LEN`]), if it is
 /// ours, intact, no longer than `max` bytes, and nobody else could have written it. Checked and
 /// read through one descriptor opened without following a symlink, so the file checked is the
 /// file read (and no more than `max` bytes of it, even if it grows meanwhile).
@@ -160,9 +164,9 @@ fn read_framed(path: &Path, magic: &[u8; 8], max: u64) -> Option<Vec<u8>> {
     if data.len() as u64 > max {
         return None;
     }
-    let (header, body) = data.split_at_checked(24)?;
+    let (header, body) = data.split_at_checked(HEADER_LEN)?;
     let len = u64::from_le_bytes(header[8..16].try_into().ok()?);
-    let sum = u64::from_le_bytes(header[16..24].try_into().ok()?);
+    let sum = u64::from_le_bytes(header[16..HEADER_LEN].try_into().ok()?);
     if &header[..8] != magic || len != body.len() as u64 || sum != checksum(body) {
         return None;
     }
@@ -233,7 +237,7 @@ fn store(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
 /// Writes `bytes` to `path` framed with `magic`, its length and checksum, atomically and private.
 fn write_framed(path: &Path, magic: &[u8; 8], bytes: &[u8]) -> std::io::Result<()> {
     make_private(path.parent().unwrap_or(Path::new(".")))?;
-    let mut data = Vec::with_capacity(24 + bytes.len());
+    let mut data = Vec::with_capacity(HEADER_LEN + bytes.len());
     data.extend_from_slice(magic);
     data.extend_from_slice(&(bytes.len() as u64).to_le_bytes());
     data.extend_from_slice(&checksum(bytes).to_le_bytes());
@@ -321,7 +325,7 @@ mod tests {
         let path = dir.path().join("agent/runtime-1.walks");
         write_framed(&path, WALKS_MAGIC, b"walks").unwrap();
         assert!(read_framed(&path, WALKS_MAGIC, MAX_WALKS_BYTES).is_some());
-        assert!(read_framed(&path, WALKS_MAGIC, 24 + 4).is_none(), "one byte over the bound");
+        assert!(read_framed(&path, WALKS_MAGIC, HEADER_LEN as u64 + 4).is_none(), "one byte over the bound");
         std::fs::File::options().write(true).open(&path).unwrap().set_len(MAX_WALKS_BYTES + 1).unwrap();
         assert!(read_framed(&path, WALKS_MAGIC, MAX_WALKS_BYTES).is_none());
     }
