@@ -44310,6 +44310,7 @@ static int JS_ReadSnapshotObjectState(BCReaderState *s, JSValueConst obj,
     JSAtom atom = JS_ATOM_NULL;
     JSObject *p;
     JSProperty *pr;
+    JSShapeProperty *prs;
     uint32_t prop_count, flags, i;
     uint8_t extensible;
     int define_flags, ret;
@@ -44351,8 +44352,8 @@ static int JS_ReadSnapshotObjectState(BCReaderState *s, JSValueConst obj,
                 goto fail;
             p = JS_VALUE_GET_TAG(obj) == JS_TAG_OBJECT ?
                 JS_VALUE_GET_OBJ(obj) : NULL;
-            if (p && !p->is_exotic && p->extensible &&
-                !find_own_property1(p, atom)) {
+            prs = p && !p->is_exotic ? find_own_property(&pr, p, atom) : NULL;
+            if (p && !p->is_exotic && p->extensible && !prs) {
                 /* A new data property of an ordinary extensible object:
                    what JS_DefineProperty would end in (JS_CreateProperty's
                    add_property), without its generic lookups and checks.
@@ -44362,6 +44363,25 @@ static int JS_ReadSnapshotObjectState(BCReaderState *s, JSValueConst obj,
                     goto fail;
                 pr->u.value = value;
                 ret = 0;
+            } else if (prs && !(prs->flags & (JS_PROP_TMASK | JS_PROP_LENGTH)) &&
+                       (prs->flags & JS_PROP_C_W_E) == (flags & JS_PROP_C_W_E) &&
+                       (prs->flags & (JS_PROP_CONFIGURABLE | JS_PROP_WRITABLE))) {
+                /* A data property the object already has, with the same
+                   attributes, that may change (an intrinsic's `name` and
+                   `length`, a global the bootstrap set): JS_DefineProperty
+                   only swaps the value and leaves the shape as it is. */
+                JS_FreeValue(ctx, pr->u.value);
+                pr->u.value = value;
+                ret = 0;
+            } else if (p && p->class_id == JS_CLASS_ARRAY && p->fast_array &&
+                       p->extensible && __JS_AtomIsTaggedInt(atom) &&
+                       __JS_AtomToUInt32(atom) == p->u.array.count &&
+                       (flags & JS_PROP_C_W_E) == JS_PROP_C_W_E) {
+                /* The next element of a fast array (deno_core's promise
+                   ring alone is 4,096): JS_CreateProperty's append, without
+                   JS_DefineProperty's lookups. It takes the value. */
+                ret = add_fast_array_element(ctx, p, value,
+                                             flags & JS_PROP_C_W_E);
             } else {
                 ret = JS_DefinePropertyValue(ctx, obj, atom, value,
                                              flags & JS_PROP_C_W_E);
