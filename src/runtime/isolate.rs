@@ -1015,6 +1015,60 @@ mod tests {
     }
 
     /// `code`'s value as a string, evaluated as a classic script in `runtime`.
+    /// The snapshot writes a fast array's elements as one run of values and the restore appends
+    /// them at once; properties an array already has (its `length`), and those of functions the
+    /// fresh context already made (`name`, `length`), are set in place. Arrays of every shape
+    /// (dense, holey, extended, frozen, cyclic, sharing an element) must come back as a context
+    /// that ran the same script has them, and still behave as arrays.
+    #[test]
+    fn arrays_come_back_from_a_snapshot_as_a_script_made_them() {
+        const SETUP: &str = "globalThis.arrays = (() => {
+            const ring = new Array(4096).fill(null);
+            const mixed = [1, 'two', { three: 3 }, [4, [5]], null, undefined, 6.5, true, 2n ** 70n];
+            const holey = [1, , 3]; holey[10] = 11;
+            const extended = [1, 2, 3]; extended.extra = 'x';
+            Object.defineProperty(extended, 'hidden', { value: 1, enumerable: false });
+            const cyclic = [0]; cyclic.push(cyclic);
+            const frozen = Object.freeze([1, 2]);
+            const fixedLength = [1, 2, 3]; Object.defineProperty(fixedLength, 'length', { writable: false });
+            const shared = { s: 1 }; const twice = [shared, shared, [shared]];
+            const longer = [1, 2]; longer.length = 5;
+            const readOnlyElement = [1, 2]; Object.defineProperty(readOnlyElement, 0, { writable: false });
+            const named = function named(a, b) {}; named.tag = 'kept';
+            return { ring, mixed, holey, extended, cyclic, frozen, fixedLength, twice, longer, empty: [], readOnlyElement, named };
+        })();";
+        const DESCRIBE: &str = "(() => {
+            const a = globalThis.arrays; const out = [];
+            for (const [k, v] of Object.entries(a)) {
+                const keys = Reflect.ownKeys(v).map((key) => {
+                    const d = Object.getOwnPropertyDescriptor(v, key);
+                    const value = typeof d.value === 'object' && d.value !== null ? (Array.isArray(d.value) ? 'array' : 'object') : String(d.value);
+                    return `${String(key)}:${d.enumerable ? 'e' : '-'}${d.configurable ? 'c' : '-'}${d.writable ? 'w' : '-'}=${value}`;
+                });
+                out.push(`${k} isArray=${Array.isArray(v)} proto=${Object.getPrototypeOf(v) === Array.prototype} frozen=${Object.isFrozen(v)} ext=${Object.isExtensible(v)} ${keys.join(',')}`);
+            }
+            out.push(`cyclic=${a.cyclic[1] === a.cyclic} twice=${a.twice[0] === a.twice[1] && a.twice[2][0] === a.twice[0]}`);
+            out.push(`mixed=${JSON.stringify(a.mixed, (k, v) => typeof v === 'bigint' ? String(v) : v)} hole=${1 in a.holey}`);
+            out.push(`named=${a.named.name}/${a.named.length}/${a.named.tag}`);
+            a.ring.push('pushed'); a.ring[0] = 'first'; a.longer.push(6); a.empty.push(1, 2);
+            out.push(`after=${a.ring.length},${a.ring[0]},${a.ring[4096]},${a.ring.indexOf(null)},${a.longer.length},${a.empty.join('+')}`);
+            try { a.fixedLength.push(4); out.push('fixed pushed'); } catch (e) { out.push(`fixed ${e.constructor.name}`); }
+            return out.join('\\n');
+        })()";
+        let mut maker = deno_core::JsRuntimeForSnapshot::new(RuntimeOptions::default());
+        maker.execute_script("<setup>", SETUP).unwrap();
+        let snapshot: &'static [u8] = Box::leak(maker.snapshot());
+        let mut restored = JsRuntime::new(RuntimeOptions { startup_snapshot: Some(snapshot), ..Default::default() });
+        let mut fresh = JsRuntime::new(RuntimeOptions::default());
+        fresh.execute_script("<setup>", SETUP).unwrap();
+        let expected = eval_to_string(&mut fresh, DESCRIBE);
+        assert!(
+            expected.contains("ring isArray=true") && expected.contains("after=4097,first,pushed,1,6,1+2"),
+            "{expected}"
+        );
+        assert_eq!(eval_to_string(&mut restored, DESCRIBE), expected);
+    }
+
     fn eval_to_string(runtime: &mut JsRuntime, code: &'static str) -> String {
         let value = runtime.execute_script("<eval>", code).unwrap();
         deno_core::scope!(scope, runtime);

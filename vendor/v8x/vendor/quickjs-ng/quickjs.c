@@ -41709,7 +41709,8 @@ static int JS_WriteVarRef(BCWriterState *s, JSVarRef *var_ref)
 static int JS_WriteSnapshotObjectState(BCWriterState *s, JSValueConst obj,
                                        bool skip_intrinsic_registry,
                                        bool skip_function_builtins,
-                                       bool include_internal_prototype);
+                                       bool include_internal_prototype,
+                                       uint32_t elements_written);
 
 static int JS_WriteBytecodeFunctionObject(BCWriterState *s,
                                           JSValueConst obj)
@@ -41739,7 +41740,7 @@ static int JS_WriteBytecodeFunctionObject(BCWriterState *s,
         bc_put_u8(s, 0);
     }
     bc_put_u8(s, p->is_constructor);
-    return JS_WriteSnapshotObjectState(s, obj, false, false, true);
+    return JS_WriteSnapshotObjectState(s, obj, false, false, true, 0);
 
  invalid:
     JS_ThrowTypeError(s->ctx, "invalid bytecode function object");
@@ -41784,7 +41785,7 @@ static int JS_WriteHostObject(BCWriterState *s, JSValueConst obj)
         if (ret)
             return -1;
     }
-    return JS_WriteSnapshotObjectState(s, obj, false, true, false) ? -1 : 1;
+    return JS_WriteSnapshotObjectState(s, obj, false, true, false, 0) ? -1 : 1;
 }
 
 
@@ -41983,7 +41984,7 @@ static int JS_WriteCFunctionObject(BCWriterState *s, JSValueConst obj)
     bc_put_u8(s, path.found_exact);
     JS_FreeIntrinsicFunctionPath(&path);
     if (path.found_exact)
-        return JS_WriteSnapshotObjectState(s, obj, false, false, true);
+        return JS_WriteSnapshotObjectState(s, obj, false, false, true, 0);
 
     bc_put_u8(s, p->u.cfunc.length);
     bc_put_u8(s, p->u.cfunc.cproto);
@@ -42268,7 +42269,8 @@ static int JS_WriteArray(BCWriterState *s, JSValueConst obj)
 static int JS_WriteSnapshotObjectState(BCWriterState *s, JSValueConst obj,
                                        bool skip_intrinsic_registry,
                                        bool skip_function_builtins,
-                                       bool include_internal_prototype)
+                                       bool include_internal_prototype,
+                                       uint32_t elements_written)
 {
     JSPropertyDescriptor desc;
     JSPropertyEnum *props = NULL;
@@ -42305,6 +42307,12 @@ static int JS_WriteSnapshotObjectState(BCWriterState *s, JSValueConst obj,
                 serialized_len--;
         }
     }
+    /* The elements a fast array's tag wrote as a run, before its state. */
+    for (i = 0; i < len && elements_written; i++) {
+        if (__JS_AtomIsTaggedInt(props[i].atom) &&
+            __JS_AtomToUInt32(props[i].atom) < elements_written)
+            serialized_len--;
+    }
     if (skip_function_builtins) {
         for (i = 0; i < len; i++) {
             if (props[i].atom == JS_ATOM_length ||
@@ -42317,6 +42325,8 @@ static int JS_WriteSnapshotObjectState(BCWriterState *s, JSValueConst obj,
     bc_put_leb128(s, serialized_len);
     for (i = 0; i < len; i++) {
         if (props[i].atom == skip_atom ||
+            (elements_written && __JS_AtomIsTaggedInt(props[i].atom) &&
+             __JS_AtomToUInt32(props[i].atom) < elements_written) ||
             (skip_function_builtins &&
              (props[i].atom == JS_ATOM_length ||
               props[i].atom == JS_ATOM_name ||
@@ -42463,19 +42473,38 @@ static int JS_WriteObjectTag(BCWriterState *s, JSValueConst obj)
     if (!s->allow_bytecode || !s->allow_reference)
         return JS_WritePlainObject(s, obj);
     bc_put_u8(s, BC_TAG_SNAPSHOT_OBJECT);
-    return JS_WriteSnapshotObjectState(s, obj, false, false, true);
+    return JS_WriteSnapshotObjectState(s, obj, false, false, true, 0);
 }
 
+/* A snapshot's array: the elements of a fast array as a run of values (all
+   of them are plain writable, enumerable, configurable data), then the
+   object's state without them. The reader appends the run to a new fast
+   array at once instead of defining each index as a property (deno_core's
+   promise ring alone has 4,096). */
 static int JS_WriteSnapshotArray(BCWriterState *s, JSValueConst obj)
 {
+    JSObject *p = JS_VALUE_GET_OBJ(obj);
+    uint32_t i, count = p->fast_array ? p->u.array.count : 0;
+
     bc_put_u8(s, BC_TAG_SNAPSHOT_ARRAY);
-    return JS_WriteSnapshotObjectState(s, obj, false, false, true);
+    bc_put_leb128(s, count);
+    for (i = 0; i < count; i++) {
+        /* Writing a value runs no JS, but re-read the array each time
+           anyway: only its own element list is trusted here. */
+        if (!p->fast_array || i >= p->u.array.count) {
+            JS_ThrowInternalError(s->ctx, "array changed while written");
+            return -1;
+        }
+        if (JS_WriteObjectRec(s, p->u.array.u.values[i]))
+            return -1;
+    }
+    return JS_WriteSnapshotObjectState(s, obj, false, false, true, count);
 }
 
 static int JS_WriteContextGlobal(BCWriterState *s, JSValueConst obj)
 {
     bc_put_u8(s, BC_TAG_CONTEXT_GLOBAL);
-    return JS_WriteSnapshotObjectState(s, obj, true, false, true);
+    return JS_WriteSnapshotObjectState(s, obj, true, false, true, 0);
 }
 
 static int JS_WriteTypedArray(BCWriterState *s, JSValueConst obj)
@@ -44447,14 +44476,43 @@ static JSValue JS_ReadSnapshotObjectTag(BCReaderState *s)
 
 static JSValue JS_ReadSnapshotArrayTag(BCReaderState *s)
 {
-    JSValue obj = JS_NewArray(s->ctx);
+    JSValue obj = JS_NewArray(s->ctx), value;
+    JSObject *p;
+    uint32_t count, i;
 
     if (JS_IsException(obj) || BC_add_object_ref(s, obj) ||
-        JS_ReadSnapshotObjectState(s, obj, true)) {
-        JS_FreeValue(s->ctx, obj);
-        return JS_EXCEPTION;
+        bc_get_leb128(s, &count))
+        goto fail;
+    p = JS_VALUE_GET_OBJ(obj);
+    /* Each element takes at least a byte: a count past the end is bad
+       input, not an allocation to make. */
+    if (count > (uint32_t)(s->buf_end - s->ptr)) {
+        JS_ThrowSyntaxError(s->ctx, "invalid array length");
+        goto fail;
     }
+    if (count && expand_fast_array(s->ctx, p, count))
+        goto fail;
+    for (i = 0; i < count; i++) {
+        value = JS_ReadObjectRec(s);
+        if (JS_IsException(value))
+            goto fail;
+        /* The array is still a fast one with i elements: nothing else
+           can reach it while it is read. */
+        if (!p->fast_array || p->u.array.count != i) {
+            JS_FreeValue(s->ctx, value);
+            JS_ThrowSyntaxError(s->ctx, "invalid array");
+            goto fail;
+        }
+        if (add_fast_array_element(s->ctx, p, value, 0) < 0)
+            goto fail;
+    }
+    if (JS_ReadSnapshotObjectState(s, obj, true))
+        goto fail;
     return obj;
+
+ fail:
+    JS_FreeValue(s->ctx, obj);
+    return JS_EXCEPTION;
 }
 
 static JSValue JS_ReadContextGlobal(BCReaderState *s)
