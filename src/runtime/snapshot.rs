@@ -25,7 +25,7 @@ const MAGIC: &[u8; 8] = b"AGSNAP02";
 /// engine put in a context, and one made by an engine that put in other globals (the crates.io
 /// v8x with its Temporal polyfill and WebAssembly) must never be restored by this one. Change it
 /// with every change to vendor/v8x that alters what a context holds.
-const ENGINE: &str = "v8x 149.4.0-rc.4, vendored: no Temporal, no WebAssembly; snapshot v6 (module scans recorded, fast arrays as runs)";
+const ENGINE: &str = "v8x 149.4.0-rc.4, vendored: no Temporal, no WebAssembly; snapshot v6 (module scans recorded, fast arrays as runs, no function sources)";
 /// Snapshots of other builds kept around (a debug and a release binary, a few worktrees).
 const KEEP: usize = 6;
 
