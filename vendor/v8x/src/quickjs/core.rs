@@ -1887,6 +1887,19 @@ fn remove_atomics_waiters_for_isolate(isolate: *mut RealIsolate) {
 }
 
 fn install_atomics_wait_async_shim(ctx: *mut JSContext, global: JSValue) {
+  // Once per context: a context restored from a snapshot already has the
+  // shim's globals and closures (the snapshot holds them, and the walk
+  // before the replay installed them on the fresh context too). Running it
+  // again after the replay replaced what the snapshot restored with new
+  // copies and wrapped `Atomics.notify` a second time.
+  let installed = unsafe {
+    JS_GetPropertyStr(ctx, global, c"__v8xAtomicsNumWaitersForTesting".as_ptr())
+  };
+  let present = !jsv_is_undefined(&installed);
+  unsafe { JS_FreeValue(ctx, installed) };
+  if present {
+    return;
+  }
   const SRC: &[u8] = br#"
     (function(g) {
       if (!g.Promise) return;
