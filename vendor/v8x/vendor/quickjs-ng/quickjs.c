@@ -6654,6 +6654,31 @@ JSValue JS_NewObject(JSContext *ctx)
 static void js_function_set_properties(JSContext *ctx, JSValue func_obj,
                                        JSAtom name, int len)
 {
+    JSObject *p = JS_VALUE_GET_OBJ(func_obj);
+    JSProperty *pr;
+    JSValue name_str;
+
+    if (!p->is_exotic && p->extensible && p->shape->prop_count == 0) {
+        /* A function made a moment ago, with no property yet (every caller;
+           a context makes ~700 of them, more as its builtins are first
+           touched): add both properties as JS_DefineProperty would end in
+           doing (add_property), without its generic lookups and checks.
+           Same order, flags and so shapes. */
+        pr = add_property(ctx, p, JS_ATOM_length, JS_PROP_CONFIGURABLE);
+        if (!pr)
+            return;
+        pr->u.value = js_int32(len);
+        name_str = JS_AtomToString(ctx, name);
+        if (JS_IsException(name_str))
+            return;
+        pr = add_property(ctx, p, JS_ATOM_name, JS_PROP_CONFIGURABLE);
+        if (!pr) {
+            JS_FreeValue(ctx, name_str);
+            return;
+        }
+        pr->u.value = name_str;
+        return;
+    }
     /* ES6 feature non compatible with ES5.1: length is configurable */
     JS_DefinePropertyValue(ctx, func_obj, JS_ATOM_length, js_int32(len),
                            JS_PROP_CONFIGURABLE);
