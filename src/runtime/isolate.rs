@@ -16,8 +16,8 @@ use std::future::Future;
 use std::path::{Path, PathBuf};
 use std::pin::pin;
 use std::rc::Rc;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Condvar, Mutex};
 use std::task::Poll;
 use std::time::{Duration, Instant};
 
@@ -64,24 +64,115 @@ impl Job {
     }
 }
 
-/// The handle to the runner thread.
+/// The handle to the runner threads. Dropping it ends them once their current job is done.
 pub(crate) struct Worker {
-    tx: std::sync::mpsc::Sender<Box<Job>>,
+    queue: Arc<Queue>,
 }
+
+/// The job queue the runner threads of one [`Worker`] share. A job wakes one waiting runner
+/// (a condition variable, not a channel behind a lock: there the other runner would wake too,
+/// to take the lock, on every job).
+struct Queue {
+    jobs: Mutex<Jobs>,
+    arrived: Condvar,
+    limit_mb: Arc<AtomicU64>,
+    /// Runner threads started and not yet ended (a thread handing over counts its successor).
+    runners: AtomicUsize,
+    /// Jobs of a single script (not a session step) taken so far.
+    scripts: AtomicUsize,
+}
+
+#[derive(Default)]
+struct Jobs {
+    waiting: std::collections::VecDeque<Box<Job>>,
+    /// The worker was dropped: runners end once the queue is empty.
+    closed: bool,
+}
+
+impl Queue {
+    /// The next job, waiting for one; `None` once the worker is gone and nothing is left.
+    fn take(&self) -> Option<Box<Job>> {
+        let mut jobs = self.jobs.lock().ok()?;
+        loop {
+            if let Some(job) = jobs.waiting.pop_front() {
+                return Some(job);
+            }
+            if jobs.closed {
+                return None;
+            }
+            jobs = self.arrived.wait(jobs).ok()?;
+        }
+    }
+}
+
+/// Runner threads per worker once scripts come one after another: while one runs a script, the
+/// other's fresh isolate is ready or being made on the other core, so a script that comes right
+/// behind another does not wait for a whole isolate to be made. Session steps stay on one thread
+/// (the session's isolate lives there), and a worker that runs a single script (a cold
+/// `agent exec`) never starts the second.
+const RUNNERS: usize = 2;
 
 impl Worker {
     pub(crate) fn spawn(limit_mb: Arc<AtomicU64>) -> Worker {
-        let (tx, rx) = std::sync::mpsc::channel::<Box<Job>>();
-        let spawned = std::thread::Builder::new().name("agent-js".into()).spawn(move || runner_thread(rx, limit_mb));
-        if let Err(e) = spawned {
+        let queue = Arc::new(Queue {
+            jobs: Mutex::new(Jobs::default()),
+            arrived: Condvar::new(),
+            limit_mb,
+            runners: AtomicUsize::new(1),
+            scripts: AtomicUsize::new(0),
+        });
+        if let Err(e) = spawn_runner(queue.clone()) {
             // `send` will fail and the executor reports the runner as unavailable.
             tracing::error!("cannot start the script runner thread: {e}");
         }
-        Worker { tx }
+        Worker { queue }
     }
 
+    /// Queues `job` for a runner; gives it back when no runner thread is left (they died in a
+    /// panic of the engine, or none could be started).
     pub(crate) fn send(&self, job: Box<Job>) -> Result<(), Box<Job>> {
-        self.tx.send(job).map_err(|e| e.0)
+        let Ok(mut jobs) = self.queue.jobs.lock() else { return Err(job) };
+        // Checked under the lock the last runner takes to drop what is queued.
+        if self.queue.runners.load(Ordering::Acquire) == 0 {
+            return Err(job);
+        }
+        jobs.waiting.push_back(job);
+        drop(jobs);
+        self.queue.arrived.notify_one();
+        Ok(())
+    }
+}
+
+impl Drop for Worker {
+    fn drop(&mut self) {
+        if let Ok(mut jobs) = self.queue.jobs.lock() {
+            jobs.closed = true;
+        }
+        self.queue.arrived.notify_all();
+    }
+}
+
+/// Starts a runner thread on `queue`, which already counts it.
+fn spawn_runner(queue: Arc<Queue>) -> std::io::Result<()> {
+    let counted = queue.clone();
+    std::thread::Builder::new().name("agent-js".into()).spawn(move || runner_thread(queue)).map(drop).inspect_err(
+        |_| {
+            counted.runners.fetch_sub(1, Ordering::AcqRel);
+        },
+    )
+}
+
+/// Ends a runner thread's count on its queue however the thread ends.
+struct Counted(Arc<Queue>);
+
+impl Drop for Counted {
+    fn drop(&mut self) {
+        let mut jobs = self.0.jobs.lock().unwrap_or_else(|p| p.into_inner());
+        if self.0.runners.fetch_sub(1, Ordering::AcqRel) == 1 {
+            // The last runner is gone (a panic in the engine): the jobs still queued are dropped,
+            // so their callers hear that the runner stopped instead of waiting forever.
+            jobs.waiting.clear();
+        }
     }
 }
 
@@ -91,7 +182,9 @@ impl Worker {
 /// new isolates fail to evaluate modules or to bootstrap. A new thread starts clean.
 const ISOLATES_PER_THREAD: usize = 64;
 
-fn runner_thread(mut rx: std::sync::mpsc::Receiver<Box<Job>>, limit_mb: Arc<AtomicU64>) {
+fn runner_thread(queue: Arc<Queue>) {
+    let counted = Counted(queue.clone());
+    let limit_mb = queue.limit_mb.clone();
     let tokio_rt = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
         Ok(rt) => rt,
         Err(e) => {
@@ -126,11 +219,16 @@ fn runner_thread(mut rx: std::sync::mpsc::Receiver<Box<Job>>, limit_mb: Arc<Atom
     loop {
         if next.is_none() && live.is_none() {
             if created >= ISOLATES_PER_THREAD {
-                match hand_over(rx, limit_mb.clone()) {
-                    Ok(()) => return,
-                    Err(back) => {
-                        // No new thread: carry on here rather than stop serving.
-                        rx = back;
+                // A fresh thread takes this one's place on the queue; without one, carry on here
+                // rather than stop serving.
+                queue.runners.fetch_add(1, Ordering::Relaxed);
+                match spawn_runner(queue.clone()) {
+                    Ok(()) => {
+                        drop(counted);
+                        return;
+                    }
+                    Err(e) => {
+                        tracing::warn!("cannot start a fresh script runner thread: {e}");
                         created = 0;
                     }
                 }
@@ -138,7 +236,18 @@ fn runner_thread(mut rx: std::sync::mpsc::Receiver<Box<Job>>, limit_mb: Arc<Atom
             next = Some(Prepared::new(limit_mb.load(Ordering::Relaxed).max(MIN_HEAP_MB), &cache));
             created += 1;
         }
-        let Ok(job) = rx.recv() else { return };
+        let Some(job) = queue.take() else { return };
+        // The second script of a worker: from now on a second runner keeps an isolate ready.
+        if !job.keep
+            && queue.scripts.fetch_add(1, Ordering::Relaxed) >= 1
+            && queue
+                .runners
+                .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| (n < RUNNERS).then_some(n + 1))
+                .is_ok()
+            && let Err(e) = spawn_runner(queue.clone())
+        {
+            tracing::info!("cannot start a second script runner thread: {e}");
+        }
         let wanted = job.req.limits.memory_limit_mb;
         if wanted < MIN_HEAP_MB {
             // The engine cannot even start in that little memory (and deno_core panics trying).
@@ -189,30 +298,6 @@ fn runner_thread(mut rx: std::sync::mpsc::Receiver<Box<Job>>, limit_mb: Arc<Atom
             live = Some(prepared);
         } else {
             drop(prepared);
-        }
-    }
-}
-
-/// Moves the job queue to a new runner thread. Gives the queue back if no thread can be started.
-fn hand_over(
-    rx: std::sync::mpsc::Receiver<Box<Job>>,
-    limit_mb: Arc<AtomicU64>,
-) -> Result<(), std::sync::mpsc::Receiver<Box<Job>>> {
-    let (tx, handoff) = std::sync::mpsc::channel();
-    let spawned = std::thread::Builder::new().name("agent-js".into()).spawn(move || {
-        if let Ok(rx) = handoff.recv() {
-            runner_thread(rx, limit_mb);
-        }
-    });
-    match spawned {
-        Ok(_) => {
-            // The thread is running and waiting for the queue; sending cannot fail.
-            let _ = tx.send(rx);
-            Ok(())
-        }
-        Err(e) => {
-            tracing::warn!("cannot start a fresh script runner thread: {e}");
-            Err(rx)
         }
     }
 }
@@ -825,6 +910,64 @@ pub mod phases;
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// One runner thread for a lone script (a cold `agent exec` makes one isolate, not two); a
+    /// second once scripts come one after another, each with a fresh isolate; never a second for
+    /// session steps, whose isolate lives on one thread (they keep what the last step defined);
+    /// and dropping the worker ends them.
+    #[test]
+    fn a_second_runner_starts_for_scripts_in_a_row_but_not_for_one_or_for_a_session() {
+        let ws = tempfile::tempdir().unwrap();
+        let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+        let run = |worker: &Worker, keep: bool, script: &str| {
+            let req = ExecRequest {
+                workspace: ws.path().to_path_buf(),
+                script: Script::Inline(script.into()),
+                limits: super::super::Limits::default(),
+                bridge: None,
+            };
+            let (job, _started, done) = Job::new(req, keep);
+            assert!(worker.send(job).is_ok(), "no runner took the job");
+            let outcome = rt.block_on(done).expect("the runner answers");
+            assert!(outcome.error.is_none(), "{:?}", outcome.error);
+            outcome
+        };
+        let runners = |worker: &Worker| worker.queue.runners.load(Ordering::Acquire);
+        let until = |worker: &Worker, n: usize| {
+            let deadline = Instant::now() + Duration::from_secs(20);
+            while runners(worker) != n && Instant::now() < deadline {
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            runners(worker)
+        };
+
+        let scripts = Worker::spawn(Arc::new(AtomicU64::new(64)));
+        let first = run(&scripts, false, "globalThis.mark = 1; console.log('one');");
+        assert!(first.isolate.fresh);
+        assert_eq!(runners(&scripts), 1, "a lone script started a second runner");
+        for i in 0..6 {
+            // Each script gets a fresh isolate, whichever runner takes it.
+            let o = run(&scripts, false, "console.log(typeof globalThis.mark);");
+            assert_eq!(o.stdout, "undefined\n", "script {i} saw another's global");
+            assert!(o.isolate.fresh && !o.isolate.kept);
+        }
+        assert_eq!(runners(&scripts), 2);
+        let queue = scripts.queue.clone();
+        drop(scripts);
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while queue.runners.load(Ordering::Acquire) != 0 && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        assert_eq!(queue.runners.load(Ordering::Acquire), 0, "runners outlived their worker");
+
+        let session = Worker::spawn(Arc::new(AtomicU64::new(64)));
+        run(&session, true, "globalThis.count = 1;");
+        for step in 2..8 {
+            let o = run(&session, true, "globalThis.count += 1; console.log(globalThis.count);");
+            assert_eq!(o.stdout, format!("{step}\n"), "a session step lost its state");
+        }
+        assert_eq!(until(&session, 1), 1, "session steps started a second runner");
+    }
 
     /// A script without storage whose globals were somehow still there (a bug in the bootstrap,
     /// a future global) is refused by the ops themselves: nothing lands in the workspace.
