@@ -64,7 +64,7 @@ impl Job {
     }
 }
 
-/// The handle to the runner threads. Dropping it ends them once their current job is done.
+/// The handle to the runner threads. Dropping it ends them once the jobs already queued are done.
 pub(crate) struct Worker {
     queue: Arc<Queue>,
 }
