@@ -69,12 +69,13 @@ pub(crate) struct Worker {
     queue: Arc<Queue>,
 }
 
-/// The job queue the runner threads of one [`Worker`] share. A job wakes one waiting runner
-/// (a condition variable, not a channel behind a lock: there the other runner would wake too,
-/// to take the lock, on every job).
+/// The job queue the runner threads of one [`Worker`] share. A job wakes one waiting runner, the
+/// one that went idle last: after a pause the runner that ran the last script takes the next one
+/// (as a lone runner did), and the other takes a job only while that one is busy. (A channel
+/// behind a lock woke the other runner too, to take the lock, on every job; one condition
+/// variable for both handed jobs to them in turn: a script after a pause was slower either way.)
 struct Queue {
     jobs: Mutex<Jobs>,
-    arrived: Condvar,
     limit_mb: Arc<AtomicU64>,
     /// Runner threads started and not yet ended (a thread handing over counts its successor).
     runners: AtomicUsize,
@@ -85,22 +86,28 @@ struct Queue {
 #[derive(Default)]
 struct Jobs {
     waiting: std::collections::VecDeque<Box<Job>>,
+    /// The runners waiting for a job, each on its own condition variable; the last one is the
+    /// one that went idle last.
+    idle: Vec<Arc<Condvar>>,
     /// The worker was dropped: runners end once the queue is empty.
     closed: bool,
 }
 
 impl Queue {
-    /// The next job, waiting for one; `None` once the worker is gone and nothing is left.
-    fn take(&self) -> Option<Box<Job>> {
+    /// The next job, waiting for one on `me`; `None` once the worker is gone and nothing is left.
+    fn take(&self, me: &Arc<Condvar>) -> Option<Box<Job>> {
         let mut jobs = self.jobs.lock().ok()?;
         loop {
+            // Woken (or woken spuriously): no longer counted as idle.
+            jobs.idle.retain(|c| !Arc::ptr_eq(c, me));
             if let Some(job) = jobs.waiting.pop_front() {
                 return Some(job);
             }
             if jobs.closed {
                 return None;
             }
-            jobs = self.arrived.wait(jobs).ok()?;
+            jobs.idle.push(me.clone());
+            jobs = me.wait(jobs).ok()?;
         }
     }
 }
@@ -116,7 +123,6 @@ impl Worker {
     pub(crate) fn spawn(limit_mb: Arc<AtomicU64>) -> Worker {
         let queue = Arc::new(Queue {
             jobs: Mutex::new(Jobs::default()),
-            arrived: Condvar::new(),
             limit_mb,
             runners: AtomicUsize::new(1),
             scripts: AtomicUsize::new(0),
@@ -137,8 +143,9 @@ impl Worker {
             return Err(job);
         }
         jobs.waiting.push_back(job);
-        drop(jobs);
-        self.queue.arrived.notify_one();
+        if let Some(runner) = jobs.idle.pop() {
+            runner.notify_one();
+        }
         Ok(())
     }
 }
@@ -147,8 +154,10 @@ impl Drop for Worker {
     fn drop(&mut self) {
         if let Ok(mut jobs) = self.queue.jobs.lock() {
             jobs.closed = true;
+            for runner in jobs.idle.drain(..) {
+                runner.notify_one();
+            }
         }
-        self.queue.arrived.notify_all();
     }
 }
 
@@ -185,6 +194,7 @@ const ISOLATES_PER_THREAD: usize = 64;
 fn runner_thread(queue: Arc<Queue>) {
     let counted = Counted(queue.clone());
     let limit_mb = queue.limit_mb.clone();
+    let waiting = Arc::new(Condvar::new());
     let tokio_rt = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
         Ok(rt) => rt,
         Err(e) => {
@@ -236,7 +246,7 @@ fn runner_thread(queue: Arc<Queue>) {
             next = Some(Prepared::new(limit_mb.load(Ordering::Relaxed).max(MIN_HEAP_MB), &cache));
             created += 1;
         }
-        let Some(job) = queue.take() else { return };
+        let Some(job) = queue.take(&waiting) else { return };
         // The second script of a worker: from now on a second runner keeps an isolate ready.
         if !job.keep
             && queue.scripts.fetch_add(1, Ordering::Relaxed) >= 1
