@@ -42291,6 +42291,15 @@ static int JS_WriteArray(BCWriterState *s, JSValueConst obj)
     return -1;
 }
 
+/* Whether `atom` names one of the first `elements_written` elements, which a
+   fast array's tag wrote as a run before its state (JS_WriteSnapshotArray). */
+static inline bool js_snapshot_element_written(JSAtom atom,
+                                               uint32_t elements_written)
+{
+    return __JS_AtomIsTaggedInt(atom) &&
+        __JS_AtomToUInt32(atom) < elements_written;
+}
+
 static int JS_WriteSnapshotObjectState(BCWriterState *s, JSValueConst obj,
                                        bool skip_intrinsic_registry,
                                        bool skip_function_builtins,
@@ -42332,10 +42341,8 @@ static int JS_WriteSnapshotObjectState(BCWriterState *s, JSValueConst obj,
                 serialized_len--;
         }
     }
-    /* The elements a fast array's tag wrote as a run, before its state. */
-    for (i = 0; i < len && elements_written; i++) {
-        if (__JS_AtomIsTaggedInt(props[i].atom) &&
-            __JS_AtomToUInt32(props[i].atom) < elements_written)
+    for (i = 0; i < len; i++) {
+        if (js_snapshot_element_written(props[i].atom, elements_written))
             serialized_len--;
     }
     if (skip_function_builtins) {
@@ -42350,8 +42357,7 @@ static int JS_WriteSnapshotObjectState(BCWriterState *s, JSValueConst obj,
     bc_put_leb128(s, serialized_len);
     for (i = 0; i < len; i++) {
         if (props[i].atom == skip_atom ||
-            (elements_written && __JS_AtomIsTaggedInt(props[i].atom) &&
-             __JS_AtomToUInt32(props[i].atom) < elements_written) ||
+            js_snapshot_element_written(props[i].atom, elements_written) ||
             (skip_function_builtins &&
              (props[i].atom == JS_ATOM_length ||
               props[i].atom == JS_ATOM_name ||
@@ -42514,8 +42520,8 @@ static int JS_WriteSnapshotArray(BCWriterState *s, JSValueConst obj)
     bc_put_u8(s, BC_TAG_SNAPSHOT_ARRAY);
     bc_put_leb128(s, count);
     for (i = 0; i < count; i++) {
-        /* Writing a value runs no JS, but re-read the array each time
-           anyway: only its own element list is trusted here. */
+        /* Writing a value runs no JS, so the array cannot change here; the
+           check keeps a broken invariant from reading past its elements. */
         if (!p->fast_array || i >= p->u.array.count) {
             JS_ThrowInternalError(s->ctx, "array changed while written");
             return -1;
