@@ -120,6 +120,9 @@ pub use quickjs::thread_address_map_entries;
 pub use quickjs::process_externals_holding;
 #[cfg(feature = "engine_quickjs")]
 #[doc(hidden)]
+pub use quickjs::last_runtime_blocks_left;
+#[cfg(feature = "engine_quickjs")]
+#[doc(hidden)]
 pub use quickjs::{export_intrinsics_walks, import_intrinsics_walks, intrinsics_walk_selftest};
 
 // Pure-Rust implementation of the `crdtp__*` inspector-protocol C-ABI surface

@@ -1131,6 +1131,7 @@ pub extern "C" fn v8__Isolate__Dispose(this: *mut RealIsolate) {
     // What this thread recorded by address about the runtime's objects and
     // the isolate's handles is freed with them.
     super::function::forget_runtime_functions(st.rt);
+    super::function::free_isolate_templates(this);
     super::string::forget_isolate_strings(this);
     for (allocator, data, byte_length) in
       std::mem::take(&mut st.pending_array_buffer_frees)

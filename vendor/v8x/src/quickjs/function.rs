@@ -3867,11 +3867,12 @@ pub(crate) fn forget_runtime_functions(rt: *mut JSRuntime) {
 }
 
 /// Entries in this thread's function maps (snapshot functions, script
-/// positions), for tests that check the maps do not grow with the number of
+/// positions, templates), for tests that check the maps do not grow with the number of
 /// isolates a thread has made.
 pub(crate) fn function_map_entries() -> usize {
   SNAPSHOT_FUNCTIONS.with(|m| m.borrow().len())
     + FUNCTION_SCRIPT_INFO.with(|m| m.borrow().len())
+    + TEMPLATES.with(|t| t.borrow().len())
     + DISPATCH.with(|t| {
       let t = t.borrow();
       t.entries.len() - t.free.len() + t.reusable.len()
@@ -4466,7 +4467,11 @@ impl AttrU32 for PropertyAttribute {
 }
 
 thread_local! {
-    static TEMPLATES: std::cell::RefCell<AddrMap<TemplKind>> =
+    /// Every live template made on this thread: its kind, and the isolate
+    /// it was made in (entered when it was made), which frees it when it is
+    /// disposed (`free_isolate_templates`), as V8 frees an isolate's
+    /// templates with its heap.
+    static TEMPLATES: std::cell::RefCell<AddrMap<(TemplKind, usize)>> =
         std::cell::RefCell::new(AddrMap::default());
 }
 
@@ -4477,8 +4482,9 @@ pub(crate) enum TemplKind {
 }
 
 fn register_template(p: usize, kind: TemplKind) {
+  let owner = crate::quickjs::core::current_iso() as usize;
   TEMPLATES.with(|t| {
-    t.borrow_mut().insert(p, kind);
+    t.borrow_mut().insert(p, (kind, owner));
   });
 }
 
@@ -4493,7 +4499,41 @@ pub(crate) fn template_kind(p: *const c_void) -> Option<TemplKind> {
   if p.is_null() {
     return None;
   }
-  TEMPLATES.with(|t| t.borrow().get(&(p as usize)).copied())
+  TEMPLATES.with(|t| t.borrow().get(&(p as usize)).map(|&(kind, _)| kind))
+}
+
+/// Frees the templates made in `isolate` once its runtime is freed: every
+/// isolate makes one per op (deno_core's bindings) and more for its error
+/// call sites, ~30 KB in all, which were never freed, so a process making
+/// isolates one after another grew by that much per isolate. Their
+/// JavaScript values are not released: they went with the runtime's memory.
+/// A `Global` of a template dropped later does not touch it (a `Global` of a
+/// disposed isolate is not reset).
+pub(crate) fn free_isolate_templates(isolate: *mut RealIsolate) {
+  let owner = isolate as usize;
+  let owned: Vec<(usize, TemplKind)> = TEMPLATES.with(|t| {
+    let mut t = t.borrow_mut();
+    let owned: Vec<(usize, TemplKind)> = t
+      .iter()
+      .filter(|(_, (_, o))| *o == owner)
+      .map(|(&p, &(kind, _))| (p, kind))
+      .collect();
+    for (p, _) in &owned {
+      t.remove(p);
+    }
+    owned
+  });
+  for (p, kind) in owned {
+    // SAFETY: each entry was made by `Box::into_raw` of its kind
+    // (`register_template`'s callers) and is removed from the map above, so
+    // it is freed once.
+    unsafe {
+      match kind {
+        TemplKind::Func => drop(Box::from_raw(p as *mut FnTemplate)),
+        TemplKind::Obj => drop(Box::from_raw(p as *mut ObjTemplate)),
+      }
+    }
+  }
 }
 
 pub(crate) fn snapshot_function_template_info(
@@ -4551,7 +4591,7 @@ fn with_template_props(
   p: usize,
   f: impl FnOnce(&mut Vec<(JSValue, JSValue, u32)>),
 ) {
-  let kind = TEMPLATES.with(|t| t.borrow().get(&p).copied());
+  let kind = TEMPLATES.with(|t| t.borrow().get(&p).map(|&(kind, _)| kind));
   match kind {
     Some(TemplKind::Func) => {
       let t = unsafe { &mut *(p as *mut FnTemplate) };
@@ -4847,7 +4887,7 @@ fn materialize_template_value(
     return (value, false);
   }
   let raw = unsafe { value.u.ptr } as usize;
-  let kind = TEMPLATES.with(|t| t.borrow().get(&raw).copied());
+  let kind = TEMPLATES.with(|t| t.borrow().get(&raw).map(|&(kind, _)| kind));
   match kind {
     Some(TemplKind::Func) => {
       let f = v8__FunctionTemplate__GetFunction(

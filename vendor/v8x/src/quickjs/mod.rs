@@ -35,7 +35,8 @@ mod value;
 mod wasm;
 
 /// Entries this thread holds in the backend's maps keyed by address (native
-/// functions and module functions by object, external strings by handle).
+/// functions and module functions by object, templates, external strings by
+/// handle).
 /// They belong to live isolates only: a test makes isolates on one thread and
 /// checks this does not grow with their number.
 #[doc(hidden)]
@@ -51,6 +52,15 @@ pub fn thread_address_map_entries() -> usize {
 #[doc(hidden)]
 pub fn process_externals_holding(pointer: *const std::ffi::c_void) -> usize {
   function::external_entries_holding(pointer as usize)
+}
+
+/// Allocations the last runtime freed on this thread still held when only its
+/// arenas, atoms and own tables were left to free: every object of a runtime
+/// is freed at its end (a test drops an isolate and checks only a few are
+/// left, not the thousands its templates once kept alive).
+#[doc(hidden)]
+pub fn last_runtime_blocks_left() -> usize {
+  unsafe { quickjs_sys::v82jsc_last_runtime_blocks_left() }
 }
 
 unsafe extern "C" {

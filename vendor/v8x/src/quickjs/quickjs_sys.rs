@@ -323,6 +323,7 @@ unsafe extern "C" {
     sf: *const JSSharedArrayBufferFunctions,
   );
   pub fn v82jsc_malloc_size(rt: *mut JSRuntime) -> usize;
+  pub fn v82jsc_last_runtime_blocks_left() -> usize;
   pub fn JS_GetGCThreshold(rt: *mut JSRuntime) -> usize;
   pub fn JS_SetGCThreshold(rt: *mut JSRuntime, gc_threshold: usize);
   pub fn JS_RunGC(rt: *mut JSRuntime);
