@@ -1228,18 +1228,25 @@ mod tests {
     /// not keep every address it ever used, nor the templates (one per op) each isolate made.
     #[test]
     fn the_engines_address_maps_hold_only_live_isolates() {
-        std::thread::spawn(|| {
-            let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
-            let _enter = rt.enter();
-            let cache = TranspileCache::default();
+        on_a_thread_of_its_own(|cache| {
             assert_eq!(v8::thread_address_map_entries(), 0);
             for round in 0..12 {
-                let prepared = Prepared::new(64, &cache).unwrap();
+                let prepared = Prepared::new(64, cache).unwrap();
                 let live = v8::thread_address_map_entries();
                 assert!(live > 0, "round {round}: a live isolate recorded nothing");
                 drop(prepared);
                 assert_eq!(v8::thread_address_map_entries(), 0, "round {round}: kept after dispose");
             }
+        });
+    }
+
+    /// Runs `f` on a new thread, inside an event loop as a runner thread makes its isolates: the
+    /// engine's per-thread records start empty there.
+    fn on_a_thread_of_its_own(f: impl FnOnce(&TranspileCache) + Send + 'static) {
+        std::thread::spawn(|| {
+            let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+            let _enter = rt.enter();
+            f(&TranspileCache::default());
         })
         .join()
         .unwrap();
@@ -1250,21 +1257,14 @@ mod tests {
     /// thousands alive, ~40 KB per script a worker never gave back).
     #[test]
     fn a_disposed_isolate_leaves_none_of_its_objects_allocated() {
-        std::thread::spawn(|| {
-            let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
-            let _enter = rt.enter();
-            let cache = TranspileCache::default();
+        on_a_thread_of_its_own(|cache| {
             for round in 0..3 {
-                let mut prepared = Prepared::new(64, &cache).unwrap();
-                finalize(&mut prepared.runtime).unwrap();
-                drop(prepared);
+                drop(Prepared::new(64, cache).unwrap());
                 let left = v8::last_runtime_blocks_left();
                 // What is left is the runtime's own bookkeeping (~20 blocks), not its objects.
                 assert!(left < 64, "round {round}: {left} blocks of the runtime still allocated at its end");
             }
-        })
-        .join()
-        .unwrap();
+        });
     }
 
     /// An op function, as a script sees it: V8's `toString` text with its name, its name and
