@@ -3867,8 +3867,8 @@ pub(crate) fn forget_runtime_functions(rt: *mut JSRuntime) {
 }
 
 /// Entries in this thread's function maps (snapshot functions, script
-/// positions, templates), for tests that check the maps do not grow with the number of
-/// isolates a thread has made.
+/// positions, templates), for tests that check the maps do not grow with the
+/// number of isolates a thread has made.
 pub(crate) fn function_map_entries() -> usize {
   SNAPSHOT_FUNCTIONS.with(|m| m.borrow().len())
     + FUNCTION_SCRIPT_INFO.with(|m| m.borrow().len())
@@ -4506,7 +4506,9 @@ pub(crate) fn template_kind(p: *const c_void) -> Option<TemplKind> {
 /// isolate makes one per op (deno_core's bindings) and more for its error
 /// call sites, ~30 KB in all, which were never freed, so a process making
 /// isolates one after another grew by that much per isolate. Their
-/// JavaScript values are not released: they went with the runtime's memory.
+/// JavaScript values are not released: the runtime's last collection
+/// (`gc_free_at_teardown` in quickjs.c) freed every object whatever its
+/// refcount, and its memory went with it.
 /// A `Global` of a template dropped later does not touch it (a `Global` of a
 /// disposed isolate is not reset).
 pub(crate) fn free_isolate_templates(isolate: *mut RealIsolate) {

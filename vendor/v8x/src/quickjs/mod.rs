@@ -60,6 +60,7 @@ pub fn process_externals_holding(pointer: *const std::ffi::c_void) -> usize {
 /// left, not the thousands its templates once kept alive).
 #[doc(hidden)]
 pub fn last_runtime_blocks_left() -> usize {
+  // SAFETY: reads a thread-local counter; no argument, no precondition.
   unsafe { quickjs_sys::v82jsc_last_runtime_blocks_left() }
 }
 

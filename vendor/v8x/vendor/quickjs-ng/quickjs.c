@@ -7737,7 +7737,9 @@ static void gc_free_cycles(JSRuntime *rt)
    freed is kept as a zombie until the end, as gc_free_cycles does.
    Objects an embedder leaked (an extra reference never released) are freed
    with the rest instead of left allocated: the runtime's memory goes either
-   way. */
+   way. So JS_DUMP_LEAKS no longer lists leaked objects (none are left to
+   list); v82jsc_last_runtime_blocks_left counts what the runtime still held
+   at its end instead. */
 static void gc_free_at_teardown(JSRuntime *rt)
 {
     struct list_head *el, *el1;
