@@ -4506,9 +4506,8 @@ pub(crate) fn template_kind(p: *const c_void) -> Option<TemplKind> {
 /// isolate makes one per op (deno_core's bindings) and more for its error
 /// call sites, ~30 KB in all, which were never freed, so a process making
 /// isolates one after another grew by that much per isolate. Their
-/// JavaScript values are not released: the runtime's last collection
-/// (`gc_free_at_teardown` in quickjs.c) freed every object whatever its
-/// refcount, and its memory went with it.
+/// JavaScript values are not released: the runtime's end (`JS_FreeRuntime`
+/// in quickjs.c) freed all of its memory, whatever was still referenced.
 /// A `Global` of a template dropped later does not touch it (a `Global` of a
 /// disposed isolate is not reset).
 pub(crate) fn free_isolate_templates(isolate: *mut RealIsolate) {

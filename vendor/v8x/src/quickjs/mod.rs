@@ -54,10 +54,10 @@ pub fn process_externals_holding(pointer: *const std::ffi::c_void) -> usize {
   function::external_entries_holding(pointer as usize)
 }
 
-/// Allocations the last runtime freed on this thread still held when only its
-/// arenas, atoms and own tables were left to free: every object of a runtime
-/// is freed at its end (a test drops an isolate and checks only a few are
-/// left, not the thousands its templates once kept alive).
+/// Blocks of the backing allocator (arenas, large blocks) the last runtime
+/// freed on this thread still held once its teardown was done: a runtime
+/// gives back every block it took, whatever objects were still alive in them
+/// (a test drops an isolate and checks this is 0).
 #[doc(hidden)]
 pub fn last_runtime_blocks_left() -> usize {
   // SAFETY: reads a thread-local counter; no argument, no precondition.

@@ -310,6 +310,12 @@ typedef struct JSArena {
 typedef struct JSArenaState {
     struct list_head arena_list[JS_ARENA_BLOCK_SIZE_COUNT];
     struct list_head free_arena_list[JS_ARENA_BLOCK_SIZE_COUNT];
+    /* every large block, so the runtime's teardown can free them all without
+       visiting the objects that own them (see gc_free_at_teardown) */
+    struct list_head large_list;
+    /* what the runtime holds from the backing allocator: arenas and large
+       blocks (0 once its teardown is done) */
+    size_t system_blocks;
     _Alignas(JS_ARENA_ALIGN) uint8_t zero_size_block[sizeof(JSMallocBlockHeader)];
 } JSArenaState;
 
@@ -1445,7 +1451,7 @@ static JSValue js_compile_regexp(JSContext *ctx, JSValueConst pattern,
 static JSValue js_regexp_constructor_internal(JSContext *ctx, JSValueConst ctor,
                                               JSValue pattern, JSValue bc);
 static void gc_decref(JSRuntime *rt);
-static void gc_free_at_teardown(JSRuntime *rt);
+static bool gc_free_at_teardown(JSRuntime *rt);
 static int JS_NewClass1(JSRuntime *rt, JSClassID class_id,
                         const JSClassDef *class_def, JSAtom name);
 static JSValue js_array_push(JSContext *ctx, JSValueConst this_val,
@@ -1862,6 +1868,8 @@ static void js_arena_init(JSRuntime *rt)
     JSArenaState *s = &rt->arena_state;
     int i;
     arena_zero_block(rt)->u.block_idx = JS_ARENA_FREE_NIL;
+    init_list_head(&s->large_list);
+    s->system_blocks = 0;
     for (i = 0; i < JS_ARENA_BLOCK_SIZE_COUNT; i++) {
         init_list_head(&s->arena_list[i]);
         init_list_head(&s->free_arena_list[i]);
@@ -1872,6 +1880,26 @@ static inline void *arena_get_block(JSArena *ar, unsigned int idx,
                                     unsigned int block_size)
 {
     return ar->blocks + (size_t)idx * block_size;
+}
+
+/* A large block comes straight from the backing allocator with its link in
+   the runtime's large_list first, then its header, then the user's bytes. */
+#define JS_LARGE_LINK_SIZE sizeof(struct list_head)
+
+static inline struct list_head *large_block_link(JSMallocBlockHeader *b)
+{
+    return (struct list_head *)((uint8_t *)b - JS_LARGE_LINK_SIZE);
+}
+
+static inline JSMallocBlockHeader *large_block_header(JSRuntime *rt, void *raw)
+{
+    JSMallocBlockHeader *b;
+
+    list_add_tail((struct list_head *)raw, &rt->arena_state.large_list);
+    b = (JSMallocBlockHeader *)((uint8_t *)raw + JS_LARGE_LINK_SIZE);
+    b->u.block_idx = JS_ARENA_FREE_NIL;
+    b->block_size_idx = 0xff; /* fail safe */
+    return b;
 }
 
 static no_inline JSArena *arena_new(JSRuntime *rt, int block_size_idx)
@@ -1890,6 +1918,7 @@ static no_inline JSArena *arena_new(JSRuntime *rt, int block_size_idx)
     ar->n_blocks = n_blocks;
     ar->n_used_blocks = 0;
     ar->first_free_block = 0;
+    rt->arena_state.system_blocks++;
     for (i = 0; i < n_blocks - 1; i++) {
         b = arena_get_block(ar, i, block_size);
         b->u.free_next = i + 1;
@@ -1905,26 +1934,24 @@ static no_inline JSArena *arena_new(JSRuntime *rt, int block_size_idx)
 
 static no_inline void *arena_malloc_large(JSRuntime *rt, size_t size)
 {
-    JSMallocBlockHeader *b;
-    b = rt->mf.js_malloc(rt->malloc_state.opaque,
-                         sizeof(JSMallocBlockHeader) + size);
-    if (!b)
+    void *raw;
+    raw = rt->mf.js_malloc(rt->malloc_state.opaque, JS_LARGE_LINK_SIZE +
+                           sizeof(JSMallocBlockHeader) + size);
+    if (!raw)
         return NULL;
-    b->u.block_idx = JS_ARENA_FREE_NIL;
-    b->block_size_idx = 0xff; /* fail safe */
-    return b->user_data;
+    rt->arena_state.system_blocks++;
+    return large_block_header(rt, raw)->user_data;
 }
 
 static no_inline void *arena_calloc_large(JSRuntime *rt, size_t size)
 {
-    JSMallocBlockHeader *b;
-    b = rt->mf.js_calloc(rt->malloc_state.opaque, 1,
-                         sizeof(JSMallocBlockHeader) + size);
-    if (!b)
+    void *raw;
+    raw = rt->mf.js_calloc(rt->malloc_state.opaque, 1, JS_LARGE_LINK_SIZE +
+                           sizeof(JSMallocBlockHeader) + size);
+    if (!raw)
         return NULL;
-    b->u.block_idx = JS_ARENA_FREE_NIL;
-    b->block_size_idx = 0xff; /* fail safe */
-    return b->user_data;
+    rt->arena_state.system_blocks++;
+    return large_block_header(rt, raw)->user_data;
 }
 
 static void *js_arena_malloc(JSRuntime *rt, size_t size)
@@ -1978,7 +2005,9 @@ static void js_arena_free(JSRuntime *rt, void *ptr)
         if (b == arena_zero_block(rt)) {
             /* nothing to do */
         } else {
-            rt->mf.js_free(rt->malloc_state.opaque, b);
+            list_del(large_block_link(b));
+            rt->arena_state.system_blocks--;
+            rt->mf.js_free(rt->malloc_state.opaque, large_block_link(b));
         }
     } else {
         unsigned int block_idx = b->u.block_idx;
@@ -1996,6 +2025,7 @@ static void js_arena_free(JSRuntime *rt, void *ptr)
         if (unlikely(ar->n_used_blocks == 0)) {
             list_del(&ar->link);
             list_del(&ar->free_link);
+            rt->arena_state.system_blocks--;
             rt->mf.js_free(rt->malloc_state.opaque, ar);
         }
     }
@@ -2012,9 +2042,10 @@ static size_t js_arena_usable_size(JSRuntime *rt, const void *ptr)
         if (b == arena_zero_block(rt)) {
             return 0;
         } else {
-            size_t size = rt->mf.js_malloc_usable_size(b);
+            size_t size = rt->mf.js_malloc_usable_size(
+                large_block_link((JSMallocBlockHeader *)b));
             if (size != 0)
-                size -= sizeof(JSMallocBlockHeader);
+                size -= JS_LARGE_LINK_SIZE + sizeof(JSMallocBlockHeader);
             return size;
         }
     } else {
@@ -2032,14 +2063,18 @@ static void *js_arena_realloc(JSRuntime *rt, void *ptr, size_t size)
         if (b == arena_zero_block(rt)) {
             return js_arena_malloc(rt, size);
         } else {
-            JSMallocBlockHeader *nb;
-            nb = rt->mf.js_realloc(rt->malloc_state.opaque, b,
-                                   sizeof(JSMallocBlockHeader) + size);
-            if (!nb)
+            struct list_head *link = large_block_link(b);
+            void *raw;
+            /* unlinked while it may move; relinked where it ends */
+            list_del(link);
+            raw = rt->mf.js_realloc(rt->malloc_state.opaque, link,
+                                    JS_LARGE_LINK_SIZE +
+                                    sizeof(JSMallocBlockHeader) + size);
+            if (!raw) {
+                list_add_tail(link, &rt->arena_state.large_list);
                 return NULL;
-            nb->u.block_idx = JS_ARENA_FREE_NIL;
-            nb->block_size_idx = 0xff;
-            return nb->user_data;
+            }
+            return large_block_header(rt, raw)->user_data;
         }
     } else {
         unsigned int block_size = arena_block_sizes[b->block_size_idx];
@@ -2087,8 +2122,10 @@ static void *js_arena_calloc(JSRuntime *rt, size_t count, size_t size)
     return arena_calloc_large(rt, n);
 }
 
-/* free any arenas still mapped at runtime teardown (normally none: empty
-   arenas are released eagerly as their last block is freed) */
+/* Frees what the runtime still holds from the backing allocator at its
+   teardown: every arena and large block, whatever is still allocated in
+   them (the teardown does not free objects one by one, see
+   gc_free_at_teardown). */
 static void js_arena_free_all(JSRuntime *rt)
 {
     JSArenaState *s = &rt->arena_state;
@@ -2097,11 +2134,17 @@ static void js_arena_free_all(JSRuntime *rt)
     for (i = 0; i < JS_ARENA_BLOCK_SIZE_COUNT; i++) {
         list_for_each_safe(el, el1, &s->arena_list[i]) {
             JSArena *ar = list_entry(el, JSArena, link);
+            s->system_blocks--;
             rt->mf.js_free(rt->malloc_state.opaque, ar);
         }
         init_list_head(&s->arena_list[i]);
         init_list_head(&s->free_arena_list[i]);
     }
+    list_for_each_safe(el, el1, &s->large_list) {
+        s->system_blocks--;
+        rt->mf.js_free(rt->malloc_state.opaque, el);
+    }
+    init_list_head(&s->large_list);
 }
 
 static bool js_memory_limit_exceeded(JSRuntime *rt, size_t additional_size)
@@ -2624,9 +2667,9 @@ uint64_t JS_GetDumpFlags(JSRuntime *rt)
 #endif
 }
 
-/* The blocks the last runtime freed on this thread still held when only
-   its arenas, atoms' tables and itself were left to go (read by tests: the
-   objects of a runtime are all freed at its end, not left in its arenas). */
+/* How many blocks of the backing allocator (arenas, large blocks) the last
+   runtime freed on this thread still held once its teardown was done (read
+   by tests: a runtime gives back every block it took, 0). */
 static _Thread_local size_t v82jsc_blocks_left_at_free;
 
 size_t v82jsc_last_runtime_blocks_left(void) {
@@ -2856,7 +2899,7 @@ void JS_SetRuntimeInfo(JSRuntime *rt, const char *s)
 void JS_FreeRuntime(JSRuntime *rt)
 {
     struct list_head *el, *el1;
-    bool leak = false;
+    bool leak = false, wholesale;
     int i;
 
     rt->in_free = true;
@@ -2872,7 +2915,9 @@ void JS_FreeRuntime(JSRuntime *rt)
     }
     init_list_head(&rt->job_list);
 
-    gc_free_at_teardown(rt);
+    wholesale = gc_free_at_teardown(rt);
+    if (wholesale)
+        goto free_blocks;
 
 #ifdef ENABLE_DUMPS // JS_DUMP_LEAKS
     /* leaking objects */
@@ -3029,6 +3074,7 @@ void JS_FreeRuntime(JSRuntime *rt)
     }
 #endif
 
+ free_blocks:
     while (rt->finalizers) {
         JSRuntimeFinalizerState *fs = rt->finalizers;
         rt->finalizers = fs->next;
@@ -3037,7 +3083,8 @@ void JS_FreeRuntime(JSRuntime *rt)
     }
 
 #ifdef ENABLE_DUMPS // JS_DUMP_LEAKS
-    if (check_dump_flag(rt, JS_DUMP_LEAKS)) {
+    /* (a wholesale teardown leaves every block to js_arena_free_all) */
+    if (!wholesale && check_dump_flag(rt, JS_DUMP_LEAKS)) {
         JSMallocState *s = &rt->malloc_state;
         if (s->malloc_count > 1) {
             if (rt->rt_info)
@@ -3052,8 +3099,8 @@ void JS_FreeRuntime(JSRuntime *rt)
 
     leak &= check_dump_flag(rt, JS_ABORT_ON_LEAKS);
 
-    v82jsc_blocks_left_at_free = rt->malloc_state.malloc_count;
     js_arena_free_all(rt);
+    v82jsc_blocks_left_at_free = rt->arena_state.system_blocks;
 
     {
         JSMallocState *ms = &rt->malloc_state;
@@ -7728,35 +7775,70 @@ static void gc_free_cycles(JSRuntime *rt)
     init_list_head(&rt->gc_zero_ref_count_list);
 }
 
-/* The collection JS_FreeRuntime runs: everything is unreachable by then (no
-   context, no job, no stack frame is left), so the two marking passes of
-   JS_RunGC, which walk every object's children twice only to find that every
-   object is garbage, are skipped and all the objects are freed as one cycle.
-   Their refcounts are the true ones (the marking passes would have restored
-   them before freeing), so an object still referenced by another one being
-   freed is kept as a zombie until the end, as gc_free_cycles does.
-   Objects an embedder leaked (an extra reference never released) are freed
-   with the rest instead of left allocated: the runtime's memory goes either
-   way. So JS_DUMP_LEAKS no longer lists leaked objects (none are left to
-   list); v82jsc_last_runtime_blocks_left counts what the runtime still held
-   at its end instead. */
-static void gc_free_at_teardown(JSRuntime *rt)
+/* Whether the finalizer of an object of `class_id` may release something
+   outside the runtime's memory: an embedder's class (its data lives in the
+   embedder's heap), a C closure (its opaque's finalizer), an array buffer
+   (an external or shared backing store). Every other built-in finalizer only
+   frees the runtime's own blocks and drops references to its other values. */
+static bool js_finalizer_reaches_outside(JSClassID class_id)
+{
+    return class_id >= JS_CLASS_INIT_COUNT ||
+        class_id == JS_CLASS_C_CLOSURE ||
+        class_id == JS_CLASS_ARRAY_BUFFER ||
+        class_id == JS_CLASS_SHARED_ARRAY_BUFFER;
+}
+
+/* The collection JS_FreeRuntime runs. Everything is unreachable by then (no
+   context, no job, no stack frame is left) and every block the runtime holds
+   goes when it frees its arenas and large blocks (js_arena_free_all), so the
+   objects are not freed one by one: only the finalizers that may release
+   something outside the runtime's memory run (js_finalizer_reaches_outside),
+   each once, while every object is still allocated. They run in the cycle
+   removal phase, so a reference they drop never frees an object. Weak
+   references are not reset: no finalization callback can run any more.
+   Returns false (and has freed the objects one by one, as JS_RunGC does)
+   when a stack frame is still there; true when the runtime's blocks are left
+   for js_arena_free_all. */
+static bool gc_free_at_teardown(JSRuntime *rt)
 {
     struct list_head *el, *el1;
     JSGCObjectHeader *p;
+    JSObject *o;
+    JSClassFinalizer *finalizer;
 
     if (rt->current_stack_frame) {
         JS_RunGC(rt);
-        return;
+        return false;
     }
+    rt->gc_phase = JS_GC_PHASE_REMOVE_CYCLES;
+    /* First the objects to finalize, out of the list, so that a finalizer
+       unlinking what it frees (a variable reference, a context) from the
+       list never meets the walk. */
     init_list_head(&rt->tmp_obj_list);
     list_for_each_safe(el, el1, &rt->gc_obj_list) {
         p = list_entry(el, JSGCObjectHeader, link);
-        JS_GC_MARK(p) = 1;
-        list_del(&p->link);
-        list_add_tail(&p->link, &rt->tmp_obj_list);
+        if (JS_GC_TYPE(p) != JS_GC_OBJ_TYPE_JS_OBJECT)
+            continue;
+        o = (JSObject *)p;
+        if (js_finalizer_reaches_outside(o->class_id) &&
+            rt->class_array[o->class_id].finalizer) {
+            list_del(&p->link);
+            list_add_tail(&p->link, &rt->tmp_obj_list);
+        }
     }
-    gc_free_cycles(rt);
+    while (!list_empty(&rt->tmp_obj_list)) {
+        el = rt->tmp_obj_list.next;
+        list_del(el);
+        o = (JSObject *)list_entry(el, JSGCObjectHeader, link);
+        finalizer = rt->class_array[o->class_id].finalizer;
+        o->free_mark = 1;
+        (*finalizer)(rt, JS_MKPTR(JS_TAG_OBJECT, o));
+    }
+    rt->gc_phase = JS_GC_PHASE_NONE;
+    /* What is left on the lists is freed with the arenas and large blocks. */
+    init_list_head(&rt->gc_obj_list);
+    init_list_head(&rt->gc_zero_ref_count_list);
+    return true;
 }
 
 void JS_RunGC(JSRuntime *rt)
