@@ -327,8 +327,9 @@ const BYTECODE_CACHE_MAX_BYTES: u64 = 32 << 20;
 const BYTECODE_DIR_VAR: &str = "V82JSC_BC_CACHE_DIR";
 const NO_BYTECODE_VAR: &str = "V82JSC_NO_BC_CACHE";
 
-/// Points the engine's bytecode cache at `<cache>/agent/quickjs-bytecode` (instead of its own
-/// `~/.cache/v8x/...`), unless the user chose a directory or turned the cache off.
+/// Points the engine's bytecode cache at `<cache>/agent/quickjs-bytecode`, unless the user chose a
+/// directory or turned the cache off. Without it (or without a cache directory: no
+/// `XDG_CACHE_HOME`, no `HOME`) the engine caches no bytecode at all.
 ///
 /// # Safety
 ///
@@ -352,11 +353,9 @@ fn engine_bytecode_cache_dir() -> Option<PathBuf> {
     if !cfg!(feature = "quickjs") || std::env::var_os(NO_BYTECODE_VAR).is_some() {
         return None;
     }
-    if let Some(dir) = std::env::var_os(BYTECODE_DIR_VAR) {
-        return Some(PathBuf::from(dir));
-    }
-    // A library user that did not call `use_private_bytecode_cache`: the engine's own default.
-    Some(crate::util::dirs::cache_home()?.join("v8x/quickjs-bytecode"))
+    // Without the variable (a library user that did not call `use_private_bytecode_cache`, or no
+    // cache directory to put it in) the engine caches nothing.
+    std::env::var_os(BYTECODE_DIR_VAR).filter(|dir| !dir.is_empty()).map(PathBuf::from)
 }
 
 /// Once the `.qbc` files number more than `keep` or weigh more than `max_bytes`, deletes the least

@@ -1719,6 +1719,45 @@ fn the_engine_writes_compiled_scripts_only_into_agents_own_cache() {
     assert_eq!(std::fs::metadata(&ours).unwrap().permissions().mode() & 0o777, 0o700);
 }
 
+/// With no cache directory of its own (neither `XDG_CACHE_HOME` nor `HOME`), `agent` runs with no
+/// bytecode cache rather than the engine's fallback in the shared temporary directory, where
+/// another local user could have made the directory first and planted compiled code for it to
+/// load.
+#[test]
+fn without_a_cache_directory_nothing_is_read_or_written_in_the_shared_temp_dir() {
+    let p = fixture_project();
+    let shared_tmp = p.path().join("shared-tmp");
+    std::fs::create_dir_all(&shared_tmp).unwrap();
+    p.write("job.ts", &format!("console.log('{}'.length);\n", unique_tag("no-cache-dir")));
+    let out = p
+        .cmd(&["exec", "job.ts"])
+        .env_remove("XDG_CACHE_HOME")
+        .env_remove("HOME")
+        .env_remove("V82JSC_BC_CACHE_DIR")
+        .env("TMPDIR", &shared_tmp)
+        // (the project's trust is recorded under HOME, gone here)
+        .env("AGENT_TRUST_PROJECT", "1")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let left: Vec<_> = walk_files(&shared_tmp);
+    assert!(left.is_empty(), "written to the shared temporary directory: {left:?}");
+}
+
+fn walk_files(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            out.extend(walk_files(&path));
+            out.push(path);
+        } else {
+            out.push(path);
+        }
+    }
+    out
+}
+
 // ---------------------------------------------------------------------------------------------
 // The tool catalog: searchTools / describeTool
 

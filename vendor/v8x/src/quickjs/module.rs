@@ -144,6 +144,12 @@ unsafe fn finish_synthetic_namespace(
   }
 }
 
+/// Where compiled module bytecode is cached: only the directory
+/// `V82JSC_BC_CACHE_DIR` names (the embedder's own, private cache), and none
+/// without it. The engine has no default: one under the user's home would be
+/// a cache its embedder neither bounds nor protects, and the fallback to the
+/// shared temporary directory let another local user make the directory
+/// first and plant bytecode for this process to load.
 fn bc_cache_dir() -> Option<std::path::PathBuf> {
   use std::sync::OnceLock;
   static DIR: OnceLock<Option<std::path::PathBuf>> = OnceLock::new();
@@ -153,35 +159,12 @@ fn bc_cache_dir() -> Option<std::path::PathBuf> {
         return None;
       }
       let dir = std::env::var_os("V82JSC_BC_CACHE_DIR")
-        .map(std::path::PathBuf::from)
-        .unwrap_or_else(default_bc_cache_dir);
+        .filter(|dir| !dir.is_empty())
+        .map(std::path::PathBuf::from)?;
       std::fs::create_dir_all(&dir).ok()?;
       Some(dir)
     })
     .clone()
-}
-
-fn default_bc_cache_dir() -> std::path::PathBuf {
-  #[cfg(target_os = "macos")]
-  let base = std::env::var_os("HOME")
-    .map(std::path::PathBuf::from)
-    .map(|home| home.join("Library/Caches"));
-
-  #[cfg(target_os = "windows")]
-  let base = std::env::var_os("LOCALAPPDATA").map(std::path::PathBuf::from);
-
-  #[cfg(not(any(target_os = "macos", target_os = "windows")))]
-  let base = std::env::var_os("XDG_CACHE_HOME")
-    .map(std::path::PathBuf::from)
-    .or_else(|| {
-      std::env::var_os("HOME")
-        .map(std::path::PathBuf::from)
-        .map(|home| home.join(".cache"))
-    });
-
-  base
-    .unwrap_or_else(std::env::temp_dir)
-    .join("v8x/quickjs-bytecode")
 }
 
 /// Fast non-cryptographic hash over 8-byte lanes. Cache keys hash multiple MB
