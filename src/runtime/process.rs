@@ -270,7 +270,10 @@ impl WorkerProcess {
             // reaches `agent`, which stops the script, not the worker, which would die.
             .process_group(0)
             .env_clear()
-            .envs(std::env::vars_os().filter(|(k, _)| kept_env(k)));
+            .envs(std::env::vars_os().filter(|(k, _)| kept_env(k)))
+            // Its caches are where this process keeps its own (the same directory, named
+            // outright; the crate's unit tests keep theirs in the build directory).
+            .envs(crate::util::dirs::cache_home().map(|dir| ("XDG_CACHE_HOME", dir)));
         let mut child = cmd.spawn()?;
         // Our copy of the child's end: the child must see the end of the stream when we go.
         drop(cmd);

@@ -5,7 +5,17 @@ use std::path::PathBuf;
 
 /// The user's cache directory: `$XDG_CACHE_HOME` when it is an absolute path (the XDG spec says
 /// to ignore a relative one), else `$HOME/.cache`; `None` without either.
+///
+/// The crate's own unit tests get the build's `test-cache` directory instead (the one the
+/// integration tests give every `agent` they run), so they never write into the home of whoever
+/// runs them.
 pub fn cache_home() -> Option<PathBuf> {
+    if cfg!(test) {
+        let target = std::env::var_os("CARGO_TARGET_DIR")
+            .map(PathBuf::from)
+            .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target"));
+        return Some(target.join("test-cache"));
+    }
     std::env::var_os("XDG_CACHE_HOME")
         .map(PathBuf::from)
         .filter(|p| p.is_absolute())

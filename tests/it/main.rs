@@ -6,6 +6,22 @@
 
 mod support;
 
+/// Before `main`, while the process has one thread: what this process runs itself (executors,
+/// runner threads, the workers they start) keeps its caches in the build's `test-cache`, as every
+/// `agent` a test runs does, never in the home of whoever runs the tests. The linker calls each
+/// entry of `.init_array` before `main`.
+#[used]
+#[unsafe(link_section = ".init_array")]
+static KEEP_CACHES_IN_THE_BUILD: extern "C" fn() = keep_caches_in_the_build;
+
+extern "C" fn keep_caches_in_the_build() {
+    // SAFETY: runs before `main`, when no other thread exists to read the environment.
+    unsafe {
+        std::env::set_var("XDG_CACHE_HOME", support::test_cache_dir());
+        std::env::remove_var("V82JSC_BC_CACHE_DIR");
+    }
+}
+
 mod approvals;
 mod auth;
 mod auto;
