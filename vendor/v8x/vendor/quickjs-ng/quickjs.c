@@ -1891,7 +1891,17 @@ static inline struct list_head *large_block_link(JSMallocBlockHeader *b)
     return (struct list_head *)((uint8_t *)b - JS_LARGE_LINK_SIZE);
 }
 
-static inline JSMallocBlockHeader *large_block_header(JSRuntime *rt, void *raw)
+/* What a large block of `size` user bytes takes from the backing allocator,
+   or 0 when that does not fit a size_t. */
+static inline size_t large_block_bytes(size_t size)
+{
+    size_t extra = JS_LARGE_LINK_SIZE + sizeof(JSMallocBlockHeader);
+    return size > SIZE_MAX - extra ? 0 : size + extra;
+}
+
+/* Links the large block the backing allocator gave at `raw` into the
+   runtime's large_list; returns its header, set up as a large block's. */
+static inline JSMallocBlockHeader *large_block_enlist(JSRuntime *rt, void *raw)
 {
     JSMallocBlockHeader *b;
 
@@ -1934,24 +1944,28 @@ static no_inline JSArena *arena_new(JSRuntime *rt, int block_size_idx)
 
 static no_inline void *arena_malloc_large(JSRuntime *rt, size_t size)
 {
+    size_t bytes = large_block_bytes(size);
     void *raw;
-    raw = rt->mf.js_malloc(rt->malloc_state.opaque, JS_LARGE_LINK_SIZE +
-                           sizeof(JSMallocBlockHeader) + size);
+    if (!bytes)
+        return NULL;
+    raw = rt->mf.js_malloc(rt->malloc_state.opaque, bytes);
     if (!raw)
         return NULL;
     rt->arena_state.system_blocks++;
-    return large_block_header(rt, raw)->user_data;
+    return large_block_enlist(rt, raw)->user_data;
 }
 
 static no_inline void *arena_calloc_large(JSRuntime *rt, size_t size)
 {
+    size_t bytes = large_block_bytes(size);
     void *raw;
-    raw = rt->mf.js_calloc(rt->malloc_state.opaque, 1, JS_LARGE_LINK_SIZE +
-                           sizeof(JSMallocBlockHeader) + size);
+    if (!bytes)
+        return NULL;
+    raw = rt->mf.js_calloc(rt->malloc_state.opaque, 1, bytes);
     if (!raw)
         return NULL;
     rt->arena_state.system_blocks++;
-    return large_block_header(rt, raw)->user_data;
+    return large_block_enlist(rt, raw)->user_data;
 }
 
 static void *js_arena_malloc(JSRuntime *rt, size_t size)
@@ -2064,17 +2078,18 @@ static void *js_arena_realloc(JSRuntime *rt, void *ptr, size_t size)
             return js_arena_malloc(rt, size);
         } else {
             struct list_head *link = large_block_link(b);
+            size_t bytes = large_block_bytes(size);
             void *raw;
+            if (!bytes)
+                return NULL;
             /* unlinked while it may move; relinked where it ends */
             list_del(link);
-            raw = rt->mf.js_realloc(rt->malloc_state.opaque, link,
-                                    JS_LARGE_LINK_SIZE +
-                                    sizeof(JSMallocBlockHeader) + size);
+            raw = rt->mf.js_realloc(rt->malloc_state.opaque, link, bytes);
             if (!raw) {
                 list_add_tail(link, &rt->arena_state.large_list);
                 return NULL;
             }
-            return large_block_header(rt, raw)->user_data;
+            return large_block_enlist(rt, raw)->user_data;
         }
     } else {
         unsigned int block_size = arena_block_sizes[b->block_size_idx];
