@@ -1720,14 +1720,18 @@ fn the_engine_writes_compiled_scripts_only_into_agents_own_cache() {
 }
 
 /// With no cache directory of its own (neither `XDG_CACHE_HOME` nor `HOME`), `agent` runs with no
-/// bytecode cache rather than the engine's fallback in the shared temporary directory, where
+/// bytecode cache rather than the engine's old fallback in the shared temporary directory, where
 /// another local user could have made the directory first and planted compiled code for it to
-/// load.
+/// load. The attacker's directory is there beforehand; it is left exactly as it was, and nothing
+/// else is written beside it.
 #[test]
-fn without_a_cache_directory_nothing_is_read_or_written_in_the_shared_temp_dir() {
+fn without_a_cache_directory_the_shared_temp_dir_is_not_used() {
     let p = fixture_project();
     let shared_tmp = p.path().join("shared-tmp");
-    std::fs::create_dir_all(&shared_tmp).unwrap();
+    let planted = shared_tmp.join("v8x/quickjs-bytecode");
+    std::fs::create_dir_all(&planted).unwrap();
+    std::fs::write(planted.join("0000000000000000.qbc"), b"planted").unwrap();
+    let before = walk_files(&shared_tmp);
     p.write("job.ts", &format!("console.log('{}'.length);\n", unique_tag("no-cache-dir")));
     let out = p
         .cmd(&["exec", "job.ts"])
@@ -1740,10 +1744,10 @@ fn without_a_cache_directory_nothing_is_read_or_written_in_the_shared_temp_dir()
         .output()
         .unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    let left: Vec<_> = walk_files(&shared_tmp);
-    assert!(left.is_empty(), "written to the shared temporary directory: {left:?}");
+    assert_eq!(walk_files(&shared_tmp), before, "the shared temporary directory was written to");
 }
 
+/// Every file and directory under `dir`, sorted.
 fn walk_files(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
     let mut out = Vec::new();
     for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
@@ -1755,6 +1759,7 @@ fn walk_files(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
             out.push(path);
         }
     }
+    out.sort();
     out
 }
 
