@@ -289,7 +289,7 @@ fn no_token_reaches_output_or_logs_at_vv() {
     seen.push_str(&String::from_utf8_lossy(&out.stderr));
     assert!(seen.contains("debug: "), "the log ran at debug level:\n{seen}");
     assert_eq!(s.count("refresh-grant"), 1, "the refresh happened: {}", s.events());
-    for entry in walk(&s.p.path().join(".kodelet")) {
+    for entry in support::paths_under(&s.p.path().join(".kodelet")).into_iter().filter(|p| p.is_file()) {
         seen.push_str(&String::from_utf8_lossy(&std::fs::read(entry).unwrap_or_default()));
     }
     let tokens = s.tokens();
@@ -297,19 +297,6 @@ fn no_token_reaches_output_or_logs_at_vv() {
     for t in tokens {
         assert!(!seen.contains(&t), "token {t} leaked:\n{seen}");
     }
-}
-
-fn walk(dir: &std::path::Path) -> Vec<PathBuf> {
-    let mut out = Vec::new();
-    for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
-        let p = e.path();
-        if p.is_dir() {
-            out.extend(walk(&p));
-        } else {
-            out.push(p);
-        }
-    }
-    out
 }
 
 /// `agent mcp serve --stdio` driven with JSON-RPC lines.

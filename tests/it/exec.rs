@@ -1731,7 +1731,7 @@ fn without_a_cache_directory_the_shared_temp_dir_is_not_used() {
     let planted = shared_tmp.join("v8x/quickjs-bytecode");
     std::fs::create_dir_all(&planted).unwrap();
     std::fs::write(planted.join("0000000000000000.qbc"), b"planted").unwrap();
-    let before = walk_files(&shared_tmp);
+    let before = support::paths_under(&shared_tmp);
     p.write("job.ts", &format!("console.log('{}'.length);\n", unique_tag("no-cache-dir")));
     let out = p
         .cmd(&["exec", "job.ts"])
@@ -1744,23 +1744,7 @@ fn without_a_cache_directory_the_shared_temp_dir_is_not_used() {
         .output()
         .unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    assert_eq!(walk_files(&shared_tmp), before, "the shared temporary directory was written to");
-}
-
-/// Every file and directory under `dir`, sorted.
-fn walk_files(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
-    let mut out = Vec::new();
-    for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
-        let path = entry.path();
-        if path.is_dir() {
-            out.extend(walk_files(&path));
-            out.push(path);
-        } else {
-            out.push(path);
-        }
-    }
-    out.sort();
-    out
+    assert_eq!(support::paths_under(&shared_tmp), before, "the shared temporary directory was written to");
 }
 
 // ---------------------------------------------------------------------------------------------

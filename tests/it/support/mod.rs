@@ -258,6 +258,20 @@ impl Drop for HttpFixture {
     }
 }
 
+/// Every file and directory under `dir` (none when it cannot be read), sorted.
+pub fn paths_under(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            out.extend(paths_under(&path));
+        }
+        out.push(path);
+    }
+    out.sort();
+    out
+}
+
 /// Where npm packages for the tests are installed.
 /// The `XDG_CACHE_HOME` of every `agent` a test runs (shared by all tests).
 pub fn test_cache_dir() -> PathBuf {
@@ -265,10 +279,7 @@ pub fn test_cache_dir() -> PathBuf {
 }
 
 fn node_tools_dir() -> PathBuf {
-    let target = std::env::var_os("CARGO_TARGET_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("target"));
-    target.join("node-tools")
+    agent::util::dirs::build_target_dir().join("node-tools")
 }
 
 /// Whether Node and npm are available for a check that needs them. Without them the check is
