@@ -11,15 +11,21 @@ use std::path::PathBuf;
 /// runs them.
 pub fn cache_home() -> Option<PathBuf> {
     if cfg!(test) {
-        let target = std::env::var_os("CARGO_TARGET_DIR")
-            .map(PathBuf::from)
-            .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target"));
-        return Some(target.join("test-cache"));
+        return Some(build_target_dir().join("test-cache"));
     }
     std::env::var_os("XDG_CACHE_HOME")
         .map(PathBuf::from)
         .filter(|p| p.is_absolute())
         .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))
+}
+
+/// The build's target directory (`$CARGO_TARGET_DIR`, else `target` in the crate), where the
+/// tests keep their caches and the tools they install.
+#[doc(hidden)]
+pub fn build_target_dir() -> PathBuf {
+    std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target"))
 }
 
 /// The user's configuration directory: `$XDG_CONFIG_HOME` when it is an absolute path, else

@@ -22,10 +22,8 @@ const SDK: &str = "1.25.3";
 
 /// The suite's `conformance` binary, installed once under the target dir with the SDK pinned.
 fn conformance_bin() -> PathBuf {
-    let target = std::env::var_os("CARGO_TARGET_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("target"));
-    let dir = target.join("node-tools").join(format!("conformance@{CONFORMANCE}+sdk@{SDK}"));
+    let dir =
+        agent::util::dirs::build_target_dir().join("node-tools").join(format!("conformance@{CONFORMANCE}+sdk@{SDK}"));
     let bin = dir.join("node_modules/.bin/conformance");
     if bin.exists() {
         return bin;
