@@ -598,7 +598,7 @@ impl Default for CodeExecutionConfig {
             memory_limit_mb: 256,
             max_output_bytes: 100 * 1024,
             max_concurrent_calls: 16,
-            call_spin: Duration::from_micros(250),
+            call_spin: Duration::from_micros(500),
             typecheck: false,
             tsc: None,
             state: StateConfig::default(),
@@ -1984,7 +1984,7 @@ mod tests {
     fn call_spin_takes_microseconds_and_is_capped() {
         let dir = tempfile::tempdir().unwrap();
         let c = load(dir.path(), "mcp:\n  servers: {}\n", &[]).unwrap();
-        assert_eq!(c.mcp.code_execution.call_spin, Duration::from_micros(250));
+        assert_eq!(c.mcp.code_execution.call_spin, Duration::from_micros(500));
         let c = load(dir.path(), "mcp:\n  code_execution:\n    call_spin: 800us\n", &[]).unwrap();
         assert_eq!(c.mcp.code_execution.call_spin, Duration::from_micros(800));
         let c = load(dir.path(), "mcp:\n  code_execution:\n    call_spin: 0s\n", &[]).unwrap();
