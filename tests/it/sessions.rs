@@ -69,6 +69,43 @@ fn a_runs_steps_share_definitions_and_session_script_keeps_them_apart() {
     assert!(text.contains("main.ts:2:"), "the position is the step's own line: {text}");
 }
 
+/// A session's later steps are modules of their own (`main.ts#step-N`) that never come back, so
+/// the engine keeps no compiled copy of them: writing one cost each step a new file (0.1-0.3 ms
+/// here, a third of a trivial step). Its first step (`main.ts`) and scripts run one
+/// per isolate (`session: script`, `agent exec`) are still cached, which also shows the markers
+/// below are found where they are written.
+#[test]
+fn later_session_steps_leave_no_compiled_copy_in_the_bytecode_cache() {
+    let cached_steps = |session: &str| -> Vec<usize> {
+        let marker = |n: usize| format!("step-marker-7f3a-{n}");
+        let fake = FakeLlm::start(vec![
+            step(&format!("const a = '{}';\nconsole.log(a.length);\n", marker(1))),
+            step(&format!("console.log('{}'.length);\n", marker(2))),
+            step(&format!("console.log('{}'.length);\n", marker(3))),
+            Reply::text("done"),
+        ]);
+        let p = run_project(&fake, session);
+        let cache = p.path().join("cache");
+        let out = p
+            .cmd(&["run", "--mode", "code", "count"])
+            .env("XDG_CACHE_HOME", &cache)
+            .env_remove("V82JSC_BC_CACHE_DIR")
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        assert_eq!(step_results(&fake).len(), 3);
+        let files: Vec<Vec<u8>> = support::paths_under(&cache.join("agent/quickjs-bytecode"))
+            .iter()
+            .filter(|f| f.extension().is_some_and(|x| x == "qbc"))
+            .filter_map(|f| std::fs::read(f).ok())
+            .collect();
+        let holds = |b: &[u8], m: &str| b.windows(m.len()).any(|w| w == m.as_bytes());
+        (1..=3).filter(|&n| files.iter().any(|b| holds(b, &marker(n)))).collect()
+    };
+    assert_eq!(cached_steps(""), [1], "only the session's first step (main.ts) is cached");
+    assert_eq!(cached_steps("    session: script\n"), [1, 2, 3], "each one-off script is cached");
+}
+
 /// A step that runs past the timeout ends the session and says so; the next step says it runs in
 /// a fresh session, and the earlier names are gone. Errors in a step that is not stopped (a throw)
 /// keep the session, and what the step defined before it threw stays.

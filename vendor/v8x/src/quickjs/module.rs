@@ -206,6 +206,16 @@ pub(crate) fn bc_key(source: &str, module_name: &str) -> u64 {
   fast_content_hash(seed, source.as_bytes())
 }
 
+/// The cache key of a module's bytecode, or `None` for a module the cache
+/// leaves alone: one whose name carries a URL fragment (`main.ts#step-3`).
+/// A fragment makes one instance of a file that is loaded more than once,
+/// as an embedder's session steps are; such a name rarely comes back with the
+/// same source, so its bytecode would be written (a new file every time, ~0.3
+/// ms on ext4 next to a directory that is being pruned) and almost never read.
+pub(crate) fn module_bc_key(source: &str, module_name: &str) -> Option<u64> {
+  (!module_name.contains('#')).then(|| bc_key(source, module_name))
+}
+
 pub(crate) fn script_bc_key(
   eval_flags: u64,
   source: &[u8],
@@ -412,8 +422,18 @@ fn bc_store(key: u64, bytes: &[u8]) {
     return;
   }
   if let Some(p) = bc_path(key) {
+    // 0600 from the start: the bytecode holds the script's string literals.
+    use std::io::Write as _;
+    use std::os::unix::fs::OpenOptionsExt as _;
     let tmp = p.with_extension("tmp");
-    if std::fs::write(&tmp, bytes).is_ok() {
+    let written = std::fs::OpenOptions::new()
+      .write(true)
+      .create(true)
+      .truncate(true)
+      .mode(0o600)
+      .open(&tmp)
+      .and_then(|mut f| f.write_all(bytes));
+    if written.is_ok() {
       let _ = std::fs::rename(&tmp, &p);
     }
   }
@@ -3476,8 +3496,8 @@ unsafe fn load_module_by_name(
     return existing;
   }
 
-  let key = bc_key(&source, name);
-  if let Some(bytes) = bc_load(key) {
+  let key = module_bc_key(&source, name);
+  if let Some(bytes) = key.and_then(bc_load) {
     if env_flag!("QJS_DEBUG_MOD") && name.contains("stream") {
       eprintln!("[loader] {name} -> BYTECODE path");
     }
@@ -3532,7 +3552,9 @@ unsafe fn load_module_by_name(
     return ptr::null_mut();
   }
 
-  unsafe { bc_write(ctx, key, result) };
+  if let Some(key) = key {
+    unsafe { bc_write(ctx, key, result) };
+  }
   let m = unsafe { result.u.ptr } as *mut JSModuleDef;
   MODULE_DEF_CACHE.with(|c| {
     c.borrow_mut().insert(name.to_string(), m as usize);
@@ -4891,7 +4913,7 @@ unsafe fn materialize_module_def(
   } else {
     module_name.as_str()
   };
-  let key = bc_key(&source_text, cache_name);
+  let key = module_bc_key(&source_text, cache_name);
   let Ok(cname) = CString::new(if module_name.is_empty() {
     "<module>".to_string()
   } else {
@@ -4901,7 +4923,7 @@ unsafe fn materialize_module_def(
   };
 
   let mut module_val: Option<JSValue> = None;
-  if let Some(bytes) = bc_load(key) {
+  if let Some(bytes) = key.and_then(bc_load) {
     let m = read_cached_bytecode(ctx, &bytes);
     if m.tag == JS_TAG_MODULE {
       module_val = Some(m);
@@ -4924,7 +4946,9 @@ unsafe fn materialize_module_def(
       )
     };
     if c.tag == JS_TAG_MODULE {
-      unsafe { bc_write(ctx, key, c) };
+      if let Some(key) = key {
+        unsafe { bc_write(ctx, key, c) };
+      }
       module_val = Some(c);
     } else if c.tag == JS_TAG_EXCEPTION {
       let exc = unsafe { JS_GetException(ctx) };
@@ -5126,13 +5150,13 @@ unsafe fn compile_module_for_instantiation(
   } else {
     module_name.as_str()
   };
-  let key = bc_key(&source_text, cache_name);
+  let key = module_bc_key(&source_text, cache_name);
   let Ok(cname) = CString::new(cache_name) else {
     return ptr::null_mut();
   };
 
   let mut module_value = None;
-  if let Some(bytes) = bc_load(key) {
+  if let Some(bytes) = key.and_then(bc_load) {
     let cached = unsafe { read_cached_bytecode(ctx, &bytes) };
     if cached.tag == JS_TAG_MODULE {
       module_value = Some(cached);
@@ -5162,7 +5186,9 @@ unsafe fn compile_module_for_instantiation(
       unsafe { JS_FreeValue(ctx, compiled) };
       return ptr::null_mut();
     }
-    unsafe { bc_write(ctx, key, compiled) };
+    if let Some(key) = key {
+      unsafe { bc_write(ctx, key, compiled) };
+    }
     module_value = Some(compiled);
   }
 
