@@ -81,6 +81,23 @@ struct Queue {
     runners: AtomicUsize,
     /// Jobs of a single script (not a session step) taken so far.
     scripts: AtomicUsize,
+    /// What the runners prepare before a job asks for it.
+    ahead: Ahead,
+    /// Isolates the runners started making, ahead or on demand.
+    made: AtomicUsize,
+}
+
+/// Which isolates a runner makes before a job needs them.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(crate) enum Ahead {
+    /// Every one: the next isolate is made as soon as a script is answered (and the used one is
+    /// dropped then), so a script that comes later finds it ready.
+    Always,
+    /// Only the first; after that each is made when its job arrives, and a used isolate is
+    /// dropped only then. For a worker that is ended once its one script is answered (a cold
+    /// `agent exec`): making an isolate nobody will use, or freeing one, competes for the CPU
+    /// with sending the answer and with `agent` printing it and exiting.
+    First,
 }
 
 #[derive(Default)]
@@ -121,11 +138,18 @@ const RUNNERS: usize = 2;
 
 impl Worker {
     pub(crate) fn spawn(limit_mb: Arc<AtomicU64>) -> Worker {
+        Worker::spawn_preparing(limit_mb, Ahead::Always)
+    }
+
+    /// A worker whose runners prepare isolates as `ahead` says.
+    pub(crate) fn spawn_preparing(limit_mb: Arc<AtomicU64>, ahead: Ahead) -> Worker {
         let queue = Arc::new(Queue {
             jobs: Mutex::new(Jobs::default()),
             limit_mb,
             runners: AtomicUsize::new(1),
             scripts: AtomicUsize::new(0),
+            ahead,
+            made: AtomicUsize::new(0),
         });
         if let Err(e) = spawn_runner(queue.clone()) {
             // `send` will fail and the executor reports the runner as unavailable.
@@ -225,9 +249,11 @@ fn runner_thread(queue: Arc<Queue>) {
     // A session's isolate between its steps; while there is one, no other is prepared (it would
     // hold a second heap for nothing) and the thread is not handed over (the isolate lives here).
     let mut live: Option<Prepared> = None;
+    // A used isolate not dropped yet ([`Ahead::First`]: dropped when the next job arrives).
+    let mut spent: Option<Prepared> = None;
     let mut created = 0usize;
     loop {
-        if next.is_none() && live.is_none() {
+        if next.is_none() && live.is_none() && (queue.ahead == Ahead::Always || created == 0) {
             if created >= ISOLATES_PER_THREAD {
                 // A fresh thread takes this one's place on the queue; without one, carry on here
                 // rather than stop serving.
@@ -243,12 +269,15 @@ fn runner_thread(queue: Arc<Queue>) {
                     }
                 }
             }
+            queue.made.fetch_add(1, Ordering::Relaxed);
             next = Some(Prepared::new(limit_mb.load(Ordering::Relaxed).max(MIN_HEAP_MB), &cache));
             created += 1;
         }
         let Some(job) = queue.take(&waiting) else { return };
+        drop(spent.take());
         // The second script of a worker: from now on a second runner keeps an isolate ready.
         if !job.keep
+            && queue.ahead == Ahead::Always
             && queue.scripts.fetch_add(1, Ordering::Relaxed) >= 1
             && queue
                 .runners
@@ -277,6 +306,7 @@ fn runner_thread(queue: Arc<Queue>) {
                     other => {
                         drop(other);
                         created += 1;
+                        queue.made.fetch_add(1, Ordering::Relaxed);
                         Prepared::new(wanted, &cache)
                     }
                 };
@@ -306,6 +336,8 @@ fn runner_thread(queue: Arc<Queue>) {
         // Freeing the isolate (possibly a full heap) happens after the caller has its answer.
         if kept {
             live = Some(prepared);
+        } else if queue.ahead == Ahead::First {
+            spent = Some(prepared);
         } else {
             drop(prepared);
         }
@@ -969,6 +1001,50 @@ mod tests {
             assert_eq!(o.stdout, format!("{step}\n"), "a session step lost its state");
         }
         assert_eq!(runners(&session), 1, "session steps started a second runner");
+    }
+
+    /// A worker that prepares only its first isolate ahead (a cold `agent exec`'s) makes no
+    /// other until a job asks for one, while an ordinary worker makes the next as soon as it has
+    /// answered; a later job on it still runs, in an isolate of its own.
+    #[test]
+    fn a_one_script_worker_makes_no_isolate_after_its_answer_until_a_job_asks() {
+        let ws = tempfile::tempdir().unwrap();
+        let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+        let run = |worker: &Worker, script: &str| {
+            let req = ExecRequest {
+                workspace: ws.path().to_path_buf(),
+                script: Script::Inline(script.into()),
+                limits: super::super::Limits::default(),
+                bridge: None,
+            };
+            let (job, _started, done) = Job::new(req, false);
+            assert!(worker.send(job).is_ok(), "no runner took the job");
+            let outcome = rt.block_on(done).expect("the runner answers");
+            assert!(outcome.error.is_none(), "{:?}", outcome.error);
+            outcome
+        };
+        let made = |worker: &Worker| worker.queue.made.load(Ordering::Relaxed);
+
+        // Prepared with the limit the jobs ask for, so each job takes the isolate made for it.
+        let limit = || Arc::new(AtomicU64::new(super::super::Limits::default().memory_limit_mb));
+        let always = Worker::spawn(limit());
+        let first = Worker::spawn_preparing(limit(), Ahead::First);
+        run(&always, "globalThis.mark = 1;");
+        run(&first, "globalThis.mark = 1;");
+        // The ordinary worker starts its next isolate once it has answered: how long that takes
+        // here bounds how long the other is watched.
+        let answered = Instant::now();
+        while made(&always) < 2 && answered.elapsed() < Duration::from_secs(20) {
+            std::thread::sleep(Duration::from_millis(2));
+        }
+        assert_eq!(made(&always), 2, "an ordinary worker did not prepare its next isolate");
+        std::thread::sleep(answered.elapsed() * 3 + Duration::from_millis(50));
+        assert_eq!(made(&first), 1, "a one-script worker made an isolate nobody asked for");
+
+        let later = run(&first, "console.log(typeof globalThis.mark);");
+        assert_eq!(later.stdout, "undefined\n", "the later script ran in the used isolate");
+        assert!(later.isolate.fresh);
+        assert_eq!(made(&first), 2);
     }
 
     /// A script without storage whose globals were somehow still there (a bug in the bootstrap,

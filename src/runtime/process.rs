@@ -501,9 +501,10 @@ pub struct ForkedWorker {
 }
 
 impl ForkedWorker {
-    /// Serves jobs on the socket, as [`worker_main`] does; the exit status.
+    /// Serves jobs on the socket, as [`worker_main`] does; the exit status. Only its first
+    /// isolate is made ahead: `agent exec` runs one script and ends the worker once answered.
     pub fn run(self) -> u8 {
-        serve_jobs(self.socket, self.limit_mb)
+        serve_jobs(self.socket, self.limit_mb, isolate::Ahead::First)
     }
 }
 
@@ -892,11 +893,11 @@ pub fn worker_main() -> u8 {
     };
     let limit_mb = std::env::args().nth(2).and_then(|a| a.parse().ok()).unwrap_or(super::MIN_HEAP_MB);
     name_worker();
-    serve_jobs(socket, limit_mb)
+    serve_jobs(socket, limit_mb, isolate::Ahead::Always)
 }
 
 /// The worker's loop: runs the jobs that arrive on `socket` and answers on it.
-fn serve_jobs(socket: UnixStream, limit_mb: u64) -> u8 {
+fn serve_jobs(socket: UnixStream, limit_mb: u64, ahead: isolate::Ahead) -> u8 {
     // The runner's heap grows by at least 8 MiB at a time instead of glibc's 128 KiB: restoring
     // the first isolate otherwise grows it with an `mprotect` call every few pages. Nothing more is
     // made resident (peak RSS unchanged), and a cold `agent exec` takes ~1.5 ms less CPU
@@ -906,7 +907,7 @@ fn serve_jobs(socket: UnixStream, limit_mb: u64) -> u8 {
         libc::mallopt(libc::M_TOP_PAD, 8 << 20);
     }
     let limit = Arc::new(AtomicU64::new(limit_mb));
-    let mut runner = isolate::Worker::spawn(limit.clone());
+    let mut runner = isolate::Worker::spawn_preparing(limit.clone(), ahead);
     let Ok(writer) = socket.try_clone() else { return 2 };
     let controls = Arc::new(Mutex::new(Controls::default()));
     let (jobs_tx, jobs_rx) = std::sync::mpsc::channel::<Taken>();
@@ -926,7 +927,7 @@ fn serve_jobs(socket: UnixStream, limit_mb: u64) -> u8 {
                 let (job, started, done) = isolate::Job::new(req, keep);
                 if let Err(job) = runner.send(job) {
                     // The runner thread died (a panic in the engine): start another.
-                    runner = isolate::Worker::spawn(limit.clone());
+                    runner = isolate::Worker::spawn_preparing(limit.clone(), ahead);
                     let _ = runner.send(job);
                 }
                 if jobs_tx.send((id, started, done)).is_err() {
