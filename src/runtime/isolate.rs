@@ -229,19 +229,21 @@ fn runner_thread(queue: Arc<Queue>) {
     let _enter = tokio_rt.enter();
     super::loader::warm_transpiler();
     // Private before the engine first writes to it (it compiles while creating the first
-    // runtime below). Trimming it (a `stat` per file, up to ~1 ms) runs beside that first
-    // runtime's restore instead of before it, and is waited for before the first answer: a
-    // cold `agent exec` kills its worker once answered, and a trim cut short every time would
-    // leave the cache unbounded.
+    // runtime below). Trimming it (a `stat` per file, up to ~1 ms) runs only when files were
+    // added or removed since the last trim, beside that first runtime's restore instead of
+    // before it, and is waited for before the first answer: a cold `agent exec` kills its
+    // worker once answered, and a trim cut short every time would leave the cache unbounded.
     let mut trimming = None;
     if let Some(dir) = engine_bytecode_cache_dir() {
         if let Err(e) = super::snapshot::private_dir(&dir) {
             tracing::info!("cannot make the bytecode cache {} private: {e}", dir.display());
         }
-        let trim = move || prune_bytecode_cache(&dir, BYTECODE_CACHE_KEEP, BYTECODE_CACHE_MAX_BYTES);
-        match std::thread::Builder::new().name("agent-js-trim".into()).spawn(trim.clone()) {
-            Ok(t) => trimming = Some(t),
-            Err(_) => trim(),
+        if bytecode_cache_changed(&dir) {
+            let trim = move || prune_bytecode_cache(&dir, BYTECODE_CACHE_KEEP, BYTECODE_CACHE_MAX_BYTES);
+            match std::thread::Builder::new().name("agent-js-trim".into()).spawn(trim.clone()) {
+                Ok(t) => trimming = Some(t),
+                Err(_) => trim(),
+            }
         }
     }
     let cache = TranspileCache::default();
@@ -348,8 +350,9 @@ fn runner_thread(queue: Arc<Queue>) {
 /// file per distinct source, which speeds up creating isolates by ~15 ms (the runtime's own
 /// modules) but would grow by one file per distinct script forever. The `agent` binary points it
 /// at a directory of its own cache ([`use_private_bytecode_cache`]); each runner thread trims it
-/// when it starts (every [`ISOLATES_PER_THREAD`] isolates) to the most recently used entries, by
-/// count and by size; a temporary file is removed once it is a minute old (younger, it may be
+/// when it starts (every [`ISOLATES_PER_THREAD`] isolates) and files were added or removed since
+/// the last trim ([`bytecode_cache_changed`]), to the most recently used entries, by count and
+/// by size; a temporary file is removed once it is a minute old (younger, it may be
 /// the engine's write in progress in another process). It holds compiled scripts (their string
 /// literals included), so it is kept private: 0700, files 0600.
 const BYTECODE_CACHE_KEEP: usize = 512;
@@ -390,13 +393,68 @@ fn engine_bytecode_cache_dir() -> Option<PathBuf> {
     std::env::var_os(BYTECODE_DIR_VAR).filter(|dir| !dir.is_empty()).map(PathBuf::from)
 }
 
+/// The file in the bytecode cache directory whose modification time is the directory's as the
+/// last trim left it: while the two are equal, no file was added to or removed from the cache
+/// since, and a runner thread skips the pass over it (a directory listing and a `stat` per file,
+/// on the way to a cold `agent exec`'s answer).
+const TRIMMED_STAMP: &str = ".trimmed";
+
+/// A trim runs anyway once the last one is this old: it removes a temporary file left by a write
+/// that died after the last trim, and bounds the cache on a file system that does not update a
+/// directory's modification time when an entry is added.
+const TRIM_AT_LEAST_EVERY: Duration = Duration::from_secs(3600);
+
+/// Whether the bytecode cache in `dir` needs a trim: anything was added or removed since the
+/// last one (the directory's modification time moved past the stamp's), there is no stamp, or
+/// the last trim is older than [`TRIM_AT_LEAST_EVERY`]. A file added while a trim runs, after it
+/// listed the directory, or within one tick of the file system's clock after it ended, can wait
+/// for the next addition to be counted: the bound is off by one run's files at most.
+fn bytecode_cache_changed(dir: &Path) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    let (Ok(d), Ok(stamp)) = (std::fs::metadata(dir), std::fs::symlink_metadata(dir.join(TRIMMED_STAMP))) else {
+        return true;
+    };
+    // The stamp's change time is when the last trim set its modification time.
+    let last = std::time::UNIX_EPOCH
+        + Duration::new(stamp.ctime().max(0) as u64, stamp.ctime_nsec().clamp(0, 999_999_999) as u32);
+    let stale = last.elapsed().map_or(true, |age| age > TRIM_AT_LEAST_EVERY);
+    stale || !stamp.is_file() || d.mtime() != stamp.mtime() || d.mtime_nsec() != stamp.mtime_nsec()
+}
+
+/// Records that `dir` was just trimmed: the stamp (created 0600, not following a link, if
+/// missing) takes the directory's modification time, through its own descriptor.
+fn stamp_trimmed(dir: &Path) {
+    use std::os::unix::fs::OpenOptionsExt;
+    let Ok(f) = std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .mode(0o600)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+        .open(dir.join(TRIMMED_STAMP))
+    else {
+        return;
+    };
+    // Read after the stamp exists: creating it moved the directory's time.
+    if let Ok(modified) = std::fs::metadata(dir).and_then(|d| d.modified()) {
+        let _ = f.set_modified(modified);
+    }
+}
+
+/// [`trim_bytecode_cache`], then the stamp that lets later runner threads skip the next trim
+/// while nothing changes ([`bytecode_cache_changed`]).
+pub(crate) fn prune_bytecode_cache(dir: &Path, keep: usize, max_bytes: u64) {
+    trim_bytecode_cache(dir, keep, max_bytes);
+    stamp_trimmed(dir);
+}
+
 /// Once the `.qbc` files number more than `keep` or weigh more than `max_bytes`, deletes the least
 /// recently used (last read or written, whichever is later) until at most half of each is left,
 /// so trimming happens rarely and hot entries are rebuilt rarely; leftover `.tmp` files always go.
 /// Files the engine wrote with the umask (0644) are set to 0600 on the way, from the metadata
 /// this pass reads anyway (the 0700 directory already keeps them from other users; no extra
 /// pass over the directory, no work after a job).
-pub(crate) fn prune_bytecode_cache(dir: &Path, keep: usize, max_bytes: u64) {
+fn trim_bytecode_cache(dir: &Path, keep: usize, max_bytes: u64) {
     use std::os::unix::fs::MetadataExt;
     let Ok(entries) = std::fs::read_dir(dir) else { return };
     // SAFETY: getuid has no preconditions.
@@ -1512,7 +1570,8 @@ mod tests {
         prune_bytecode_cache(dir.path(), 20, 1 << 20);
         assert!(!stale.exists(), "a stale temporary file was kept");
         assert!(dir.path().join("in-progress.tmp").exists(), "a write in progress was removed");
-        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 12, "under both limits only the stale .tmp goes");
+        let entries = std::fs::read_dir(dir.path()).unwrap().flatten().filter(|e| e.file_name() != TRIMMED_STAMP);
+        assert_eq!(entries.count(), 12, "under both limits only the stale .tmp goes");
         let qbc = |dir: &Path| -> Vec<u64> {
             let mut v: Vec<u64> = std::fs::read_dir(dir)
                 .unwrap()
@@ -1533,5 +1592,61 @@ mod tests {
         // Over the size limit (4 x 100 bytes > 300): down to at most half of it, newest first.
         prune_bytecode_cache(dir.path(), 100, 300);
         assert_eq!(qbc(dir.path()).len(), 1, "{:?}", qbc(dir.path()));
+    }
+
+    /// After a trim the cache needs none until a file is added or removed (by anyone), the stamp
+    /// is damaged, or an hour has passed; the stamp is private and a link in its place is not
+    /// followed.
+    #[test]
+    fn the_bytecode_cache_is_trimmed_again_only_once_it_changed() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join(format!("{:016x}.qbc", 1)), b"compiled").unwrap();
+        assert!(bytecode_cache_changed(dir.path()), "never trimmed");
+        prune_bytecode_cache(dir.path(), 20, 1 << 20);
+        let stamp = dir.path().join(TRIMMED_STAMP);
+        assert_eq!(std::fs::symlink_metadata(&stamp).unwrap().permissions().mode() & 0o777, 0o600);
+        assert!(!bytecode_cache_changed(dir.path()), "nothing changed since the trim");
+        // Reading an entry (the engine's cache hit) is no change.
+        std::fs::read(dir.path().join(format!("{:016x}.qbc", 1))).unwrap();
+        assert!(!bytecode_cache_changed(dir.path()));
+
+        // A directory's time moves in steps of the file system's clock (a few ms on some):
+        // each change below comes after such a step.
+        let step = || std::thread::sleep(Duration::from_millis(20));
+        // An entry written (through a temporary file, as the engine does) is a change.
+        step();
+        let tmp = dir.path().join("2.tmp");
+        std::fs::write(&tmp, b"compiled").unwrap();
+        std::fs::rename(&tmp, dir.path().join(format!("{:016x}.qbc", 2))).unwrap();
+        assert!(bytecode_cache_changed(dir.path()), "a new entry went unnoticed");
+        prune_bytecode_cache(dir.path(), 20, 1 << 20);
+        assert!(!bytecode_cache_changed(dir.path()));
+
+        // So is one removed.
+        step();
+        std::fs::remove_file(dir.path().join(format!("{:016x}.qbc", 2))).unwrap();
+        assert!(bytecode_cache_changed(dir.path()), "a removed entry went unnoticed");
+        prune_bytecode_cache(dir.path(), 20, 1 << 20);
+
+        // A stamp from more than an hour ago: trimmed anyway. (Its change time cannot be set
+        // back, so the hour is played by a stamp set to another time: not what a trim left.)
+        let f = std::fs::File::options().write(true).open(&stamp).unwrap();
+        f.set_modified(std::time::SystemTime::now() - Duration::from_secs(7200)).unwrap();
+        assert!(bytecode_cache_changed(dir.path()), "a stamp that does not match was trusted");
+        prune_bytecode_cache(dir.path(), 20, 1 << 20);
+        assert!(!bytecode_cache_changed(dir.path()));
+
+        // A link in the stamp's place is neither trusted nor followed.
+        std::fs::remove_file(&stamp).unwrap();
+        let elsewhere = tempfile::tempdir().unwrap();
+        let target = elsewhere.path().join("target");
+        std::fs::write(&target, b"not ours to touch").unwrap();
+        let before = std::fs::metadata(&target).unwrap().modified().unwrap();
+        std::os::unix::fs::symlink(&target, &stamp).unwrap();
+        assert!(bytecode_cache_changed(dir.path()));
+        prune_bytecode_cache(dir.path(), 20, 1 << 20);
+        assert_eq!(std::fs::metadata(&target).unwrap().modified().unwrap(), before, "the link was followed");
+        assert!(bytecode_cache_changed(dir.path()), "a link was taken for the stamp");
     }
 }
