@@ -43,14 +43,39 @@ pub const MIN_HEAP_MB: u64 = crate::config::MIN_HEAP_MB;
 /// it fail inside the script, which is already being terminated).
 const UNWIND_HEADROOM: usize = 16 * MIB;
 
-/// A job for the runner thread, with the channels its caller waits on.
+/// A job for the runner thread, with where its start and outcome go.
 pub(crate) struct Job {
     req: ExecRequest,
     /// A session step: run in the isolate the previous step left (when there is one) and keep
     /// it afterwards unless the step was stopped.
     keep: bool,
-    started: oneshot::Sender<JobControl>,
+    report: Box<dyn Report>,
+}
+
+/// Where a runner reports on a job, from the runner thread: that it started (with the control
+/// that stops it) and then its outcome. A job that could not start gets an inert control.
+pub(crate) trait Report: Send {
+    fn started(&mut self, control: JobControl);
+    fn done(self: Box<Self>, outcome: ExecOutcome);
+}
+
+/// [`Report`] through channels a caller awaits (a thread of this process). Dropped unanswered
+/// (the runner thread died), the caller's receivers see the senders gone.
+struct Channels {
+    started: Option<oneshot::Sender<JobControl>>,
     done: oneshot::Sender<ExecOutcome>,
+}
+
+impl Report for Channels {
+    fn started(&mut self, control: JobControl) {
+        if let Some(tx) = self.started.take() {
+            let _ = tx.send(control);
+        }
+    }
+
+    fn done(self: Box<Self>, outcome: ExecOutcome) {
+        let _ = self.done.send(outcome);
+    }
 }
 
 impl Job {
@@ -60,7 +85,12 @@ impl Job {
     ) -> (Box<Job>, oneshot::Receiver<JobControl>, oneshot::Receiver<ExecOutcome>) {
         let (started, started_rx) = oneshot::channel();
         let (done, done_rx) = oneshot::channel();
-        (Box::new(Job { req, keep, started, done }), started_rx, done_rx)
+        (Job::reporting(req, keep, Box::new(Channels { started: Some(started), done })), started_rx, done_rx)
+    }
+
+    /// A job whose start and outcome go to `report`, called on the runner thread.
+    pub(crate) fn reporting(req: ExecRequest, keep: bool, report: Box<dyn Report>) -> Box<Job> {
+        Box::new(Job { req, keep, report })
     }
 }
 
@@ -292,8 +322,9 @@ fn runner_thread(queue: Arc<Queue>) {
         let wanted = job.req.limits.memory_limit_mb;
         if wanted < MIN_HEAP_MB {
             // The engine cannot even start in that little memory (and deno_core panics trying).
-            let _ = job.started.send(JobControl::inert());
-            let _ = job.done.send(ExecOutcome::failed(
+            let mut report = job.report;
+            report.started(JobControl::inert());
+            report.done(ExecOutcome::failed(
                 FailureKind::Memory,
                 format!("{} while starting the runtime (it needs at least {MIN_HEAP_MB} MB)", memory_message(wanted)),
             ));
@@ -318,23 +349,24 @@ fn runner_thread(queue: Arc<Queue>) {
         let mut prepared = match prepared {
             Ok(p) => p,
             Err(e) => {
-                let _ = job.started.send(JobControl::inert());
-                let _ = job.done.send(ExecOutcome::failed(
+                let mut report = job.report;
+                report.started(JobControl::inert());
+                report.done(ExecOutcome::failed(
                     FailureKind::Script,
                     format!("internal error: cannot create a JavaScript runtime: {e}"),
                 ));
                 continue;
             }
         };
-        let Job { req, keep, started, done } = *job;
+        let Job { req, keep, mut report } = *job;
         prepared.keeps = keep;
-        let mut outcome = tokio_rt.block_on(prepared.run(req, started));
+        let mut outcome = tokio_rt.block_on(prepared.run(req, |control| report.started(control)));
         let kept = keep && prepared.usable();
         outcome.isolate = super::IsolateUse { ran: true, fresh, kept };
         if let Some(t) = trimming.take() {
             let _ = t.join();
         }
-        let _ = done.send(outcome);
+        report.done(outcome);
         // Freeing the isolate (possibly a full heap) happens after the caller has its answer.
         if kept {
             live = Some(prepared);
@@ -558,7 +590,7 @@ struct ControlInner {
 
 impl JobControl {
     /// A control for a job that never got an isolate.
-    fn inert() -> JobControl {
+    pub(crate) fn inert() -> JobControl {
         JobControl { inner: None }
     }
 
@@ -666,7 +698,7 @@ impl Prepared {
         !self.control.flags.any() && !self.control.stopped.load(Ordering::SeqCst)
     }
 
-    async fn run(&mut self, req: ExecRequest, started: oneshot::Sender<JobControl>) -> ExecOutcome {
+    async fn run(&mut self, req: ExecRequest, started: impl FnOnce(JobControl)) -> ExecOutcome {
         self.run_dropping(req, started, true).await
     }
 
@@ -675,7 +707,7 @@ impl Prepared {
     async fn run_dropping(
         &mut self,
         req: ExecRequest,
-        started: oneshot::Sender<JobControl>,
+        started: impl FnOnce(JobControl),
         drop_globals: bool,
     ) -> ExecOutcome {
         let start = Instant::now();
@@ -706,7 +738,7 @@ impl Prepared {
                 })
             },
         });
-        let _ = started.send(JobControl { inner: Some(self.control.clone()) });
+        started(JobControl { inner: Some(self.control.clone()) });
 
         // A session's later steps are side modules named `main.ts#step-N`; messages name them
         // `main.ts`, as the step's author wrote it.
@@ -1124,8 +1156,7 @@ mod tests {
             limits,
             bridge: None,
         };
-        let (started, _control) = oneshot::channel();
-        let outcome = rt.block_on(prepared.run_dropping(req, started, false));
+        let outcome = rt.block_on(prepared.run_dropping(req, drop, false));
         assert!(outcome.error.is_none(), "{:?}", outcome.error);
         let lines: Vec<&str> = outcome.stdout.lines().collect();
         assert_eq!(lines.len(), 6, "{}", outcome.stdout);
@@ -1163,8 +1194,7 @@ mod tests {
                             limits: super::super::Limits::default(),
                             bridge: None,
                         };
-                        let (started, _control) = oneshot::channel();
-                        let outcome = rt.block_on(prepared.run_dropping(req, started, false));
+                        let outcome = rt.block_on(prepared.run_dropping(req, drop, false));
                         assert!(outcome.error.is_none(), "{:?}", outcome.error);
                         assert_eq!(outcome.stdout, format!("[2,4,{}] a-b function {round} [\"k\"]\n", 2 * t));
                     }

@@ -843,9 +843,6 @@ pub fn worker_verbosity() -> u8 {
     std::env::args().nth(3).and_then(|a| a.parse().ok()).unwrap_or(0)
 }
 
-/// A job the worker handed to its runner: its id, and where its control and outcome arrive.
-type Taken = (u64, oneshot::Receiver<JobControl>, oneshot::Receiver<ExecOutcome>);
-
 /// What a worker knows of the jobs it was given: the running one's control, or a stop that came
 /// before the job started.
 #[derive(Default)]
@@ -896,7 +893,8 @@ pub fn worker_main() -> u8 {
     serve_jobs(socket, limit_mb, isolate::Ahead::Always)
 }
 
-/// The worker's loop: runs the jobs that arrive on `socket` and answers on it.
+/// The worker's loop: runs the jobs that arrive on `socket`; the runner answers on it itself
+/// ([`Answer`]), so an answer wakes no other thread of the worker on its way out.
 fn serve_jobs(socket: UnixStream, limit_mb: u64, ahead: isolate::Ahead) -> u8 {
     // The runner's heap grows by at least 8 MiB at a time instead of glibc's 128 KiB: restoring
     // the first isolate otherwise grows it with an `mprotect` call every few pages. Nothing more is
@@ -909,29 +907,21 @@ fn serve_jobs(socket: UnixStream, limit_mb: u64, ahead: isolate::Ahead) -> u8 {
     let limit = Arc::new(AtomicU64::new(limit_mb));
     let mut runner = isolate::Worker::spawn_preparing(limit.clone(), ahead);
     let Ok(writer) = socket.try_clone() else { return 2 };
+    let out = Arc::new(Mutex::new(writer));
     let controls = Arc::new(Mutex::new(Controls::default()));
-    let (jobs_tx, jobs_rx) = std::sync::mpsc::channel::<Taken>();
-    let answers = controls.clone();
-    let spawned = std::thread::Builder::new().name("agent-js-answer".into()).spawn(move || {
-        answer_jobs(jobs_rx, writer, &answers);
-    });
-    if spawned.is_err() {
-        return 2;
-    }
     let mut input = BufReader::new(socket);
     loop {
         match read_frame::<ToWorker>(&mut input) {
             Ok(ToWorker::Run { id, req, keep }) => {
                 let req = req.into_request();
                 limit.store(req.limits.memory_limit_mb, Ordering::Relaxed);
-                let (job, started, done) = isolate::Job::new(req, keep);
+                let answer = Answer { id, out: out.clone(), controls: controls.clone(), answered: false };
+                let job = isolate::Job::reporting(req, keep, Box::new(answer));
                 if let Err(job) = runner.send(job) {
-                    // The runner thread died (a panic in the engine): start another.
+                    // The runner thread died (a panic in the engine): start another. A job no
+                    // runner takes is answered as failed when it is dropped.
                     runner = isolate::Worker::spawn_preparing(limit.clone(), ahead);
                     let _ = runner.send(job);
-                }
-                if jobs_tx.send((id, started, done)).is_err() {
-                    end_now();
                 }
             }
             Ok(ToWorker::Stop { id, timeout }) => {
@@ -942,6 +932,61 @@ fn serve_jobs(socket: UnixStream, limit_mb: u64, ahead: isolate::Ahead) -> u8 {
             }
             // The parent is gone (or talks nonsense): end now, whatever the runner is doing.
             Err(_) => end_now(),
+        }
+    }
+}
+
+/// A job's answers to the parent, written by the runner thread: "started" once the runner took
+/// it (applying a stop that came first), then its outcome. Dropped without an outcome (the
+/// runner thread died with the job queued or running), it answers that the runner stopped, so
+/// the parent never waits for an answer that cannot come.
+struct Answer {
+    id: u64,
+    out: Arc<Mutex<UnixStream>>,
+    controls: Arc<Mutex<Controls>>,
+    answered: bool,
+}
+
+impl Answer {
+    fn send(&self, frame: &FromWorker) {
+        let written = match self.out.lock() {
+            Ok(mut out) => write_frame(&mut *out, frame).is_ok(),
+            Err(_) => false,
+        };
+        if !written {
+            // The parent is gone.
+            end_now();
+        }
+    }
+
+    fn finish(&mut self, mut outcome: ExecOutcome) {
+        self.answered = true;
+        if let Ok(mut c) = self.controls.lock() {
+            c.finished(self.id);
+        }
+        let skills_saved = std::mem::take(&mut outcome.skills_saved);
+        let isolate = outcome.isolate;
+        self.send(&FromWorker::Done { id: self.id, outcome: Box::new(outcome), skills_saved, isolate });
+    }
+}
+
+impl isolate::Report for Answer {
+    fn started(&mut self, control: JobControl) {
+        if let Ok(mut c) = self.controls.lock() {
+            c.started(self.id, control);
+        }
+        self.send(&FromWorker::Started { id: self.id });
+    }
+
+    fn done(mut self: Box<Self>, outcome: ExecOutcome) {
+        self.finish(outcome);
+    }
+}
+
+impl Drop for Answer {
+    fn drop(&mut self) {
+        if !self.answered {
+            self.finish(ExecOutcome::failed(FailureKind::Script, "internal error: the script runner stopped".into()));
         }
     }
 }
@@ -976,32 +1021,6 @@ fn inherited_socket() -> Option<UnixStream> {
     Some(socket)
 }
 
-/// The worker's answering thread: for each job in order, "started" once the runner took it
-/// (applying a stop that came first), then its outcome.
-fn answer_jobs(jobs: std::sync::mpsc::Receiver<Taken>, mut out: UnixStream, controls: &Mutex<Controls>) {
-    for (id, started, done) in jobs {
-        if let Ok(control) = started.blocking_recv() {
-            if let Ok(mut c) = controls.lock() {
-                c.started(id, control);
-            }
-            if write_frame(&mut out, &FromWorker::Started { id }).is_err() {
-                end_now();
-            }
-        }
-        let mut outcome = done.blocking_recv().unwrap_or_else(|_| {
-            ExecOutcome::failed(FailureKind::Script, "internal error: the script runner stopped".into())
-        });
-        if let Ok(mut c) = controls.lock() {
-            c.finished(id);
-        }
-        let skills_saved = std::mem::take(&mut outcome.skills_saved);
-        let isolate = outcome.isolate;
-        if write_frame(&mut out, &FromWorker::Done { id, outcome: Box::new(outcome), skills_saved, isolate }).is_err() {
-            end_now();
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1028,6 +1047,41 @@ mod tests {
         for dropped in ["ANTHROPIC_API_KEY", "AGENT_TOKEN", "PATH", "HOMEX", "XV82JSC_"] {
             assert!(!kept_env(dropped.as_ref()), "{dropped}");
         }
+    }
+
+    /// The runner's answers reach the parent in order: "started" (the job's control registered
+    /// for a stop), then the outcome, once. A job dropped unanswered (its runner thread died)
+    /// is answered as failed, so the parent does not wait forever.
+    #[test]
+    fn a_job_is_answered_once_even_when_its_runner_drops_it() {
+        use isolate::Report;
+        let (parent, child) = UnixStream::pair().unwrap();
+        let out = Arc::new(Mutex::new(child));
+        let controls = Arc::new(Mutex::new(Controls::default()));
+        let answer = |id| Box::new(Answer { id, out: out.clone(), controls: controls.clone(), answered: false });
+
+        let mut lost = answer(3);
+        lost.started(JobControl::inert());
+        assert!(controls.lock().unwrap().running.contains_key(&3), "a stop could not reach the job");
+        drop(lost);
+        assert!(!controls.lock().unwrap().running.contains_key(&3));
+        let mut kept = answer(4);
+        kept.started(JobControl::inert());
+        kept.done(ExecOutcome { stdout: "hello\n".into(), ..ExecOutcome::default() });
+        drop(out);
+
+        let mut frames = BufReader::new(parent);
+        assert!(matches!(read_frame::<FromWorker>(&mut frames).unwrap(), FromWorker::Started { id: 3 }));
+        let FromWorker::Done { id: 3, outcome, .. } = read_frame::<FromWorker>(&mut frames).unwrap() else {
+            panic!("the dropped job was not answered");
+        };
+        assert!(outcome.error.is_some_and(|e| e.message.contains("the script runner stopped")));
+        assert!(matches!(read_frame::<FromWorker>(&mut frames).unwrap(), FromWorker::Started { id: 4 }));
+        let FromWorker::Done { id: 4, outcome, .. } = read_frame::<FromWorker>(&mut frames).unwrap() else {
+            panic!("the answered job's outcome is missing");
+        };
+        assert_eq!(outcome.stdout, "hello\n");
+        assert!(read_frame::<FromWorker>(&mut frames).is_err(), "a job was answered twice");
     }
 
     /// What the parent writes is what the worker reads, paths that are not UTF-8 included.
