@@ -301,6 +301,9 @@ fn runner_thread(queue: Arc<Queue>) {
                     }
                 }
             }
+            if created == 0 {
+                prefault_heap(FIRST_RESTORE_BYTES);
+            }
             queue.made.fetch_add(1, Ordering::Relaxed);
             next = Some(Prepared::new(limit_mb.load(Ordering::Relaxed).max(MIN_HEAP_MB), &cache));
             created += 1;
@@ -376,6 +379,29 @@ fn runner_thread(queue: Arc<Queue>) {
             drop(prepared);
         }
     }
+}
+
+/// About what a runner thread's first restore, and the script after it, write of the thread's
+/// fresh heap (counted: page faults of a cold `agent exec` stop falling past 2 MB).
+const FIRST_RESTORE_BYTES: usize = 2 << 20;
+
+/// Makes up to `bytes` of this thread's heap above its newest allocation resident in one call,
+/// instead of one page fault at a time as the first restore writes each page: populating costs
+/// about half of what the faults do (0.4 against 0.85 µs a page on the development VM), and a
+/// cold `agent exec` takes ~0.3 ms less (`perf stat -r 40`, interleaved). Best effort: it stops,
+/// without error, where the heap's writable part ends, and does nothing on a kernel without
+/// `MADV_POPULATE_WRITE` (before Linux 5.14).
+fn prefault_heap(bytes: usize) {
+    // The allocator hands this thread's next blocks from just above this one.
+    let probe = Box::new(0u64);
+    let start = (&*probe as *const u64 as usize + 4095) & !4095;
+    // SAFETY: MADV_POPULATE_WRITE only faults in pages of mappings this process already has
+    // (private heap memory here), as writing to each would, without changing their contents;
+    // it fails at the first page that is not mapped writable.
+    unsafe {
+        libc::madvise(start as *mut libc::c_void, bytes, libc::MADV_POPULATE_WRITE);
+    }
+    drop(probe);
 }
 
 /// The QuickJS backend (v8x) keeps compiled bytecode of every script and module it compiles, one
@@ -1135,6 +1161,44 @@ mod tests {
         assert_eq!(later.stdout, "undefined\n", "the later script ran in the used isolate");
         assert!(later.isolate.fresh);
         assert_eq!(made(&first), 2);
+    }
+
+    /// The heap a runner thread's first restore will write is made resident, and asking for far
+    /// more than the heap has stops at its end instead of failing or mapping anything new.
+    #[test]
+    fn prefaulting_the_heap_makes_its_next_pages_resident_and_stops_at_its_end() {
+        fn resident_kb() -> u64 {
+            let status = std::fs::read_to_string("/proc/self/status").unwrap();
+            let line = status.lines().find(|l| l.starts_with("VmRSS:")).unwrap();
+            line.split_whitespace().nth(1).unwrap().parse().unwrap()
+        }
+        std::thread::spawn(|| {
+            let probe = Box::new(0u64);
+            let next = (&*probe as *const u64 as usize + 4095) & !4095;
+            prefault_heap(1 << 20);
+            // Page by page up to where the heap's mapping ends (here the allocator's default
+            // growth, ~128 KB; a worker grows it by 8 MB): each one mapped is resident.
+            let mut mapped = 0;
+            for page in 0..256 {
+                let mut resident = 0u8;
+                // SAFETY: mincore reads one page's residency into one byte.
+                let r = unsafe { libc::mincore((next + page * 4096) as *mut libc::c_void, 4096, &mut resident) };
+                if r != 0 {
+                    break;
+                }
+                assert_eq!(resident & 1, 1, "page {page} above the newest block is not resident");
+                mapped += 1;
+            }
+            assert!(mapped >= 8, "only {mapped} pages of heap above the newest block");
+
+            let before = resident_kb();
+            prefault_heap(1 << 30);
+            let grew = resident_kb().saturating_sub(before);
+            assert!(grew < 128 << 10, "a prefault grew the process by {grew} KB: it went past the heap");
+            drop(probe);
+        })
+        .join()
+        .unwrap();
     }
 
     /// A script without storage whose globals were somehow still there (a bug in the bootstrap,
