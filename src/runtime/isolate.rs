@@ -1068,27 +1068,43 @@ pub mod phases;
 mod tests {
     use super::*;
 
-    /// One runner thread for a lone script (a cold `agent exec` makes one isolate, not two); a
-    /// second once scripts come one after another, each with a fresh isolate; never a second for
-    /// session steps, whose isolate lives on one thread (they keep what the last step defined);
-    /// and dropping the worker ends them.
-    #[test]
-    fn a_second_runner_starts_for_scripts_in_a_row_but_not_for_one_or_for_a_session() {
-        let ws = tempfile::tempdir().unwrap();
-        let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
-        let run = |worker: &Worker, keep: bool, script: &str| {
+    /// Scripts sent to a [`Worker`] as jobs from a test, each in the same workspace.
+    struct TestJobs {
+        ws: tempfile::TempDir,
+        rt: tokio::runtime::Runtime,
+    }
+
+    impl TestJobs {
+        fn new() -> TestJobs {
+            let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+            TestJobs { ws: tempfile::tempdir().unwrap(), rt }
+        }
+
+        /// Runs `script` on `worker` (a session step when `keep`) and returns its outcome, which
+        /// must be a success.
+        fn run(&self, worker: &Worker, keep: bool, script: &str) -> ExecOutcome {
             let req = ExecRequest {
-                workspace: ws.path().to_path_buf(),
+                workspace: self.ws.path().to_path_buf(),
                 script: Script::Inline(script.into()),
                 limits: super::super::Limits::default(),
                 bridge: None,
             };
             let (job, _started, done) = Job::new(req, keep);
             assert!(worker.send(job).is_ok(), "no runner took the job");
-            let outcome = rt.block_on(done).expect("the runner answers");
+            let outcome = self.rt.block_on(done).expect("the runner answers");
             assert!(outcome.error.is_none(), "{:?}", outcome.error);
             outcome
-        };
+        }
+    }
+
+    /// One runner thread for a lone script (a cold `agent exec` makes one isolate, not two); a
+    /// second once scripts come one after another, each with a fresh isolate; never a second for
+    /// session steps, whose isolate lives on one thread (they keep what the last step defined);
+    /// and dropping the worker ends them.
+    #[test]
+    fn a_second_runner_starts_for_scripts_in_a_row_but_not_for_one_or_for_a_session() {
+        let jobs = TestJobs::new();
+        let run = |worker: &Worker, keep: bool, script: &str| jobs.run(worker, keep, script);
         let runners = |worker: &Worker| worker.queue.runners.load(Ordering::Acquire);
 
         let scripts = Worker::spawn(Arc::new(AtomicU64::new(64)));
@@ -1124,21 +1140,8 @@ mod tests {
     /// answered; a later job on it still runs, in an isolate of its own.
     #[test]
     fn a_one_script_worker_makes_no_isolate_after_its_answer_until_a_job_asks() {
-        let ws = tempfile::tempdir().unwrap();
-        let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
-        let run = |worker: &Worker, script: &str| {
-            let req = ExecRequest {
-                workspace: ws.path().to_path_buf(),
-                script: Script::Inline(script.into()),
-                limits: super::super::Limits::default(),
-                bridge: None,
-            };
-            let (job, _started, done) = Job::new(req, false);
-            assert!(worker.send(job).is_ok(), "no runner took the job");
-            let outcome = rt.block_on(done).expect("the runner answers");
-            assert!(outcome.error.is_none(), "{:?}", outcome.error);
-            outcome
-        };
+        let jobs = TestJobs::new();
+        let run = |worker: &Worker, script: &str| jobs.run(worker, false, script);
         let made = |worker: &Worker| worker.queue.made.load(Ordering::Relaxed);
 
         // Prepared with the limit the jobs ask for, so each job takes the isolate made for it.
