@@ -2,8 +2,10 @@
 //! the engine reports into an [`ExecOutcome`].
 //!
 //! The runner thread owns a current-thread tokio runtime (the ops' futures and the bridge
-//! client's connections run on it) and always holds the next `JsRuntime`, bootstrapped before
-//! the job that will use it arrives. A runtime runs exactly one script and is then dropped.
+//! client's connections run on it) and holds the next `JsRuntime`, bootstrapped before the job
+//! that will use it arrives (only the first, in the worker a cold `agent exec` ends once
+//! answered: [`Ahead`]). A runtime runs exactly one script (or one session's steps) and is then
+//! dropped. The runner reports each job's start and outcome itself ([`Report`]).
 //!
 //! Stopping a script (timeout, heap limit, cancellation) goes through [`JobControl::stop`], callable
 //! from any thread: it flags the reason, asks the engine to terminate (a busy loop unwinds at its
