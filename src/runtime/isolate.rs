@@ -513,8 +513,9 @@ pub(crate) fn prune_bytecode_cache(dir: &Path, keep: usize, max_bytes: u64) {
 /// so trimming happens rarely and hot entries are rebuilt rarely; a `.tmp` file over a minute old
 /// (a write that died) always goes. Files an older build of the engine wrote with the umask (0644;
 /// it now writes 0600) are set to 0600 on the way, from the metadata this pass reads anyway (the
-/// 0700 directory already keeps them from other users; no extra pass over the directory). The
-/// first run of a build finds no stamp ([`TRIMMED_STAMP`]), so this pass runs then.
+/// 0700 directory already keeps them from other users; no extra pass over the directory). A cache
+/// left by a build from before the stamp ([`TRIMMED_STAMP`]) has none, so this pass runs on its
+/// first use.
 fn trim_bytecode_cache(dir: &Path, keep: usize, max_bytes: u64) {
     use std::os::unix::fs::MetadataExt;
     let Ok(entries) = std::fs::read_dir(dir) else { return };
