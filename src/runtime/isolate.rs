@@ -652,6 +652,12 @@ fn new_runtime(loader: Rc<WorkspaceLoader>, heap_limit: usize) -> Result<JsRunti
         module_loader: Some(loader),
         extensions: vec![super::ops::extension(snapshot.is_none())],
         startup_snapshot: snapshot,
+        // The snapshot holds the op functions the bootstrap bound, each naming its op by its
+        // index among the external references, which a restore maps to this runtime's op state
+        // (the binary that made the snapshot has the same ops: the cache key names the binary).
+        // Binding every op again would make ~110 functions per isolate (~11 % of a restore) that
+        // only `Deno.core.ops` holds, and finalize.js removes `Deno` before any script runs.
+        skip_op_registration: snapshot.is_some(),
         create_params: Some(v8::CreateParams::default().heap_limits(0, heap_limit)),
         ..Default::default()
     })
