@@ -1384,6 +1384,60 @@ mod tests {
         );
     }
 
+    /// The snapshot's modules (the ops module among them) keep their exports in a registry the
+    /// engine restores them from. From the moment a runtime is restored, no script reaches that
+    /// registry: not before any module ran (when the engine has not restored a module yet, since
+    /// no module asked), and not after a module ran.
+    #[test]
+    fn no_script_reaches_the_snapshots_module_exports() {
+        let snapshot = super::super::snapshot::startup_snapshot();
+        assert!(snapshot.is_some(), "the snapshot could not be made");
+        let mut runtime = JsRuntime::new(RuntimeOptions {
+            extensions: vec![super::super::ops::extension(false)],
+            startup_snapshot: snapshot,
+            skip_op_registration: true,
+            ..Default::default()
+        });
+        finalize(&mut runtime).unwrap();
+        const PROBE: &str = "String(Reflect.ownKeys(globalThis).filter((k) => String(k).includes('module_exports')))";
+        assert_eq!(eval_to_string(&mut runtime, PROBE), "");
+        let tokio = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+        tokio.block_on(async {
+            let url = ModuleSpecifier::parse("file:///probe.js").unwrap();
+            let id = runtime.load_main_es_module_from_code(&url, "export const x = 1;\n").await.unwrap();
+            let done = runtime.mod_evaluate(id);
+            runtime.run_event_loop(Default::default()).await.unwrap();
+            done.await.unwrap();
+        });
+        assert_eq!(eval_to_string(&mut runtime, PROBE), "");
+    }
+
+    /// A snapshot module's exports are restored when a module first imports it (only deno_core's
+    /// own `ext:` modules may), and they are the objects the snapshot holds: the class the
+    /// bootstrap made global is the one the import gets, not a second evaluation's.
+    #[test]
+    fn a_module_importing_a_snapshot_module_gets_the_snapshots_exports() {
+        let snapshot = super::super::snapshot::startup_snapshot();
+        assert!(snapshot.is_some(), "the snapshot could not be made");
+        let mut runtime = JsRuntime::new(RuntimeOptions {
+            extensions: vec![super::super::ops::extension(false)],
+            startup_snapshot: snapshot,
+            skip_op_registration: true,
+            ..Default::default()
+        });
+        let tokio = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+        tokio.block_on(async {
+            let url = ModuleSpecifier::parse("node:agent_probe").unwrap();
+            let code = "import { MCPToolError, decodeResult } from 'ext:agent_runtime/result.js';\n\
+                        globalThis.probe = [MCPToolError === globalThis.MCPToolError, typeof decodeResult].join();\n";
+            let id = runtime.load_side_es_module_from_code(&url, code).await.unwrap();
+            let done = runtime.mod_evaluate(id);
+            runtime.run_event_loop(Default::default()).await.unwrap();
+            done.await.unwrap();
+        });
+        assert_eq!(eval_to_string(&mut runtime, "globalThis.probe"), "true,function");
+    }
+
     /// The engine itself (vendor/v8x) gives a context neither the Temporal polyfill nor
     /// WebAssembly: not deleted by our bootstrap afterwards, never there, so the snapshot does not
     /// carry them either. A runtime with deno_core's own JS and none of ours shows it.

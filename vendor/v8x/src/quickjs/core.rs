@@ -1121,6 +1121,10 @@ pub extern "C" fn v8__Isolate__Dispose(this: *mut RealIsolate) {
     for (_, to_string) in st.native_to_string.drain() {
       JS_FreeValueRT(st.rt, to_string);
     }
+    for c in &st.extra_contexts {
+      super::snapshot::release_pending_module_exports(*c);
+    }
+    super::snapshot::release_pending_module_exports(st.ctx);
     for c in st.extra_contexts.drain(..) {
       JS_FreeContext(c);
     }

@@ -1916,6 +1916,11 @@ fn handle_key(this: *const Module) -> usize {
   unsafe { v.u.ptr as usize }
 }
 
+/// The name the module handle was recorded under, if it was.
+pub(crate) fn module_name_of(this: *const Module) -> Option<std::string::String> {
+  with_module_state(this, |st| st.module_name.clone())
+}
+
 fn with_module_state<R>(
   this: *const Module,
   f: impl FnOnce(&mut ModuleState) -> R,
@@ -3206,6 +3211,9 @@ unsafe fn build_resolution_map(
     if !visited.insert(handle_key(m)) {
       continue;
     }
+    // A snapshot module still waiting for its exports gets them before anything reads its
+    // state (restoring replaces that state with the module the snapshot evaluated).
+    super::snapshot::restore_snapshot_module_exports_for(ctx, m);
     let Some((base, specs, attrs, src_imports, deferred_imports)) =
       with_module_state(m, |st| {
         (
@@ -4788,7 +4796,7 @@ pub extern "C" fn v8__Module__GetModuleNamespace(
   if ctx.is_null() {
     return ptr::null();
   }
-  super::snapshot::restore_snapshot_module_exports(ctx);
+  super::snapshot::restore_snapshot_module_exports_for(ctx, this);
   // Synthetic modules (e.g. dynamically-imported JSON) are `JS_NewCModule`s with
   // no `func_obj`; QuickJS's `JS_GetModuleNamespace` -> `js_build_module_ns`
   // dereferences `func_obj` and segfaults. Build the namespace object directly
@@ -5349,7 +5357,8 @@ pub extern "C" fn v8__Module__InstantiateModule(
   }
   let ctx = ctx_of(context);
   if !ctx.is_null() {
-    super::snapshot::restore_snapshot_module_exports(ctx);
+    // The import graph's walk restores the snapshot's module exports when it meets a snapshot
+    // module (the module itself included).
     if !unsafe { build_resolution_map(ctx, context, cb, source_callback, this) }
     {
       return MaybeBool::Nothing;
@@ -5434,7 +5443,7 @@ pub extern "C" fn v8__Module__Evaluate(
   if ctx.is_null() {
     return ptr::null();
   }
-  super::snapshot::restore_snapshot_module_exports(ctx);
+  super::snapshot::restore_snapshot_module_exports_for(ctx, this);
   if env_flag!("QJS_DEBUG_EVAL") {
     let nm =
       with_module_state(this, |m| m.source_name.clone()).unwrap_or_default();

@@ -366,10 +366,18 @@ thread_local! {
     const { std::cell::Cell::new(SnapshotExternalReferences { ptr: ptr::null(), len: 0 }) };
   static CAPTURED_SNAPSHOT_MODULE_EXPORTS: std::cell::RefCell<HashMap<usize, HashSet<String>>> =
     std::cell::RefCell::new(HashMap::new());
+  /// A restored context's registry of snapshot module exports (module name -> exports object),
+  /// by context. `detach_snapshot_module_exports` moves it here off the context's global object
+  /// when the replay ends: no script can reach it there, and its modules are restored only when a
+  /// module operation first touches one of them (`restore_snapshot_module_exports_for`).
+  static PENDING_MODULE_EXPORTS: std::cell::RefCell<HashMap<usize, JSValue>> =
+    std::cell::RefCell::new(HashMap::new());
 }
 
 pub(crate) fn clear_thread_snapshot_caches() {
   CAPTURED_SNAPSHOT_MODULE_EXPORTS.with(|exports| exports.borrow_mut().clear());
+  // Values of a runtime already freed: dropped, not released.
+  PENDING_MODULE_EXPORTS.with(|pending| pending.borrow_mut().clear());
 }
 
 fn with_snapshot_external_references<T>(
@@ -1215,13 +1223,72 @@ fn install_snapshot_module_exports(ctx: *mut JSContext) {
   }
 }
 
-fn snapshot_module_exports(ctx: *mut JSContext, name: &str) -> Option<JSValue> {
-  let name = CString::new(name).ok()?;
+/// The context's registry of snapshot module exports (a new reference): the detached one when
+/// there is one, else the global object's property (a context being captured, or one whose
+/// replay has not ended).
+fn module_exports_registry(ctx: *mut JSContext) -> JSValue {
+  let pending = PENDING_MODULE_EXPORTS.with(|pending| {
+    pending.borrow().get(&(ctx as usize)).copied()
+  });
   unsafe {
+    if let Some(registry) = pending {
+      return JS_DupValue(ctx, registry);
+    }
     let global = JS_GetGlobalObject(ctx);
     let registry =
       JS_GetPropertyStr(ctx, global, c"__v8x_snapshot_module_exports".as_ptr());
     JS_FreeValue(ctx, global);
+    registry
+  }
+}
+
+/// Moves the registry of snapshot module exports off the context's global object (see
+/// `PENDING_MODULE_EXPORTS`).
+fn detach_snapshot_module_exports(ctx: *mut JSContext) {
+  unsafe {
+    let global = JS_GetGlobalObject(ctx);
+    let registry =
+      JS_GetPropertyStr(ctx, global, c"__v8x_snapshot_module_exports".as_ptr());
+    if registry.tag == JS_TAG_OBJECT {
+      if JS_DeletePropertyStr(
+        ctx,
+        global,
+        c"__v8x_snapshot_module_exports".as_ptr(),
+        0,
+      ) < 0
+      {
+        let exc = JS_GetException(ctx);
+        JS_FreeValue(ctx, exc);
+      }
+      let old = PENDING_MODULE_EXPORTS
+        .with(|pending| pending.borrow_mut().insert(ctx as usize, registry));
+      if let Some(old) = old {
+        JS_FreeValue(ctx, old);
+      }
+    } else {
+      if registry.tag == JS_TAG_EXCEPTION {
+        let exc = JS_GetException(ctx);
+        JS_FreeValue(ctx, exc);
+      }
+      JS_FreeValue(ctx, registry);
+    }
+    JS_FreeValue(ctx, global);
+  }
+}
+
+/// Releases a detached registry the context still holds; called before the context is freed.
+pub(crate) fn release_pending_module_exports(ctx: *mut JSContext) {
+  let registry = PENDING_MODULE_EXPORTS
+    .with(|pending| pending.borrow_mut().remove(&(ctx as usize)));
+  if let Some(registry) = registry {
+    unsafe { JS_FreeValue(ctx, registry) };
+  }
+}
+
+fn snapshot_module_exports(ctx: *mut JSContext, name: &str) -> Option<JSValue> {
+  let name = CString::new(name).ok()?;
+  unsafe {
+    let registry = module_exports_registry(ctx);
     if registry.tag != JS_TAG_OBJECT {
       if registry.tag == JS_TAG_EXCEPTION {
         let exc = JS_GetException(ctx);
@@ -1256,10 +1323,7 @@ fn snapshot_module_exports_has(ctx: *mut JSContext, name: &str) -> bool {
 
 fn has_snapshot_module_exports_registry(ctx: *mut JSContext) -> bool {
   unsafe {
-    let global = JS_GetGlobalObject(ctx);
-    let registry =
-      JS_GetPropertyStr(ctx, global, c"__v8x_snapshot_module_exports".as_ptr());
-    JS_FreeValue(ctx, global);
+    let registry = module_exports_registry(ctx);
     let exists = registry.tag == JS_TAG_OBJECT;
     if registry.tag == JS_TAG_EXCEPTION {
       let exc = JS_GetException(ctx);
@@ -1276,8 +1340,7 @@ fn remove_snapshot_module_export(ctx: *mut JSContext, name: &str) {
   };
   unsafe {
     let global = JS_GetGlobalObject(ctx);
-    let registry =
-      JS_GetPropertyStr(ctx, global, c"__v8x_snapshot_module_exports".as_ptr());
+    let registry = module_exports_registry(ctx);
     if registry.tag != JS_TAG_OBJECT {
       if registry.tag == JS_TAG_EXCEPTION {
         let exc = JS_GetException(ctx);
@@ -1304,6 +1367,9 @@ fn remove_snapshot_module_export(ctx: *mut JSContext, name: &str) {
     if !properties.is_null() {
       JS_FreePropertyEnum(ctx, properties, len);
     }
+    if empty {
+      release_pending_module_exports(ctx);
+    }
     if empty
       && JS_DeletePropertyStr(
         ctx,
@@ -1321,6 +1387,7 @@ fn remove_snapshot_module_export(ctx: *mut JSContext, name: &str) {
 }
 
 fn remove_snapshot_module_exports(ctx: *mut JSContext) {
+  release_pending_module_exports(ctx);
   unsafe {
     let global = JS_GetGlobalObject(ctx);
     let result = JS_DeletePropertyStr(
@@ -1334,6 +1401,27 @@ fn remove_snapshot_module_exports(ctx: *mut JSContext) {
       JS_FreeValue(ctx, exc);
     }
     JS_FreeValue(ctx, global);
+  }
+}
+
+/// Restores the snapshot's module exports (all of them, as `restore_snapshot_module_exports`)
+/// when `module` is a snapshot module whose exports are still pending. Every module operation
+/// that can reach a snapshot module calls it first: taking a namespace, evaluating, and each
+/// module an instantiation's import graph visits. A context whose scripts never import a
+/// snapshot module never pays for the restore (a wrapper module made per snapshot module, its
+/// exports added and evaluated: ~6 % of making an isolate for agent's snapshot).
+pub(crate) fn restore_snapshot_module_exports_for(
+  ctx: *mut JSContext,
+  module: *const crate::Module,
+) {
+  if ctx.is_null() || module.is_null() {
+    return;
+  }
+  let Some(name) = super::module::module_name_of(module) else {
+    return;
+  };
+  if snapshot_module_exports_has(ctx, &name) {
+    restore_snapshot_module_exports(ctx);
   }
 }
 
@@ -1569,6 +1657,9 @@ pub(crate) fn replay_context(
     replay_object_template(ctx, template, external_refs);
   }
   restore_snapshot_module_exports(ctx);
+  // The exports of modules not restored yet (their handles come later, with the embedder's
+  // module map) wait off the global object, out of every script's reach.
+  detach_snapshot_module_exports(ctx);
   let context_values =
     take_context_data_registry(ctx, &snapshot.context_data_refs);
   if context_values.iter().any(Option::is_some) {
