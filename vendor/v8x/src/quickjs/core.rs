@@ -1122,9 +1122,9 @@ pub extern "C" fn v8__Isolate__Dispose(this: *mut RealIsolate) {
       JS_FreeValueRT(st.rt, to_string);
     }
     for c in &st.extra_contexts {
-      super::snapshot::release_pending_module_exports(*c);
+      super::snapshot::forget_pending_module_exports(*c);
     }
-    super::snapshot::release_pending_module_exports(st.ctx);
+    super::snapshot::forget_pending_module_exports(st.ctx);
     for c in st.extra_contexts.drain(..) {
       JS_FreeContext(c);
     }
