@@ -44663,9 +44663,16 @@ static JSValue JS_ReadSnapshotArrayTag(BCReaderState *s)
     if (count && expand_fast_array(s->ctx, p, count))
         goto fail;
     for (i = 0; i < count; i++) {
-        value = JS_ReadObjectRec(s);
-        if (JS_IsException(value))
-            goto fail;
+        /* null and undefined, the common fill (deno_core's promise ring is
+           4,096 nulls), are taken here without a call per element */
+        if (s->ptr < s->buf_end && (*s->ptr == BC_TAG_NULL ||
+                                    *s->ptr == BC_TAG_UNDEFINED)) {
+            value = *s->ptr++ == BC_TAG_NULL ? JS_NULL : JS_UNDEFINED;
+        } else {
+            value = JS_ReadObjectRec(s);
+            if (JS_IsException(value))
+                goto fail;
+        }
         /* The array is still a fast one with i elements: nothing else
            can reach it while it is read. */
         if (!p->fast_array || p->u.array.count != i) {
