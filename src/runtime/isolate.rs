@@ -1390,25 +1390,11 @@ mod tests {
     /// no module asked), and not after a module ran.
     #[test]
     fn no_script_reaches_the_snapshots_module_exports() {
-        let snapshot = super::super::snapshot::startup_snapshot();
-        assert!(snapshot.is_some(), "the snapshot could not be made");
-        let mut runtime = JsRuntime::new(RuntimeOptions {
-            extensions: vec![super::super::ops::extension(false)],
-            startup_snapshot: snapshot,
-            skip_op_registration: true,
-            ..Default::default()
-        });
+        let mut runtime = restored_runtime();
         finalize(&mut runtime).unwrap();
         const PROBE: &str = "String(Reflect.ownKeys(globalThis).filter((k) => String(k).includes('module_exports')))";
         assert_eq!(eval_to_string(&mut runtime, PROBE), "");
-        let tokio = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
-        tokio.block_on(async {
-            let url = ModuleSpecifier::parse("file:///probe.js").unwrap();
-            let id = runtime.load_main_es_module_from_code(&url, "export const x = 1;\n").await.unwrap();
-            let done = runtime.mod_evaluate(id);
-            runtime.run_event_loop(Default::default()).await.unwrap();
-            done.await.unwrap();
-        });
+        run_module(&mut runtime, "file:///probe.js", "export const x = 1;\n", true);
         assert_eq!(eval_to_string(&mut runtime, PROBE), "");
     }
 
@@ -1417,25 +1403,40 @@ mod tests {
     /// bootstrap made global is the one the import gets, not a second evaluation's.
     #[test]
     fn a_module_importing_a_snapshot_module_gets_the_snapshots_exports() {
+        let mut runtime = restored_runtime();
+        let code = "import { MCPToolError, decodeResult } from 'ext:agent_runtime/result.js';\n\
+                    globalThis.probe = [MCPToolError === globalThis.MCPToolError, typeof decodeResult].join();\n";
+        // A `node:` module may import `ext:` ones; a `file:` one may not.
+        run_module(&mut runtime, "node:agent_probe", code, false);
+        assert_eq!(eval_to_string(&mut runtime, "globalThis.probe"), "true,function");
+    }
+
+    /// A runtime restored from the snapshot as `new_runtime` makes one, without its loader.
+    fn restored_runtime() -> JsRuntime {
         let snapshot = super::super::snapshot::startup_snapshot();
         assert!(snapshot.is_some(), "the snapshot could not be made");
-        let mut runtime = JsRuntime::new(RuntimeOptions {
+        JsRuntime::new(RuntimeOptions {
             extensions: vec![super::super::ops::extension(false)],
             startup_snapshot: snapshot,
             skip_op_registration: true,
             ..Default::default()
-        });
+        })
+    }
+
+    /// Loads `code` as the module `url` (the main module, or a side one) and evaluates it.
+    fn run_module(runtime: &mut JsRuntime, url: &str, code: &'static str, main: bool) {
         let tokio = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
         tokio.block_on(async {
-            let url = ModuleSpecifier::parse("node:agent_probe").unwrap();
-            let code = "import { MCPToolError, decodeResult } from 'ext:agent_runtime/result.js';\n\
-                        globalThis.probe = [MCPToolError === globalThis.MCPToolError, typeof decodeResult].join();\n";
-            let id = runtime.load_side_es_module_from_code(&url, code).await.unwrap();
+            let url = ModuleSpecifier::parse(url).unwrap();
+            let id = if main {
+                runtime.load_main_es_module_from_code(&url, code).await.unwrap()
+            } else {
+                runtime.load_side_es_module_from_code(&url, code).await.unwrap()
+            };
             let done = runtime.mod_evaluate(id);
             runtime.run_event_loop(Default::default()).await.unwrap();
             done.await.unwrap();
         });
-        assert_eq!(eval_to_string(&mut runtime, "globalThis.probe"), "true,function");
     }
 
     /// The engine itself (vendor/v8x) gives a context neither the Temporal polyfill nor
