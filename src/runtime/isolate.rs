@@ -1340,13 +1340,15 @@ mod tests {
             return out.join('\\n');
         })()";
         let fingerprint = |restored: bool| {
-            let snapshot = if restored { super::super::snapshot::startup_snapshot() } else { None };
-            assert_eq!(snapshot.is_some(), restored, "the snapshot could not be made");
-            let mut runtime = JsRuntime::new(RuntimeOptions {
-                extensions: vec![super::super::ops::extension(!restored)],
-                startup_snapshot: snapshot,
-                ..Default::default()
-            });
+            // Restored as `new_runtime` restores (the snapshot's op functions kept).
+            let mut runtime = if restored {
+                restored_runtime()
+            } else {
+                JsRuntime::new(RuntimeOptions {
+                    extensions: vec![super::super::ops::extension(true)],
+                    ..Default::default()
+                })
+            };
             finalize(&mut runtime).unwrap();
             eval_to_string(&mut runtime, FINGERPRINT)
         };
