@@ -94,6 +94,13 @@ impl Job {
     pub(crate) fn reporting(req: ExecRequest, keep: bool, report: Box<dyn Report>) -> Box<Job> {
         Box::new(Job { req, keep, report })
     }
+
+    /// Answers a job that never got an isolate: an inert control, then the failure.
+    fn refuse(self: Box<Self>, kind: FailureKind, message: String) {
+        let mut report = self.report;
+        report.started(JobControl::inert());
+        report.done(ExecOutcome::failed(kind, message));
+    }
 }
 
 /// The handle to the runner threads. Dropping it ends them once the jobs already queued are done.
@@ -327,12 +334,10 @@ fn runner_thread(queue: Arc<Queue>) {
         let wanted = job.req.limits.memory_limit_mb;
         if wanted < MIN_HEAP_MB {
             // The engine cannot even start in that little memory (and deno_core panics trying).
-            let mut report = job.report;
-            report.started(JobControl::inert());
-            report.done(ExecOutcome::failed(
+            job.refuse(
                 FailureKind::Memory,
                 format!("{} while starting the runtime (it needs at least {MIN_HEAP_MB} MB)", memory_message(wanted)),
-            ));
+            );
             continue;
         }
         let (prepared, fresh) = match live.take() {
@@ -354,12 +359,7 @@ fn runner_thread(queue: Arc<Queue>) {
         let mut prepared = match prepared {
             Ok(p) => p,
             Err(e) => {
-                let mut report = job.report;
-                report.started(JobControl::inert());
-                report.done(ExecOutcome::failed(
-                    FailureKind::Script,
-                    format!("internal error: cannot create a JavaScript runtime: {e}"),
-                ));
+                job.refuse(FailureKind::Script, format!("internal error: cannot create a JavaScript runtime: {e}"));
                 continue;
             }
         };
